@@ -1,0 +1,12 @@
+"""The OpenAI Responses adapter and its hosted tool codecs."""
+
+from .adapter import OpenAIAdapter
+from .codecs import HostedToolCodec, NativeCall, OpenAIWebSearchCodec, default_codecs
+
+__all__ = [
+    "HostedToolCodec",
+    "NativeCall",
+    "OpenAIAdapter",
+    "OpenAIWebSearchCodec",
+    "default_codecs",
+]

@@ -1,0 +1,610 @@
+"""``OpenAIAdapter``: evaluates a prompt on the Responses API.
+
+The request JSON is built once per turn from plain dicts and handed to the
+official SDK's ``client.responses.create`` through ``extra_body``, which skips
+the SDK's typed request transform (most of an SDK loop's cost, see
+docs/benchmarks.md) while keeping its retries, errors and response parsing.
+The conversation is stateless: every turn resends the history, with the
+provider's output items replayed verbatim (reasoning, web_search_call and
+message items included) followed by one ``function_call_output`` per call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import openai
+
+from ...deadlines import Budget, BudgetTracker, Deadline, TokenUsage
+from ...errors import (
+    BudgetExceededError,
+    PromptEvaluationError,
+    PromptRenderError,
+    PromptValidationError,
+)
+from ...events import (
+    EventSink,
+    NullSink,
+    PromptExecuted,
+    PromptFailed,
+    PromptRendered,
+    ProviderCallCompleted,
+    ProviderCallFailed,
+    ToolInvoked,
+)
+from ...executor import FunctionCall, ToolExecutor
+from ...hosted.base import HostedTool
+from ...prompt import Prompt, PromptResponse, RenderedPrompt, ToolChoice
+from ...results import ToolResult
+from ...schema import is_strict_compatible
+from ...serde import SerdeError, parse
+from ...session import InMemorySession, SessionProtocol
+from .codecs import HostedToolCodec, default_codecs
+from .codecs.base import field
+from .parsing import citations_from_items
+
+logger = logging.getLogger(__name__)
+
+ADAPTER_NAME = "openai"
+PROVIDER = "openai"
+_IGNORED_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
+_JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def _counter() -> Iterator[int]:
+    return itertools.count(1)
+
+
+class OpenAIAdapter:
+    """Runs prompts on the OpenAI Responses API through the official SDK.
+
+    ``client`` is an ``openai.OpenAI`` instance (injected; never built here).
+    ``hosted_tool_codecs`` maps hosted tool kinds to codecs.
+    ``model_capabilities`` optionally maps model names to the hosted kinds
+    each may use; a model missing from a given mapping may use none.
+    """
+
+    name = ADAPTER_NAME
+
+    def __init__(
+        self,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] | None = None,
+        model_capabilities: Mapping[str, frozenset[str]] | None = None,
+        max_turns: int = 16,
+        parallel_tool_calls: bool = True,
+        store: bool | None = None,
+        extra_request: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model or not model.strip():
+            raise ValueError("OpenAIAdapter needs a model name.")
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1.")
+        self.client = client
+        self.model = model.strip()
+        self.hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] = (
+            dict(hosted_tool_codecs) if hosted_tool_codecs is not None else default_codecs()
+        )
+        self.model_capabilities = model_capabilities
+        self.max_turns = max_turns
+        self.parallel_tool_calls = parallel_tool_calls
+        self.store = store
+        self.extra_request = dict(extra_request or {})
+
+    # -- building the request ------------------------------------------------
+
+    def _codec(self, hosted: HostedTool[Any], prompt_name: str) -> HostedToolCodec[Any]:
+        codec = self.hosted_tool_codecs.get(hosted.kind)
+        if codec is None:
+            raise PromptEvaluationError(
+                f"Unsupported hosted tool kind '{hosted.kind}' (tool '{hosted.name}') "
+                f"for the OpenAI adapter; supported kinds: "
+                f"{', '.join(sorted(self.hosted_tool_codecs)) or 'none'}.",
+                prompt_name=prompt_name,
+                phase="render",
+            )
+        return codec
+
+    def _check_capabilities(self, rendered: RenderedPrompt) -> None:
+        if self.model_capabilities is None:
+            return
+        allowed = self.model_capabilities.get(self.model, frozenset())
+        for hosted in rendered.hosted_tools:
+            if hosted.kind not in allowed:
+                raise PromptEvaluationError(
+                    f"Model '{self.model}' does not support hosted tool kind "
+                    f"'{hosted.kind}' (tool '{hosted.name}'); it supports: "
+                    f"{', '.join(sorted(allowed)) or 'no hosted tools'}.",
+                    prompt_name=rendered.prompt_name,
+                    phase="render",
+                )
+
+    def tools_payload(self, rendered: RenderedPrompt) -> list[dict[str, Any]]:
+        """The exact ``tools`` array sent to the provider."""
+        payload: list[dict[str, Any]] = []
+        for tool in rendered.tools:
+            if tool.is_native:
+                raise PromptEvaluationError(
+                    f"Native tool '{tool.name}' must be declared as a hosted tool "
+                    "for the OpenAI adapter.",
+                    prompt_name=rendered.prompt_name,
+                    phase="render",
+                )
+            schema = rendered.tool_schema(tool)
+            payload.append(
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": schema,
+                    "strict": is_strict_compatible(schema),
+                }
+            )
+        for hosted in rendered.hosted_tools:
+            payload.append(self._codec(hosted, rendered.prompt_name).serialize(hosted))
+        return payload
+
+    def tool_choice_payload(
+        self, choice: ToolChoice | None, rendered: RenderedPrompt
+    ) -> str | dict[str, Any] | None:
+        """The wire form of ``choice``; names must be tools of the prompt."""
+        if choice is None:
+            return None
+        if choice.mode in ("auto", "none", "required"):
+            return choice.mode
+        refs = [self._tool_ref(name, rendered) for name in choice.tools]
+        if choice.mode == "tool":
+            name = choice.tools[0]
+            hosted = rendered.hosted_tool(name)
+            if hosted is not None:
+                return self._codec(hosted, rendered.prompt_name).tool_choice(hosted)
+            return refs[0]
+        mode = "required" if choice.required else "auto"
+        return {"type": "allowed_tools", "mode": mode, "tools": refs}
+
+    def _tool_ref(self, name: str, rendered: RenderedPrompt) -> dict[str, Any]:
+        if rendered.tool(name) is not None:
+            return {"type": "function", "name": name}
+        hosted = rendered.hosted_tool(name)
+        if hosted is None:
+            raise PromptEvaluationError(
+                f"tool_choice names '{name}', which is not a tool of this prompt.",
+                prompt_name=rendered.prompt_name,
+                phase="render",
+            )
+        spec = self._codec(hosted, rendered.prompt_name).serialize(hosted)
+        ref: dict[str, Any] = {"type": spec["type"]}
+        if spec["type"] == "mcp":
+            ref["server_label"] = spec["server_label"]
+        return ref
+
+    def include_payload(self, rendered: RenderedPrompt) -> list[str]:
+        include: list[str] = []
+        for hosted in rendered.hosted_tools:
+            for value in self._codec(hosted, rendered.prompt_name).include:
+                if value not in include:
+                    include.append(value)
+        return include
+
+    def request_preview(self, rendered: RenderedPrompt) -> dict[str, Any]:
+        """The first request body, exactly as it would be sent."""
+        self._check_capabilities(rendered)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": "system", "content": rendered.text}],
+        }
+        tools = self.tools_payload(rendered)
+        if tools:
+            body["tools"] = tools
+            choice = self.tool_choice_payload(rendered.tool_choice, rendered)
+            if choice is not None:
+                body["tool_choice"] = choice
+            if any(t["type"] == "function" for t in tools):
+                body["parallel_tool_calls"] = self.parallel_tool_calls
+        include = self.include_payload(rendered)
+        if include:
+            body["include"] = include
+        if rendered.output is not None:
+            body["text"] = {"format": rendered.output.text_format()}
+        if self.store is not None:
+            body["store"] = self.store
+        body.update(self.extra_request)
+        return body
+
+    # -- the loop ------------------------------------------------------------
+
+    def evaluate(
+        self,
+        prompt: Prompt,
+        *bound: Any,
+        values: Mapping[str, Any] | None = None,
+        session: SessionProtocol | None = None,
+        sink: EventSink | None = None,
+        deadline: Deadline | None = None,
+        budget: Budget | None = None,
+        max_turns: int | None = None,
+        heartbeat: Callable[[], None] | None = None,
+        rendered: RenderedPrompt | None = None,
+    ) -> PromptResponse:
+        """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer."""
+        session = session if session is not None else InMemorySession()
+        sink = sink if sink is not None else NullSink()
+        tracker = BudgetTracker(budget) if budget is not None else None
+        run = _Run(self, prompt, session, sink, deadline, tracker, heartbeat)
+        try:
+            if deadline is not None and deadline.expired():
+                raise PromptEvaluationError(
+                    "Deadline expired before evaluation started.",
+                    prompt_name=prompt.name,
+                    phase="request",
+                    provider_payload=deadline.payload(),
+                )
+            if rendered is None:
+                try:
+                    rendered = prompt.render(*bound, values=values, session=session)
+                except (PromptRenderError, PromptValidationError) as error:
+                    raise PromptEvaluationError(
+                        error.message, prompt_name=prompt.name, phase="render"
+                    ) from error
+            return run.execute(rendered, max_turns or self.max_turns)
+        except PromptEvaluationError as error:
+            sink.emit(
+                PromptFailed(
+                    prompt_name=error.prompt_name or prompt.name,
+                    phase=error.phase,
+                    message=error.message,
+                    provider_payload=error.provider_payload,
+                    usage=run.usage,
+                    session_id=session.session_id,
+                )
+            )
+            raise
+
+
+class _Run:
+    """The state of one evaluation."""
+
+    def __init__(
+        self,
+        adapter: OpenAIAdapter,
+        prompt: Prompt,
+        session: SessionProtocol,
+        sink: EventSink,
+        deadline: Deadline | None,
+        tracker: BudgetTracker | None,
+        heartbeat: Callable[[], None] | None,
+    ) -> None:
+        self.adapter = adapter
+        self.prompt = prompt
+        self.session = session
+        self.sink = sink
+        self.deadline = deadline
+        self.tracker = tracker
+        self.heartbeat = heartbeat
+        self.usage = TokenUsage()
+        self.sequence = _counter()
+        self.all_items: list[Any] = []
+        self.citations: list[Any] = []
+
+    def _fail(self, message: str, phase: Any, payload: Mapping[str, Any] | None = None) -> PromptEvaluationError:
+        return PromptEvaluationError(
+            message, prompt_name=self.prompt.name, phase=phase, provider_payload=payload
+        )
+
+    def execute(self, rendered: RenderedPrompt, max_turns: int) -> PromptResponse:
+        adapter = self.adapter
+        body = adapter.request_preview(rendered)  # validates before any request
+        self.sink.emit(
+            PromptRendered(
+                prompt_name=rendered.prompt_name,
+                text=rendered.text,
+                tools_payload=tuple(body.get("tools", ())),
+                params=rendered.params,
+                session_id=self.session.session_id,
+            )
+        )
+        executor = ToolExecutor(
+            prompt=self.prompt,
+            rendered=rendered,
+            session=self.session,
+            sink=self.sink,
+            adapter=adapter,
+            adapter_name=adapter.name,
+            deadline=self.deadline,
+            budget_tracker=self.tracker,
+            heartbeat=self.heartbeat,
+            sequence=self.sequence,
+        )
+        hosted_by_type = self._hosted_by_item_type(rendered)
+        history: list[Any] = list(body.pop("input"))
+        sent = 0
+        for turn in range(1, max_turns + 1):
+            self._check_limits("Deadline expired before provider request.")
+            response, data = self._send(body, history, sent, turn)
+            sent = len(history)
+            output = list(response.output or [])
+            raw_output = list(data.get("output") or [])
+            self.all_items.extend(output)
+            calls: list[FunctionCall] = []
+            for position, item in enumerate(output):
+                item_type = field(item, "type")
+                if item_type == "function_call":
+                    calls.append(
+                        FunctionCall(
+                            name=str(field(item, "name", "")),
+                            arguments=field(item, "arguments", "") or "",
+                            call_id=field(item, "call_id") or field(item, "id"),
+                            turn=turn,
+                        )
+                    )
+                elif item_type in hosted_by_type:
+                    self._record_native(item, hosted_by_type[item_type], rendered, turn)
+                elif item_type not in _IGNORED_ITEM_TYPES:
+                    logger.warning("Unknown output item type %r at %d", item_type, position)
+            history.extend(raw_output)
+            if not calls:
+                return self._finish(rendered, response, turn)
+            for call in calls:
+                execution = executor.execute(call)
+                history.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": call.call_id,
+                        "output": execution.output,
+                    }
+                )
+            if rendered.tool_choice is not None and rendered.tool_choice.forcing:
+                body["tool_choice"] = "auto"
+        raise self._fail(
+            f"The model did not answer within the maximum of {max_turns} turn(s).",
+            "limit",
+        )
+
+    def _hosted_by_item_type(
+        self, rendered: RenderedPrompt
+    ) -> dict[str, list[HostedTool[Any]]]:
+        mapping: dict[str, list[HostedTool[Any]]] = {}
+        for hosted in rendered.hosted_tools:
+            codec = self.adapter._codec(hosted, rendered.prompt_name)
+            for item_type in codec.item_types:
+                mapping.setdefault(item_type, []).append(hosted)
+        return mapping
+
+    def _check_limits(self, deadline_message: str) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat()
+        if self.deadline is not None and self.deadline.expired():
+            raise self._fail(deadline_message, "request", self.deadline.payload())
+        if self.tracker is not None:
+            try:
+                self.tracker.check()
+            except BudgetExceededError as error:
+                raise self._fail(str(error), "budget") from error
+
+    def _send(
+        self, body: dict[str, Any], history: list[Any], sent: int, turn: int
+    ) -> tuple[Any, dict[str, Any]]:
+        request = {**body, "input": history}
+        record = {**body, "input": history[sent:]}
+        started = time.perf_counter()
+        try:
+            raw = self.adapter.client.responses.with_raw_response.create(
+                model=body["model"], extra_body={k: v for k, v in request.items() if k != "model"}
+            )
+            response = raw.parse()
+            data = raw.http_response.json()
+        except openai.APIError as error:
+            latency = (time.perf_counter() - started) * 1000
+            raise self._provider_error(error, record, sent, turn, latency) from error
+        latency = (time.perf_counter() - started) * 1000
+        usage = TokenUsage.from_payload(data.get("usage"))
+        self.usage = self.usage + usage
+        if self.tracker is not None:
+            self.tracker.record(usage)
+        citations = citations_from_items(list(response.output or []))
+        self.citations.extend(citations)
+        known = set(_IGNORED_ITEM_TYPES)
+        for codec in self.adapter.hosted_tool_codecs.values():
+            known.update(codec.item_types)
+        unknown = tuple(
+            str(item.get("type")) for item in data.get("output") or []
+            if item.get("type") not in known
+        )
+        self.sink.emit(
+            ProviderCallCompleted(
+                prompt_name=self.prompt.name,
+                turn=turn,
+                request=record,
+                input_offset=sent,
+                response=data,
+                response_id=data.get("id"),
+                status=str(data.get("status")),
+                usage=usage,
+                latency_ms=latency,
+                citations=tuple(citations),
+                unknown_item_types=unknown,
+                request_id=raw.headers.get("x-request-id"),
+                session_id=self.session.session_id,
+            )
+        )
+        status = data.get("status")
+        if status == "failed":
+            error = data.get("error") or {}
+            raise self._fail(
+                f"The provider reported the response as failed: "
+                f"{error.get('code') or 'error'}: {error.get('message') or 'no message'}",
+                "response",
+                {"response_id": data.get("id"), "error": error},
+            )
+        if status == "incomplete":
+            reason = (data.get("incomplete_details") or {}).get("reason") or "unknown"
+            raise self._fail(
+                f"The provider returned an incomplete response (reason: {reason}).",
+                "response",
+                {"response_id": data.get("id"), "reason": reason},
+            )
+        return response, data
+
+    def _provider_error(
+        self,
+        error: openai.APIError,
+        record: Mapping[str, Any],
+        sent: int,
+        turn: int,
+        latency: float,
+    ) -> PromptEvaluationError:
+        status_code = getattr(error, "status_code", None)
+        request_id = getattr(error, "request_id", None)
+        if isinstance(error, openai.APITimeoutError):
+            message = "The provider request timed out."
+        elif isinstance(error, openai.APIConnectionError):
+            message = "Could not connect to the provider."
+        else:
+            message = f"The provider rejected the request: {error.message}"
+        self.sink.emit(
+            ProviderCallFailed(
+                prompt_name=self.prompt.name,
+                turn=turn,
+                request=record,
+                input_offset=sent,
+                error=message,
+                error_type=type(error).__name__,
+                status_code=status_code,
+                request_id=request_id,
+                latency_ms=latency,
+                session_id=self.session.session_id,
+            )
+        )
+        payload = {
+            "error_type": type(error).__name__,
+            "status_code": status_code,
+            "code": getattr(error, "code", None),
+            "request_id": request_id,
+        }
+        return self._fail(message, "request", payload)
+
+    def _record_native(
+        self,
+        item: Any,
+        candidates: Sequence[HostedTool[Any]],
+        rendered: RenderedPrompt,
+        turn: int,
+    ) -> None:
+        hosted = candidates[0]
+        codec = self.adapter._codec(hosted, rendered.prompt_name)
+        for candidate in candidates:
+            if codec.matches(item, candidate):
+                hosted = candidate
+                break
+        call = codec.parse_call(item)
+        if call is None:
+            return
+        result: ToolResult[Any] = ToolResult(
+            message=call.message,
+            value=call.value if call.success else None,
+            success=call.success,
+        )
+        self.sink.emit(
+            ToolInvoked(
+                prompt_name=rendered.prompt_name,
+                adapter=self.adapter.name,
+                name=hosted.name,
+                call_id=call.call_id,
+                params=dict(call.params),
+                result=result,
+                rendered_output=call.rendered,
+                native=True,
+                provider=PROVIDER,
+                kind=hosted.kind,
+                turn=turn,
+                sequence=next(self.sequence),
+                session_id=self.session.session_id,
+            )
+        )
+
+    def _finish(self, rendered: RenderedPrompt, response: Any, turns: int) -> PromptResponse:
+        self._check_limits("Deadline expired while finalizing provider response.")
+        text = response.output_text or ""
+        output: Any = None
+        if rendered.output is not None:
+            output = self._parse_output(rendered, text)
+        hosted_outputs: dict[str, Any] = {}
+        for hosted in rendered.hosted_tools:
+            codec = self.adapter._codec(hosted, rendered.prompt_name)
+            parsed = codec.parse_output(self.all_items, hosted)
+            if parsed is not None:
+                hosted_outputs[hosted.name] = parsed
+        self.sink.emit(
+            PromptExecuted(
+                prompt_name=rendered.prompt_name,
+                text=text,
+                output=output,
+                usage=self.usage,
+                turns=turns,
+                session_id=self.session.session_id,
+            )
+        )
+        return PromptResponse(
+            prompt_name=rendered.prompt_name,
+            text=text if rendered.output is None else None,
+            output=output,
+            hosted_outputs=MappingProxyType(hosted_outputs),
+            citations=tuple(self.citations),
+            usage=self.usage,
+            turns=turns,
+            response_id=getattr(response, "id", None),
+        )
+
+    def _parse_output(self, rendered: RenderedPrompt, text: str) -> Any:
+        assert rendered.output is not None
+        decoded = _decode_json(text)
+        if decoded is _NOTHING:
+            raise self._fail("No JSON object found in the model's answer.", "response")
+        if not isinstance(decoded, dict):
+            raise self._fail("The model's answer is JSON but not an object.", "response")
+        output_type = rendered.output.output_type
+        if output_type is not None:
+            try:
+                return parse(output_type, decoded)
+            except SerdeError as error:
+                raise self._fail(
+                    f"The model's answer does not match the output type: {error}",
+                    "response",
+                ) from error
+        missing = [k for k in rendered.output.schema.get("required", []) if k not in decoded]
+        if missing:
+            raise self._fail(
+                f"The model's answer lacks required key(s): {', '.join(missing)}.",
+                "response",
+            )
+        return decoded
+
+
+_NOTHING = object()
+
+
+def _decode_json(text: str) -> Any:
+    candidates = [text.strip()]
+    candidates += [match.strip() for match in _JSON_FENCE.findall(text)]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    start = text.find("{")
+    if start >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[start:])
+            return value
+        except ValueError:
+            pass
+    return _NOTHING

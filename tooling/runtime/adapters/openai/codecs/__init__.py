@@ -1,0 +1,17 @@
+"""Hosted tool codecs for the OpenAI Responses API, one per kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import HostedToolCodec, NativeCall
+from .web_search import OpenAIWebSearchCodec
+
+
+def default_codecs() -> dict[str, HostedToolCodec[Any]]:
+    """A fresh registry with every codec this adapter ships."""
+    codecs: list[HostedToolCodec[Any]] = [OpenAIWebSearchCodec()]
+    return {codec.kind: codec for codec in codecs}
+
+
+__all__ = ["HostedToolCodec", "NativeCall", "OpenAIWebSearchCodec", "default_codecs"]

@@ -1,0 +1,122 @@
+"""OpenAI Responses codec for ``web_search``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ....hosted.base import HostedTool
+from ....hosted.web_search import WebSearchCall, WebSearchConfig, WebSearchResult
+from ..parsing import citations_from_items, message_text
+from .base import NativeCall, field, status_ok
+
+
+def _sources(action: Any) -> tuple[str, ...]:
+    urls: list[str] = []
+    for source in field(action, "sources", []) or []:
+        url = field(source, "url")
+        if isinstance(url, str) and url and url not in urls:
+            urls.append(url)
+    return tuple(urls)
+
+
+def web_search_call(item: Any) -> WebSearchCall:
+    action = field(item, "action")
+    action_type = field(action, "type") if action is not None else None
+    query = field(action, "query") if action is not None else None
+    if query is None and action is not None:
+        queries = field(action, "queries", [])
+        query = queries[0] if queries else None
+    return WebSearchCall(
+        call_id=str(field(item, "id", "")),
+        status=str(field(item, "status", "completed")),
+        action_type=action_type,
+        query=query,
+        url=field(action, "url") if action is not None else None,
+        pattern=field(action, "pattern") if action is not None else None,
+        sources=_sources(action) if action is not None else (),
+    )
+
+
+class OpenAIWebSearchCodec:
+    """``web_search``: filters and ``user_location`` at the top level of the tool."""
+
+    kind = "web_search"
+    item_types = ("web_search_call",)
+    include = ("web_search_call.action.sources",)
+
+    def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
+        config: WebSearchConfig = tool.config
+        spec: dict[str, Any] = {"type": "web_search"}
+        if config.domain_filter is not None and config.domain_filter.allowed:
+            spec["filters"] = {"allowed_domains": list(config.domain_filter.allowed)}
+        if config.geo_hint is not None:
+            hint = config.geo_hint
+            location: dict[str, Any] = {"type": "approximate"}
+            for key, value in (
+                ("country", hint.country_code),
+                ("city", hint.city),
+                ("region", hint.region),
+                ("timezone", hint.timezone),
+            ):
+                if value:
+                    location[key] = value
+            spec["user_location"] = location
+        if config.search_context_size:
+            spec["search_context_size"] = config.search_context_size
+        if not config.allow_live_access:
+            spec["external_web_access"] = False
+        return spec
+
+    def tool_choice(self, tool: HostedTool[Any]) -> dict[str, Any]:
+        # The SDK's hosted tool_choice literal lists only web_search_preview;
+        # allowed_tools with mode "required" is the documented way to force it.
+        return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "web_search"}]}
+
+    def matches(self, item: Any, tool: HostedTool[Any]) -> bool:
+        return True
+
+    def parse_call(self, item: Any) -> NativeCall | None:
+        call = web_search_call(item)
+        params: dict[str, Any] = {"action": call.action_type}
+        for key in ("query", "url", "pattern"):
+            value = getattr(call, key)
+            if value is not None:
+                params[key] = value
+        action = call.action_type or "search"
+        target = call.query or call.url or ""
+        summary = f"web search ({call.status}): {action}"
+        if target:
+            summary += f" {target!r}"
+        if call.sources:
+            summary += f"; {len(call.sources)} source(s)"
+        success = status_ok(call.status)
+        message = summary if success else f"Web search call {call.call_id} {call.status}."
+        rendered = "\n".join([summary, *(f"- {url}" for url in call.sources)])
+        return NativeCall(call.call_id, params, call, success, message, rendered)
+
+    def parse_output(
+        self, response_items: Sequence[Any], tool: HostedTool[Any]
+    ) -> WebSearchResult | None:
+        calls = [
+            web_search_call(item)
+            for item in response_items
+            if field(item, "type") == "web_search_call"
+        ]
+        if not calls:
+            return None
+        sources: list[str] = []
+        for call in calls:
+            sources.extend(url for url in call.sources if url not in sources)
+        citations = tuple(
+            c for c in citations_from_items(response_items) if c.kind == "url_citation"
+        )
+        for citation in citations:
+            if citation.url not in sources:
+                sources.append(citation.url)
+        return WebSearchResult(
+            text=message_text(response_items),
+            citations=citations,
+            source_urls=tuple(sources),
+            calls=tuple(calls),
+        )

@@ -1,0 +1,85 @@
+"""Errors raised by the runtime. Every library error derives from ``WinkError``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+EvaluationPhase = Literal["render", "request", "response", "tool", "budget", "limit"]
+
+
+class WinkError(Exception):
+    """Base class of every error the runtime raises on purpose."""
+
+
+class PromptError(WinkError):
+    """A prompt, section or tool is malformed.
+
+    ``section_path`` names the section (dotted keys), ``placeholder`` the element
+    at fault (a placeholder, a field, ``"description"``, ``"examples"`` ...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        section_path: tuple[str, ...] = (),
+        dataclass_type: type[Any] | None = None,
+        placeholder: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.section_path = section_path
+        self.dataclass_type = dataclass_type
+        self.placeholder = placeholder
+
+
+class PromptValidationError(PromptError):
+    """Raised when a tool, section or prompt is built from invalid parts."""
+
+
+class PromptRenderError(PromptError):
+    """Raised when a prompt cannot be rendered with the given parameters."""
+
+
+class ToolValidationError(WinkError):
+    """Tool arguments (or a handler's own checks) were invalid.
+
+    The executor turns it into a failed ``ToolResult`` the model can read.
+    """
+
+
+class DeadlineExceededError(WinkError):
+    """A deadline passed while work was in progress."""
+
+
+class BudgetExceededError(WinkError):
+    """A token budget was exceeded."""
+
+    def __init__(self, dimension: str) -> None:
+        super().__init__(f"Budget exceeded: {dimension}")
+        self.dimension = dimension
+
+
+class PromptEvaluationError(WinkError):
+    """The evaluation of a prompt stopped.
+
+    ``phase`` tells where: ``render`` (before any request: validation of the
+    rendered prompt, tools and options), ``request`` (talking to the provider),
+    ``response`` (the provider's answer could not be used), ``tool``,
+    ``budget`` or ``limit`` (maximum turns).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prompt_name: str = "",
+        phase: EvaluationPhase,
+        provider_payload: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.prompt_name = prompt_name
+        self.phase = phase
+        self.provider_payload = dict(provider_payload or {})

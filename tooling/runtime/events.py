@@ -1,0 +1,189 @@
+"""Runtime events and the sink protocol that records them.
+
+The runtime never writes to a database: it emits events, and the caller's
+sink decides what to do (the Django sink writes audit rows; tests collect
+them in memory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from .deadlines import TokenUsage
+from .hosted.web_search import Citation
+from .results import ToolResult
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _event_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RejectedToolParams:
+    """Arguments that could not be parsed into the tool's params type."""
+
+    raw_arguments: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PromptRendered:
+    prompt_name: str
+    text: str
+    tools_payload: tuple[Mapping[str, Any], ...]
+    params: Mapping[str, Any]
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderCallCompleted:
+    """One request/response exchange with the provider.
+
+    ``request`` is the body sent, except that ``input`` holds only the items
+    added since the previous call (``input_offset`` says where they start).
+    """
+
+    prompt_name: str
+    turn: int
+    request: Mapping[str, Any]
+    input_offset: int
+    response: Mapping[str, Any]
+    response_id: str | None
+    status: str
+    usage: TokenUsage
+    latency_ms: float
+    citations: tuple[Citation, ...] = ()
+    unknown_item_types: tuple[str, ...] = ()
+    request_id: str | None = None
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderCallFailed:
+    prompt_name: str
+    turn: int
+    request: Mapping[str, Any]
+    input_offset: int
+    error: str
+    error_type: str
+    status_code: int | None = None
+    request_id: str | None = None
+    latency_ms: float = 0.0
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ToolInvoked:
+    """A tool call, local or native, with the same shape for both.
+
+    ``native`` calls were executed by the provider: ``provider`` and ``kind``
+    say which capability; ``params`` come from the call's action.
+    """
+
+    prompt_name: str
+    adapter: str
+    name: str
+    call_id: str | None
+    params: Any
+    result: ToolResult[Any]
+    rendered_output: str
+    native: bool = False
+    provider: str | None = None
+    kind: str = "function"
+    turn: int = 0
+    sequence: int = 0
+    raw_arguments: str | None = None
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+    @property
+    def success(self) -> bool:
+        return self.result.success
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyDenied:
+    prompt_name: str
+    policy_name: str
+    tool_name: str
+    call_id: str | None
+    reason: str
+    params: Any = None
+    turn: int = 0
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StateChanged:
+    """A tool changed a session state slice (for example the plan)."""
+
+    key: str
+    value: Any
+    tool_name: str
+    call_id: str | None
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PromptExecuted:
+    prompt_name: str
+    text: str | None
+    output: Any
+    usage: TokenUsage
+    turns: int
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PromptFailed:
+    prompt_name: str
+    phase: str
+    message: str
+    provider_payload: Mapping[str, Any]
+    usage: TokenUsage
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+class EventSink(Protocol):
+    def emit(self, event: object) -> None: ...
+
+
+class NullSink:
+    def emit(self, event: object) -> None:
+        return None
+
+
+class InMemorySink:
+    """Collects events in order; ``of_type`` filters them."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+
+    def emit(self, event: object) -> None:
+        self.events.append(event)
+
+    def of_type(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]

@@ -1,0 +1,312 @@
+"""``ToolExecutor``: runs one function call under the prompt's policies.
+
+Dispatch steps, in order: lookup, argument parsing, policy checks, deadline
+check, context, snapshot (the session transaction), handler, policy update,
+restore on failure, ``ToolInvoked``, response. A tool failure never aborts
+the run: unknown tools, malformed arguments, denials and handler errors all
+come back to the model as failed results. Only an expired deadline, a
+``PromptEvaluationError`` from a handler, or an exhausted budget stop the
+evaluation. State changes are rolled back on *every* failed outcome, and the
+audit events are emitted after the transaction, so they are never rolled
+back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .context import ToolContext
+from .deadlines import BudgetTracker, Deadline
+from .errors import (
+    BudgetExceededError,
+    DeadlineExceededError,
+    PromptEvaluationError,
+    ToolValidationError,
+)
+from .events import EventSink, PolicyDenied, RejectedToolParams, StateChanged, ToolInvoked
+from .policies import PolicyDecision, ToolPolicy
+from .prompt import Prompt, RenderedPrompt
+from .results import ToolResult
+from .serde import SerdeError, parse
+from .session import Resources, SessionProtocol, Transaction
+from .tools import Tool
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A function call requested by the model."""
+
+    name: str
+    arguments: str
+    call_id: str | None
+    turn: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """What the executor hands back: the result and the text for the model."""
+
+    call: FunctionCall
+    result: ToolResult[Any]
+    output: str
+
+
+class _TrackingSession:
+    """Passes everything through to the session, remembering which state keys
+    a handler (or a policy) wrote."""
+
+    def __init__(self, inner: SessionProtocol) -> None:
+        self.inner = inner
+        self.written: dict[str, Any] = {}
+
+    @property
+    def session_id(self) -> str:
+        return self.inner.session_id
+
+    @property
+    def resources(self) -> Resources:
+        return self.inner.resources
+
+    def get_state(self, key: str) -> Any | None:
+        return self.inner.get_state(key)
+
+    def put_state(self, key: str, value: Any) -> None:
+        self.written[key] = value
+        self.inner.put_state(key, value)
+
+    def transaction(self) -> contextlib.AbstractContextManager[Transaction]:
+        return self.inner.transaction()
+
+
+class ToolExecutor:
+    """Executes function calls for one evaluation."""
+
+    def __init__(
+        self,
+        *,
+        prompt: Prompt,
+        rendered: RenderedPrompt,
+        session: SessionProtocol,
+        sink: EventSink,
+        adapter: Any = None,
+        adapter_name: str = "openai",
+        deadline: Deadline | None = None,
+        budget_tracker: BudgetTracker | None = None,
+        heartbeat: Callable[[], None] | None = None,
+        sequence: Iterator[int] | None = None,
+    ) -> None:
+        self.prompt = prompt
+        self.rendered = rendered
+        self.session = session
+        self.sink = sink
+        self.adapter = adapter
+        self.adapter_name = adapter_name
+        self.deadline = deadline
+        self.budget_tracker = budget_tracker
+        self.heartbeat = heartbeat
+        self._sequence = sequence if sequence is not None else _counter()
+
+    def _abort_if_expired(self, name: str) -> None:
+        if self.deadline is not None and self.deadline.expired():
+            raise PromptEvaluationError(
+                f"Deadline expired before executing tool '{name}'.",
+                prompt_name=self.rendered.prompt_name,
+                phase="tool",
+                provider_payload=self.deadline.payload(),
+            )
+
+    def _check_budget(self) -> None:
+        if self.budget_tracker is None:
+            return
+        try:
+            self.budget_tracker.check()
+        except BudgetExceededError as error:
+            raise PromptEvaluationError(
+                str(error), prompt_name=self.rendered.prompt_name, phase="budget"
+            ) from error
+
+    def execute(self, call: FunctionCall) -> ToolExecution:
+        """Run one call and record it; return what the model will read."""
+        self._abort_if_expired(call.name)
+        self._check_budget()
+        tool = self.rendered.tool(call.name)
+        if tool is None or tool.handler is None:
+            if tool is None and self.rendered.hosted_tool(call.name) is None:
+                message = (
+                    f"Unknown tool '{call.name}'. Available tools: "
+                    f"{', '.join(t.name for t in self.rendered.tools) or 'none'}."
+                )
+            else:
+                message = f"Tool '{call.name}' does not have a registered handler."
+            return self._finish(call, tool, RejectedToolParams(call.arguments, message),
+                                ToolResult.error(message), {})
+        params_or_error = self._parse(tool, call)
+        if isinstance(params_or_error, RejectedToolParams):
+            result: ToolResult[Any] = ToolResult.error(params_or_error.error)
+            return self._finish(call, tool, params_or_error, result, {})
+        params = params_or_error
+        tracking = _TrackingSession(self.session)
+        context = ToolContext(
+            prompt=self.prompt,
+            rendered_prompt=self.rendered,
+            adapter=self.adapter,
+            session=tracking,
+            deadline=self.deadline,
+            budget_tracker=self.budget_tracker,
+            heartbeat=self.heartbeat,
+            call_id=call.call_id,
+        )
+        policies = self.rendered.policies_by_tool.get(tool.name, ())
+        denial = self._check_policies(tool, params, policies, context, call)
+        if denial is not None:
+            return self._finish(call, tool, params, ToolResult.error(denial), {})
+        self._abort_if_expired(tool.name)
+        if self.heartbeat is not None:
+            self.heartbeat()
+        with self.session.transaction() as transaction:
+            result = self._run_handler(tool, params, context)
+            if result.success:
+                for policy in policies:
+                    policy.on_result(tool, params, result, context=context)
+            else:
+                transaction.rollback()
+        written = tracking.written if result.success else {}
+        return self._finish(call, tool, params, result, written)
+
+    def _parse(self, tool: Tool[Any, Any], call: FunctionCall) -> Any:
+        raw = call.arguments or ""
+        try:
+            decoded = json.loads(raw) if raw.strip() else {}
+        except ValueError as error:
+            return RejectedToolParams(
+                raw, f"Tool validation failed: arguments are not valid JSON ({error})."
+            )
+        if not isinstance(decoded, dict):
+            return RejectedToolParams(
+                raw, "Tool validation failed: arguments must be a JSON object."
+            )
+        if tool.params_type is None:
+            if decoded:
+                return RejectedToolParams(
+                    raw, "Tool validation failed: Tool does not accept any arguments."
+                )
+            return None
+        try:
+            return parse(tool.params_type, decoded)
+        except SerdeError as error:
+            return RejectedToolParams(raw, f"Tool validation failed: {error}")
+
+    def _check_policies(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        policies: tuple[ToolPolicy, ...],
+        context: ToolContext,
+        call: FunctionCall,
+    ) -> str | None:
+        for policy in policies:
+            try:
+                decision = policy.check(tool, params, context=context)
+            except Exception as error:  # fail closed
+                logger.exception("Policy %s raised while checking %s", policy.name, tool.name)
+                decision = PolicyDecision.deny(
+                    f"Policy '{policy.name}' could not decide: {error}"
+                )
+            if not decision.allowed:
+                reason = decision.reason or f"Policy '{policy.name}' denied the call."
+                self.sink.emit(
+                    PolicyDenied(
+                        prompt_name=self.rendered.prompt_name,
+                        policy_name=policy.name,
+                        tool_name=tool.name,
+                        call_id=call.call_id,
+                        reason=reason,
+                        params=params,
+                        turn=call.turn,
+                        session_id=self.session.session_id,
+                    )
+                )
+                return reason
+        return None
+
+    def _run_handler(
+        self, tool: Tool[Any, Any], params: Any, context: ToolContext
+    ) -> ToolResult[Any]:
+        assert tool.handler is not None
+        try:
+            result = tool.handler(params, context=context)
+        except PromptEvaluationError:
+            raise
+        except DeadlineExceededError as error:
+            raise PromptEvaluationError(
+                str(error) or f"Tool '{tool.name}' exceeded the deadline.",
+                prompt_name=self.rendered.prompt_name,
+                phase="tool",
+                provider_payload=self.deadline.payload() if self.deadline else None,
+            ) from error
+        except ToolValidationError as error:
+            return ToolResult.error(f"Tool validation failed: {error}")
+        except TypeError as error:
+            logger.exception("Tool %s raised TypeError", tool.name)
+            return ToolResult.error(f"Tool '{tool.name}' raised TypeError: {error}")
+        except Exception as error:
+            logger.exception("Tool %s failed", tool.name)
+            return ToolResult.error(f"Tool '{tool.name}' execution failed: {error}")
+        if not isinstance(result, ToolResult):
+            return ToolResult.error(
+                f"Tool '{tool.name}' returned {type(result).__name__}, not a ToolResult."
+            )
+        if not result.success and result.value is not None:
+            return dataclasses.replace(result, value=None)
+        return result
+
+    def _finish(
+        self,
+        call: FunctionCall,
+        tool: Tool[Any, Any] | None,
+        params: Any,
+        result: ToolResult[Any],
+        written: dict[str, Any],
+    ) -> ToolExecution:
+        session_id = self.session.session_id
+        for key, value in written.items():
+            self.sink.emit(
+                StateChanged(
+                    key=key,
+                    value=value,
+                    tool_name=call.name,
+                    call_id=call.call_id,
+                    session_id=session_id,
+                )
+            )
+        output = result.model_text()
+        self.sink.emit(
+            ToolInvoked(
+                prompt_name=self.rendered.prompt_name,
+                adapter=self.adapter_name,
+                name=call.name,
+                call_id=call.call_id,
+                params=params,
+                result=result,
+                rendered_output=result.render(),
+                turn=call.turn,
+                sequence=next(self._sequence),
+                raw_arguments=call.arguments,
+                session_id=session_id,
+            )
+        )
+        return ToolExecution(call=call, result=result, output=output)
+
+
+def _counter() -> Iterator[int]:
+    value = 0
+    while True:
+        value += 1
+        yield value

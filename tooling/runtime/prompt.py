@@ -1,0 +1,468 @@
+"""``Prompt``: a validated tree of sections, rendered into a ``RenderedPrompt``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Literal
+
+from .errors import PromptRenderError, PromptValidationError
+from .hosted.base import HostedTool
+from .hosted.web_search import Citation
+from .policies import ToolPolicy
+from .results import render_tool_payload
+from .schema import dataclass_schema, is_strict_compatible
+from .sections import Section
+from .serde import dump, fields_of
+from .tools import Tool
+
+ToolChoiceMode = Literal["auto", "none", "required", "tool", "allowed"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """Which tools the model may or must use.
+
+    ``auto``/``none``/``required`` as on the wire; ``tool`` forces the single
+    tool named in ``tools``; ``allowed`` restricts the model to ``tools``
+    (``required=True`` makes it call one of them).
+    """
+
+    mode: ToolChoiceMode = "auto"
+    tools: tuple[str, ...] = ()
+    required: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "none", "required", "tool", "allowed"):
+            raise PromptValidationError(f"Unknown tool_choice mode '{self.mode}'.")
+        if self.mode == "tool" and len(self.tools) != 1:
+            raise PromptValidationError("tool_choice 'tool' names exactly one tool.")
+        if self.mode == "allowed" and not self.tools:
+            raise PromptValidationError("tool_choice 'allowed' names at least one tool.")
+        if self.mode in ("auto", "none", "required") and self.tools:
+            raise PromptValidationError(f"tool_choice '{self.mode}' takes no tool names.")
+
+    @classmethod
+    def parse(cls, text: str) -> ToolChoice:
+        """``auto``, ``none``, ``required``, ``tool:<name>``, ``allowed:<a>,<b>``
+        or ``allowed-required:<a>,<b>``."""
+        value = text.strip()
+        if value in ("", "auto", "none", "required"):
+            return cls(mode=value or "auto")  # type: ignore[arg-type]
+        kind, _, names = value.partition(":")
+        tools = tuple(n.strip() for n in names.split(",") if n.strip())
+        if kind == "tool":
+            return cls(mode="tool", tools=tools)
+        if kind in ("allowed", "allowed-required"):
+            return cls(mode="allowed", tools=tools, required=kind == "allowed-required")
+        raise PromptValidationError(
+            f"tool_choice '{text}' is not one of auto, none, required, tool:<name>, "
+            "allowed:<names>, allowed-required:<names>."
+        )
+
+    @property
+    def forcing(self) -> bool:
+        return self.mode in ("required", "tool") or (
+            self.mode == "allowed" and self.required
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StructuredOutput:
+    """The JSON the final answer must be: a JSON schema, maybe from a dataclass."""
+
+    name: str
+    schema: Mapping[str, Any]
+    output_type: type[Any] | None = None
+    strict: bool = True
+
+    @classmethod
+    def from_dataclass(cls, output_type: type[Any], *, name: str = "") -> StructuredOutput:
+        schema = dataclass_schema(output_type)
+        return cls(
+            name=sanitize_schema_name(name or output_type.__name__),
+            schema=schema,
+            output_type=output_type,
+            strict=is_strict_compatible(schema),
+        )
+
+    @classmethod
+    def from_schema(cls, schema: Mapping[str, Any], *, name: str) -> StructuredOutput:
+        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+            raise PromptValidationError(
+                "A structured-output schema must be a JSON object schema "
+                '({"type": "object", ...}).',
+                placeholder="output_schema",
+            )
+        return cls(
+            name=sanitize_schema_name(name),
+            schema=dict(schema),
+            strict=is_strict_compatible(schema),
+        )
+
+    def text_format(self) -> dict[str, Any]:
+        return {
+            "type": "json_schema",
+            "name": self.name,
+            "schema": dict(self.schema),
+            "strict": self.strict,
+        }
+
+
+def sanitize_schema_name(name: str) -> str:
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:57] or "prompt"
+    return cleaned if cleaned.endswith("_schema") else f"{cleaned}_schema"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    """The text and tools the model will see, for one set of parameters."""
+
+    prompt_name: str
+    text: str
+    tools: tuple[Tool[Any, Any], ...]
+    hosted_tools: tuple[HostedTool[Any], ...]
+    tool_param_descriptions: Mapping[str, Mapping[str, str]]
+    policies_by_tool: Mapping[str, tuple[ToolPolicy, ...]]
+    output: StructuredOutput | None
+    tool_choice: ToolChoice | None
+    params: Mapping[str, Any]
+
+    def tool(self, name: str) -> Tool[Any, Any] | None:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+    def hosted_tool(self, name: str) -> HostedTool[Any] | None:
+        for hosted in self.hosted_tools:
+            if hosted.name == name:
+                return hosted
+        return None
+
+    def tool_schema(self, tool: Tool[Any, Any]) -> dict[str, Any]:
+        """The params schema with any description overrides applied."""
+        return dataclass_schema(
+            tool.params_type, descriptions=self.tool_param_descriptions.get(tool.name)
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PromptResponse:
+    """The result of an evaluation."""
+
+    prompt_name: str
+    text: str | None
+    output: Any = None
+    hosted_outputs: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    citations: tuple[Citation, ...] = ()
+    usage: Any = None
+    turns: int = 0
+    response_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Node:
+    section: Section
+    path: tuple[str, ...]
+    depth: int
+    ancestors: tuple[Section, ...]
+
+
+class Prompt:
+    """A tree of sections plus prompt-level policies, output and tool choice.
+
+    Construction validates the whole tree: duplicate paths, duplicate tool
+    names (function and hosted share one namespace, disabled sections
+    included), policies that name tools the prompt does not have, parameter
+    description overrides and the tool choice.
+    """
+
+    def __init__(
+        self,
+        *,
+        ns: str,
+        key: str,
+        name: str | None = None,
+        sections: Sequence[Section] = (),
+        policies: Sequence[ToolPolicy] = (),
+        output: StructuredOutput | None = None,
+        tool_choice: ToolChoice | None = None,
+        param_descriptions: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        if not isinstance(ns, str) or not ns.strip():
+            raise PromptValidationError("Prompt namespace must not be empty.")
+        if not isinstance(key, str) or not key.strip():
+            raise PromptValidationError("Prompt key must not be empty.")
+        self.ns = ns.strip()
+        self.key = key.strip()
+        self.name = (name or self.key).strip()
+        self.sections = tuple(sections)
+        self.policies = tuple(policies)
+        self.output = output
+        self.tool_choice = tool_choice
+        self._nodes = tuple(self._walk(self.sections, (), ()))
+        self._tool_sections = self._check_tools()
+        self.param_descriptions = self._check_param_descriptions(param_descriptions or {})
+        self._check_policies()
+        self._check_tool_choice()
+        self.param_names = self._collect_param_names()
+
+    def __repr__(self) -> str:
+        return f"<Prompt {self.ns}/{self.key}>"
+
+    def _walk(
+        self,
+        sections: Sequence[Section],
+        parent_path: tuple[str, ...],
+        ancestors: tuple[Section, ...],
+    ) -> Iterator[_Node]:
+        seen: set[str] = set()
+        for section in sections:
+            if not isinstance(section, Section):
+                raise PromptValidationError("Prompt sections must be Section instances.")
+            path = (*parent_path, section.key)
+            if section.key in seen:
+                raise PromptValidationError(
+                    f"Duplicate section key '{'.'.join(path)}'.", section_path=path
+                )
+            seen.add(section.key)
+            yield _Node(section, path, len(parent_path), ancestors)
+            yield from self._walk(section.children, path, (*ancestors, section))
+
+    def _check_tools(self) -> dict[str, _Node]:
+        owners: dict[str, _Node] = {}
+        for node in self._nodes:
+            names = [tool.name for tool in node.section.tools]
+            names += [hosted.name for hosted in node.section.hosted_tools()]
+            for tool_name in names:
+                if tool_name in owners:
+                    first = ".".join(owners[tool_name].path)
+                    raise PromptValidationError(
+                        f"Duplicate tool name '{tool_name}' in prompt "
+                        f"'{self.ns}/{self.key}': sections '{first}' and "
+                        f"'{'.'.join(node.path)}' both declare it.",
+                        section_path=node.path,
+                        placeholder=tool_name,
+                    )
+                owners[tool_name] = node
+        return owners
+
+    def _function_tool(self, name: str) -> Tool[Any, Any] | None:
+        node = self._tool_sections.get(name)
+        if node is None:
+            return None
+        return next((t for t in node.section.tools if t.name == name), None)
+
+    def _check_param_descriptions(
+        self, overrides: Mapping[str, Mapping[str, str]]
+    ) -> Mapping[str, Mapping[str, str]]:
+        checked: dict[str, Mapping[str, str]] = {}
+        for tool_name, fields in overrides.items():
+            tool = self._function_tool(tool_name)
+            if tool is None:
+                raise PromptValidationError(
+                    f"Parameter descriptions given for unknown tool '{tool_name}'."
+                )
+            if not tool.accepts_overrides:
+                raise PromptValidationError(
+                    f"Tool '{tool_name}' does not accept overrides."
+                )
+            known = {info.name for info in fields_of(tool.params_type)} if (
+                tool.params_type
+            ) else set()
+            for field_name in fields:
+                if field_name not in known:
+                    raise PromptValidationError(
+                        f"Tool '{tool_name}' has no parameter '{field_name}'."
+                    )
+            checked[tool_name] = MappingProxyType(dict(fields))
+        return MappingProxyType(checked)
+
+    def _check_policies(self) -> None:
+        all_policies = [*self.policies]
+        for node in self._nodes:
+            all_policies.extend(node.section.policies)
+        for policy in all_policies:
+            referenced = getattr(policy, "referenced_tools", None)
+            if referenced is None:
+                continue
+            for tool_name in sorted(referenced()):
+                if tool_name not in self._tool_sections:
+                    raise PromptValidationError(
+                        f"Policy '{policy.name}' refers to tool '{tool_name}', which "
+                        f"prompt '{self.ns}/{self.key}' does not have.",
+                        placeholder=tool_name,
+                    )
+
+    def _check_tool_choice(self) -> None:
+        if self.tool_choice is None:
+            return
+        for tool_name in self.tool_choice.tools:
+            if tool_name not in self._tool_sections:
+                raise PromptValidationError(
+                    f"tool_choice names '{tool_name}', which prompt "
+                    f"'{self.ns}/{self.key}' does not have.",
+                    placeholder=tool_name,
+                )
+
+    def _collect_param_names(self) -> frozenset[str]:
+        names: set[str] = set()
+        for node in self._nodes:
+            names.update(node.section.param_names)
+        return frozenset(names)
+
+    def policies_for_tool(self, name: str) -> tuple[ToolPolicy, ...]:
+        """Policies of the declaring section and its ancestors, then the
+        prompt's own; each policy once."""
+        node = self._tool_sections.get(name)
+        chain: list[ToolPolicy] = []
+        if node is not None:
+            for section in (*node.ancestors, node.section):
+                chain.extend(section.policies)
+        chain.extend(self.policies)
+        unique: list[ToolPolicy] = []
+        for policy in chain:
+            if not any(policy is seen for seen in unique):
+                unique.append(policy)
+        return tuple(unique)
+
+    def render(
+        self,
+        *bound: Any,
+        values: Mapping[str, Any] | None = None,
+        session: Any = None,
+    ) -> RenderedPrompt:
+        """Render with dataclass params (``bound``) and/or a flat mapping.
+
+        ``values`` maps parameter names to values; every key must be a
+        parameter of some section.
+        """
+        by_type = self._bind(bound)
+        values = dict(values or {})
+        unknown = sorted(set(values) - self.param_names)
+        if unknown:
+            accepted = ", ".join(sorted(self.param_names)) or "none"
+            raise PromptRenderError(
+                f"Unknown parameter(s) {', '.join(repr(u) for u in unknown)}; this "
+                f"prompt accepts: {accepted}.",
+                placeholder=unknown[0],
+            )
+        blocks: list[str] = []
+        tools: list[Tool[Any, Any]] = []
+        hosted: list[HostedTool[Any]] = []
+        used: dict[str, Any] = {}
+        policies: dict[str, tuple[ToolPolicy, ...]] = {}
+        counters: list[int] = []
+        hidden_depth: int | None = None
+        for node in self._nodes:
+            if hidden_depth is not None:
+                if node.depth > hidden_depth:
+                    continue
+                hidden_depth = None
+            section = node.section
+            params = self._params_for(section, node.path, by_type, values)
+            if not section.is_enabled(params, session=session):
+                hidden_depth = node.depth
+                continue
+            del counters[node.depth + 1 :]
+            while len(counters) <= node.depth:
+                counters.append(0)
+            counters[node.depth] += 1
+            number = ".".join(str(c) for c in counters[: node.depth + 1])
+            heading = f"{'#' * (node.depth + 2)} {number}. {section.title} "
+            heading += f"({'.'.join(node.path)})"
+            body = section.render_body(params, node.path)
+            examples = _examples_block(section)
+            parts = [heading] + [part for part in (body, examples) if part]
+            blocks.append("\n\n".join(parts))
+            if params is not None:
+                used.update(dump(params))
+            tools.extend(section.tools)
+            hosted.extend(section.hosted_tools())
+            for tool_name in [t.name for t in section.tools]:
+                policies[tool_name] = self.policies_for_tool(tool_name)
+        return RenderedPrompt(
+            prompt_name=self.name,
+            text="\n\n".join(blocks),
+            tools=tuple(tools),
+            hosted_tools=tuple(hosted),
+            tool_param_descriptions=self.param_descriptions,
+            policies_by_tool=MappingProxyType(policies),
+            output=self.output,
+            tool_choice=self.tool_choice,
+            params=MappingProxyType(used),
+        )
+
+    def _bind(self, bound: Sequence[Any]) -> dict[type[Any], Any]:
+        by_type: dict[type[Any], Any] = {}
+        section_types = {n.section.params_type for n in self._nodes}
+        for value in bound:
+            kind = type(value)
+            if not dataclasses.is_dataclass(value) or isinstance(value, type):
+                raise PromptRenderError("Prompt params must be dataclass instances.")
+            if kind in by_type:
+                raise PromptRenderError(
+                    f"Duplicate params type supplied to prompt: {kind.__name__}."
+                )
+            if kind not in section_types:
+                raise PromptRenderError(
+                    f"Unexpected params type supplied to prompt: {kind.__name__}."
+                )
+            by_type[kind] = value
+        return by_type
+
+    def _params_for(
+        self,
+        section: Section,
+        path: tuple[str, ...],
+        by_type: Mapping[type[Any], Any],
+        values: Mapping[str, Any],
+    ) -> Any:
+        kind = section.params_type
+        if kind is None:
+            return None
+        if kind in by_type:
+            return by_type[kind]
+        base = section.default_params
+        given = {name: values[name] for name in section.param_names if name in values}
+        if base is not None:
+            return dataclasses.replace(base, **given) if given else base
+        try:
+            return kind(**given)
+        except TypeError as error:
+            missing = [
+                info.name
+                for info in fields_of(kind)
+                if info.required and info.name not in given
+            ]
+            if not missing:
+                raise PromptRenderError(
+                    f"Parameters for section '{'.'.join(path)}' are invalid: {error}",
+                    section_path=path,
+                ) from error
+            raise PromptRenderError(
+                f"Missing parameter(s) {', '.join(repr(m) for m in missing)} for "
+                f"section '{'.'.join(path)}'.",
+                section_path=path,
+                dataclass_type=kind,
+                placeholder=missing[0],
+            ) from error
+
+
+def _examples_block(section: Section) -> str:
+    lines: list[str] = []
+    for tool in section.tools:
+        if not tool.examples:
+            continue
+        lines.append(f"- {tool.name}: {tool.description}")
+        for example in tool.examples:
+            lines.append(f"  - {example.description}")
+            lines.append(f"    input: {json.dumps(dump(example.input, exclude_none=True))}")
+            lines.append(f"    output: {render_tool_payload(example.output)}")
+    return "Tools:\n" + "\n".join(lines) if lines else ""
