@@ -26,7 +26,14 @@ T = TypeVar("T")
 
 _MISSING = dataclasses.MISSING
 _NONE_TYPE = type(None)
-_SEQUENCE_ORIGINS = (list, tuple, collections.abc.Sequence)
+_SEQUENCE_ORIGINS = (
+    list,
+    tuple,
+    frozenset,
+    set,
+    collections.abc.Sequence,
+    collections.abc.Set,
+)
 _MAPPING_ORIGINS = (dict, collections.abc.Mapping)
 
 
@@ -199,12 +206,23 @@ def _parse_value(annotation: Any, raw: Any, path: str) -> Any:  # noqa: C901, PL
         if isinstance(raw, str):
             return raw
         raise SerdeError(path, f"expected string, got {type_name(raw)}")
-    if origin in _SEQUENCE_ORIGINS or annotation in (list, tuple):
+    if origin in _SEQUENCE_ORIGINS or annotation in (list, tuple, frozenset, set):
         if not isinstance(raw, list | tuple):
             raise SerdeError(path, f"expected array, got {type_name(raw)}")
         args = get_args(annotation)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(raw):
+                raise SerdeError(path, f"expected {len(args)} items, got {len(raw)}")
+            return tuple(
+                _parse_value(kind, item, f"{path}[{i}]")
+                for i, (kind, item) in enumerate(zip(args, raw, strict=True))
+            )
         item_type = args[0] if args else Any
-        items = [_parse_value(item_type, item, f"{path}[{i}]") for i, item in enumerate(raw)]
+        items = [
+            _parse_value(item_type, item, f"{path}[{i}]") for i, item in enumerate(raw)
+        ]
+        if origin in (frozenset, set) or annotation in (frozenset, set):
+            return frozenset(items) if origin is frozenset else set(items)
         return list(items) if origin is list or annotation is list else tuple(items)
     if origin in _MAPPING_ORIGINS or annotation in (dict,):
         if not isinstance(raw, Mapping):

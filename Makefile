@@ -1,0 +1,65 @@
+# WINK Catalog: `make run` and `make test` work on a fresh clone with Python 3.11+.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test setup migrate demo check lint format typecheck bench worker offline-provider clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)  ## Create .venv and install the project with its dev tools
+
+migrate: setup
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
+
+demo: migrate  ## Seed the demo catalog and sessions (idempotent)
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py seed_demo
+
+run: demo  ## Set up, seed the demo and serve on http://127.0.0.1:8000
+	@echo ""
+	@echo "WINK Catalog is starting on http://$(HOST):$(PORT)/"
+	@echo "  Admin (catalog):   http://$(HOST):$(PORT)/admin/"
+	@echo "  API docs:          http://$(HOST):$(PORT)/api/docs/"
+	@echo "  Audit pages:       http://$(HOST):$(PORT)/audit/sessions/"
+	@echo ""
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: setup  ## Set up and run every test (SQLite unless DATABASE_URL is set)
+	DEBUG=1 $(BIN)/python -m pytest
+
+check: setup lint typecheck  ## Static checks: ruff, mypy, migrations, schema
+	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run
+	DEBUG=1 $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: setup
+	$(BIN)/mypy tooling/runtime
+
+bench: setup  ## Three-way agent-loop benchmark against the offline provider
+	$(BIN)/python bench/agent_loop.py
+
+worker: setup  ## A Celery worker (needs CELERY_BROKER_URL)
+	$(BIN)/celery -A wink_project worker --loglevel=info
+
+offline-provider: setup  ## Serve the offline provider on http://127.0.0.1:8001/v1
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py serve_offline_provider
+
+clean:
+	rm -rf $(VENV) db.sqlite3 .pytest_cache .mypy_cache .ruff_cache

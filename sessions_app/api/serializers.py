@@ -1,0 +1,237 @@
+"""Serializers of the audit trail API, one per use."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import serializers
+
+from sessions_app.filters import is_outside_allowed_domains
+from sessions_app.models import (
+    AgentSession,
+    Citation,
+    PolicyDenial,
+    ProviderCall,
+    StateChange,
+    ToolInvocation,
+    VirtualFile,
+)
+
+# Mirrors PromptTemplate: namespace and key are each at most 100 characters.
+PROMPT_REF_RE = re.compile(r"^[^/\s]{1,100}/[^/\s]{1,100}$")
+
+
+class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
+    class Meta:
+        model = ProviderCall
+        fields = [
+            "id",
+            "turn",
+            "status",
+            "response_id",
+            "request_id",
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "reasoning_tokens",
+            "latency_ms",
+            "error",
+            "error_type",
+            "status_code",
+            "unknown_item_types",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ProviderCallDetailSerializer(ProviderCallSummarySerializer):
+    """A provider call with the request and response bodies."""
+
+    class Meta(ProviderCallSummarySerializer.Meta):
+        fields = [
+            *ProviderCallSummarySerializer.Meta.fields,
+            "input_offset",
+            "request",
+            "response",
+        ]
+        read_only_fields = fields
+
+
+class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
+    class Meta:
+        model = ToolInvocation
+        fields = [
+            "sequence",
+            "turn",
+            "name",
+            "call_id",
+            "native",
+            "provider",
+            "kind",
+            "params",
+            "raw_arguments",
+            "success",
+            "message",
+            "value",
+            "rendered_output",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class CitationSerializer(serializers.ModelSerializer[Citation]):
+    # Annotated by the view's query set (``turn=F("provider_call__turn")``).
+    turn = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Citation
+        fields = [
+            "id",
+            "kind",
+            "url",
+            "domain",
+            "title",
+            "start_index",
+            "end_index",
+            "cited_text",
+            "file_id",
+            "filename",
+            "container_id",
+            "message_id",
+            "content_index",
+            "turn",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class CitationListSerializer(CitationSerializer):
+    """A citation across sessions, flagged when outside the allowed domains."""
+
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    outside_allowed_domains = serializers.SerializerMethodField()
+
+    class Meta(CitationSerializer.Meta):
+        fields = [
+            "session",
+            *CitationSerializer.Meta.fields,
+            "outside_allowed_domains",
+        ]
+        read_only_fields = fields
+
+    def get_outside_allowed_domains(self, citation: Citation) -> bool:
+        return is_outside_allowed_domains(citation)
+
+
+class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
+    class Meta:
+        model = PolicyDenial
+        fields = [
+            "policy_name",
+            "tool_name",
+            "call_id",
+            "reason",
+            "params",
+            "turn",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class StateChangeSerializer(serializers.ModelSerializer[StateChange]):
+    class Meta:
+        model = StateChange
+        fields = ["key", "value", "tool_name", "call_id", "created_at"]
+        read_only_fields = fields
+
+
+class VirtualFileSerializer(serializers.ModelSerializer[VirtualFile]):
+    class Meta:
+        model = VirtualFile
+        fields = ["path", "content", "updated_at"]
+        read_only_fields = fields
+
+
+SESSION_SUMMARY_FIELDS = [
+    "id",
+    "prompt_ref",
+    "status",
+    "model",
+    "provider",
+    "turns",
+    "usage",
+    "error_phase",
+    "error_message",
+    "created_at",
+    "started_at",
+    "finished_at",
+]
+
+
+class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
+    # Annotated by ``AgentSession.objects.with_counts()``.
+    tool_call_count = serializers.IntegerField(read_only=True)
+    citation_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = AgentSession
+        fields = [*SESSION_SUMMARY_FIELDS, "tool_call_count", "citation_count"]
+        read_only_fields = fields
+
+
+class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
+    """A session's whole audit trail (provider call bodies excluded)."""
+
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    provider_calls = ProviderCallSummarySerializer(many=True, read_only=True)
+    tool_invocations = ToolInvocationSerializer(many=True, read_only=True)
+    citations = CitationSerializer(many=True, read_only=True)
+    policy_denials = PolicyDenialSerializer(many=True, read_only=True)
+    state_changes = StateChangeSerializer(many=True, read_only=True)
+    files = VirtualFileSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = AgentSession
+        fields = [
+            *SESSION_SUMMARY_FIELDS,
+            "params",
+            "rendered_prompt",
+            "tools_payload",
+            "request_options",
+            "catalog_hash",
+            "output_text",
+            "output",
+            "error_payload",
+            "created_by",
+            "provider_calls",
+            "tool_invocations",
+            "citations",
+            "policy_denials",
+            "state_changes",
+            "files",
+        ]
+        read_only_fields = fields
+
+
+class AgentSessionCreateSerializer(serializers.Serializer[Any]):
+    """Input of ``POST /api/sessions/``: which prompt to run, with which params."""
+
+    prompt = serializers.CharField(
+        max_length=201,
+        help_text='The prompt template to run, as "namespace/key".',
+    )
+    params = serializers.DictField(
+        required=False,
+        default=dict,
+        child=serializers.JSONField(),
+        help_text="Values for the prompt's $placeholders (a JSON object).",
+    )
+
+    def validate_prompt(self, value: str) -> str:
+        value = value.strip()
+        if not PROMPT_REF_RE.fullmatch(value):
+            raise serializers.ValidationError(
+                'Enter a prompt reference of the form "namespace/key".'
+            )
+        return value

@@ -1,0 +1,184 @@
+"""The audit trail API: sessions (read, and start a run) and citations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import F, Prefetch, QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.fields import get_error_detail
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.serializers import BaseSerializer
+from rest_framework.settings import api_settings
+
+from sessions_app.api.serializers import (
+    AgentSessionCreateSerializer,
+    AgentSessionDetailSerializer,
+    AgentSessionListSerializer,
+    CitationListSerializer,
+    ProviderCallDetailSerializer,
+)
+from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
+from sessions_app.models import (
+    AgentSession,
+    Citation,
+    PolicyDenial,
+    ProviderCall,
+    StateChange,
+    ToolInvocation,
+)
+from tooling import services
+
+# Fields the session list never shows; they can be large.
+SESSION_BODY_FIELDS = (
+    "rendered_prompt",
+    "tools_payload",
+    "request_options",
+    "output_text",
+    "output",
+    "error_payload",
+    "params",
+)
+
+
+class CreatedAtCursorPagination(CursorPagination):
+    """Newest first on the indexed ``created_at`` (rows are append-only)."""
+
+    ordering = "-created_at"
+
+
+def session_detail_queryset() -> QuerySet[AgentSession]:
+    """Sessions with their whole audit trail in a constant number of queries."""
+    return AgentSession.objects.select_related("created_by").prefetch_related(
+        Prefetch(
+            "provider_calls",
+            queryset=ProviderCall.objects.defer("request", "response").order_by(
+                "turn"
+            ),
+        ),
+        Prefetch(
+            "tool_invocations",
+            queryset=ToolInvocation.objects.order_by("sequence"),
+        ),
+        Prefetch(
+            "citations",
+            queryset=Citation.objects.annotate(turn=F("provider_call__turn")).order_by(
+                "turn", "id"
+            ),
+        ),
+        Prefetch(
+            "policy_denials",
+            queryset=PolicyDenial.objects.order_by("created_at", "id"),
+        ),
+        Prefetch(
+            "state_changes",
+            queryset=StateChange.objects.order_by("created_at", "id"),
+        ),
+        "files",
+    )
+
+
+def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
+    """A service's ValidationError as DRF's ``{field: [messages]}``."""
+    detail = get_error_detail(exc)
+    if not isinstance(detail, dict):
+        return {api_settings.NON_FIELD_ERRORS_KEY: detail}
+    renamed = {NON_FIELD_ERRORS: api_settings.NON_FIELD_ERRORS_KEY, "prompt_ref": "prompt"}
+    return {renamed.get(key, key): value for key, value in detail.items()}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List agent sessions, newest first"),
+    retrieve=extend_schema(summary="A session's audit trail"),
+)
+class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
+    filterset_class = AgentSessionFilterSet
+    pagination_class = CreatedAtCursorPagination
+
+    def get_queryset(self) -> QuerySet[AgentSession]:
+        if self.action == "list":
+            return AgentSession.objects.with_counts().defer(*SESSION_BODY_FIELDS)
+        if self.action == "provider_calls":
+            return AgentSession.objects.only("id")
+        return session_detail_queryset()
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action == "list":
+            return AgentSessionListSerializer
+        if self.action == "create":
+            return AgentSessionCreateSerializer
+        if self.action == "provider_calls":
+            return ProviderCallDetailSerializer
+        return AgentSessionDetailSerializer
+
+    @extend_schema(
+        summary="Start a run of a prompt",
+        request=AgentSessionCreateSerializer,
+        responses={
+            201: AgentSessionDetailSerializer,
+            400: OpenApiResponse(
+                description="Invalid input: unknown prompt, bad params or an "
+                "invalid catalog; messages keyed by field or non_field_errors."
+            ),
+        },
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = AgentSessionCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            session = services.start_session(
+                prompt_ref=serializer.validated_data["prompt"],
+                params=serializer.validated_data["params"],
+                user=request.user,
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(_validation_error_detail(exc)) from exc
+        session = session_detail_queryset().get(pk=session.pk)
+        data = AgentSessionDetailSerializer(
+            session, context=self.get_serializer_context()
+        ).data
+        location = reverse(
+            "sessions_api:session-detail", args=[session.pk], request=request
+        )
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+    @extend_schema(
+        summary="A session's provider calls with request and response bodies",
+        responses=ProviderCallDetailSerializer(many=True),
+    )
+    @action(
+        detail=True,
+        url_path="provider-calls",
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def provider_calls(self, request: Request, pk: str | None = None) -> Response:
+        session = self.get_object()
+        calls = ProviderCall.objects.filter(session=session).order_by("turn")
+        serializer = ProviderCallDetailSerializer(
+            calls, many=True, context=self.get_serializer_context()
+        )
+        return Response(serializer.data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Citations across sessions, newest first"),
+    retrieve=extend_schema(summary="A citation"),
+)
+class CitationViewSet(viewsets.ReadOnlyModelViewSet[Citation]):
+    serializer_class = CitationListSerializer
+    filterset_class = CitationFilterSet
+    pagination_class = CreatedAtCursorPagination
+    queryset = (
+        Citation.objects.select_related("session")
+        .annotate(turn=F("provider_call__turn"))
+        .defer(*(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "tools_payload"))
+    )

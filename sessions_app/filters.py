@@ -1,0 +1,94 @@
+"""FilterSets for the audit trail, and the allowed-domains check they share.
+
+The FilterSets serve both the API (DjangoFilterBackend) and the HTML pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import django_filters
+
+from sessions_app.models import AgentSession, Citation
+
+
+class AgentSessionFilterSet(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=AgentSession.Status.choices)
+    prompt_ref = django_filters.CharFilter(
+        help_text='The prompt a session ran, as "namespace/key".'
+    )
+    created_at = django_filters.IsoDateTimeFromToRangeFilter(
+        help_text="Created at or after `created_at_after` and at or before "
+        "`created_at_before` (ISO 8601).",
+    )
+
+    class Meta:
+        model = AgentSession
+        fields = ["status", "prompt_ref", "created_at"]
+
+
+class CitationFilterSet(django_filters.FilterSet):
+    domain = django_filters.CharFilter(
+        method="filter_domain",
+        label="Domain",
+        help_text="A domain; its subdomains match too.",
+    )
+    session = django_filters.UUIDFilter(field_name="session_id", label="Session")
+    kind = django_filters.CharFilter(
+        help_text="url_citation, file_citation, container_file_citation, file_path."
+    )
+
+    class Meta:
+        model = Citation
+        fields = ["domain", "session", "kind"]
+
+    def filter_domain(self, queryset: Any, name: str, value: str) -> Any:
+        value = value.strip()
+        return queryset.for_domain(value) if value else queryset
+
+
+def normalize_domain(value: str) -> str:
+    """``https://Example.com/x`` and ``Example.com.`` both become ``example.com``."""
+    value = value.strip().lower()
+    if "://" in value:
+        value = urlsplit(value).hostname or ""
+    return value.split("/", 1)[0].rstrip(".")
+
+
+def allowed_domains(tools_payload: Any) -> tuple[str, ...] | None:
+    """The domains a session's web search was restricted to, or ``None``.
+
+    Reads ``{"type": "web_search", "filters": {"allowed_domains": [...]}}``
+    entries of the tools payload the session sent to the provider.
+    """
+    if not isinstance(tools_payload, list):
+        return None
+    domains: list[str] = []
+    restricted = False
+    for tool in tools_payload:
+        if not isinstance(tool, dict) or tool.get("type") != "web_search":
+            continue
+        filters = tool.get("filters")
+        listed = filters.get("allowed_domains") if isinstance(filters, dict) else None
+        if isinstance(listed, list) and listed:
+            restricted = True
+            domains.extend(normalize_domain(d) for d in listed if isinstance(d, str))
+    return tuple(d for d in domains if d) if restricted else None
+
+
+def domain_matches(domain: str, allowed: Iterable[str]) -> bool:
+    domain = normalize_domain(domain)
+    return any(domain == a or domain.endswith(f".{a}") for a in allowed)
+
+
+def is_outside_allowed_domains(citation: Citation) -> bool:
+    """Whether a URL citation points outside its session's web search filter."""
+    if citation.kind != "url_citation":
+        return False
+    allowed = allowed_domains(citation.session.tools_payload)
+    if allowed is None:
+        return False
+    domain = citation.domain or Citation.domain_of(citation.url)
+    return not domain_matches(domain, allowed)

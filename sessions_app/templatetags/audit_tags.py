@@ -1,0 +1,108 @@
+"""Template filters for the audit pages.
+
+Everything these filters receive may come from a model or the web (output
+text, citation titles and URLs, tool parameters): they escape all of it and
+only ever emit markup they build themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django import template
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from sessions_app.filters import is_outside_allowed_domains
+from sessions_app.models import Citation
+
+register = template.Library()
+
+
+def is_http_url(url: Any) -> bool:
+    return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
+
+
+@register.simple_tag
+def safe_link(url: Any, text: Any = "") -> SafeString:
+    """An ``<a>`` for http(s) URLs; anything else as escaped plain text."""
+    label = text or url or ""
+    if is_http_url(url):
+        return format_html(
+            '<a href="{}" rel="noopener noreferrer nofollow">{}</a>', url, label
+        )
+    return conditional_escape(label)
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Indented JSON (a plain string: the template escapes it)."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@register.filter
+def outside_allowed_domains(citation: Citation) -> bool:
+    return is_outside_allowed_domains(citation)
+
+
+def _cited_spans(
+    text: str, citations: Iterable[Citation]
+) -> list[tuple[int, int, list[Citation]]]:
+    """The first occurrence of each citation's cited text, overlaps merged."""
+    found: list[tuple[int, int, Citation]] = []
+    for citation in citations:
+        needle = citation.cited_text
+        if not needle:
+            continue
+        start = text.find(needle)
+        if start >= 0:
+            found.append((start, start + len(needle), citation))
+    found.sort(key=lambda span: (span[0], -span[1]))
+    merged: list[tuple[int, int, list[Citation]]] = []
+    for start, end, citation in found:
+        if merged and start < merged[-1][1]:
+            last_start, last_end, cited = merged[-1]
+            merged[-1] = (last_start, max(last_end, end), [*cited, citation])
+        else:
+            merged.append((start, end, [citation]))
+    return merged
+
+
+@register.filter
+def highlight_citations(output_text: Any, citations: Iterable[Citation]) -> SafeString:
+    """The escaped output with each cited span in ``<mark>``, linked to its source.
+
+    A span's reference is the citation's position in ``citations`` (1-based),
+    matching a ``#citation-<pk>`` anchor in the sources list.
+
+    Spans are found by searching each citation's cited text (its indices point
+    into the message part it came from, not into the joined output text).
+    """
+    text = "" if output_text is None else str(output_text)
+    citations = list(citations or ())
+    numbers = {id(citation): n for n, citation in enumerate(citations, start=1)}
+    parts: list[str] = []
+    position = 0
+    for start, end, cited in _cited_spans(text, citations):
+        parts.append(conditional_escape(text[position:start]))
+        titles = "; ".join(c.title or c.url or c.filename for c in cited)
+        refs = "".join(
+            format_html('<a href="#citation-{}">[{}]</a>', c.pk, numbers[id(c)])
+            for c in cited
+        )
+        parts.append(
+            format_html(
+                '<mark title="{}">{}</mark><sup class="ref">{}</sup>',
+                titles,
+                text[start:end],
+                mark_safe(refs),  # noqa: S308 - built by format_html above
+            )
+        )
+        position = end
+    parts.append(conditional_escape(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every part escaped above

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from sessions_app import views
+
+app_name = "sessions_app"
+
+urlpatterns = [
+    path("sessions/", views.SessionListView.as_view(), name="session-list"),
+    path(
+        "sessions/<uuid:pk>/", views.SessionDetailView.as_view(), name="session-detail"
+    ),
+    path("citations/", views.CitationListView.as_view(), name="citation-list"),
+]

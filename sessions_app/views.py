@@ -1,0 +1,199 @@
+"""The audit pages: sessions, one session's timeline, citations."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.db.models import F, QuerySet
+from django.views.generic import DetailView, ListView
+
+from sessions_app.api.views import SESSION_BODY_FIELDS, session_detail_queryset
+from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
+from sessions_app.models import (
+    AgentSession,
+    Citation,
+    PolicyDenial,
+    ProviderCall,
+    StateChange,
+    ToolInvocation,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    kind: str
+    item: Any
+
+    @property
+    def template(self) -> str:
+        return f"sessions_app/_{self.kind}.html"
+
+
+def build_timeline(
+    *,
+    provider_calls: Iterable[ProviderCall],
+    tool_invocations: Iterable[ToolInvocation],
+    policy_denials: Iterable[PolicyDenial],
+    state_changes: Iterable[StateChange],
+) -> list[TimelineEntry]:
+    """One ordered timeline of a session's audit rows.
+
+    Provider call N comes before the tool calls of turn N (in sequence order).
+    A policy denial goes right before the tool call with its ``call_id`` and
+    a state change right after it; rows without a matching call are placed
+    by turn (denials) or by time (state changes).
+    """
+    invocations = list(tool_invocations)
+    call_ids = {inv.call_id for inv in invocations if inv.call_id}
+    denials_before: defaultdict[str, list[PolicyDenial]] = defaultdict(list)
+    changes_after: defaultdict[str, list[StateChange]] = defaultdict(list)
+    loose_denials: list[PolicyDenial] = []
+    loose_changes: list[StateChange] = []
+    for denial in policy_denials:
+        if denial.call_id in call_ids:
+            denials_before[denial.call_id].append(denial)
+        else:
+            loose_denials.append(denial)
+    for change in state_changes:
+        if change.call_id in call_ids:
+            changes_after[change.call_id].append(change)
+        else:
+            loose_changes.append(change)
+
+    keyed: list[tuple[tuple[int, int, int], TimelineEntry]] = [
+        ((call.turn, 0, 0), TimelineEntry("provider_call", call))
+        for call in provider_calls
+    ]
+    keyed += [
+        ((inv.turn, 1, inv.sequence), TimelineEntry("tool_invocation", inv))
+        for inv in invocations
+    ]
+    keyed += [
+        ((denial.turn, 2, index), TimelineEntry("policy_denial", denial))
+        for index, denial in enumerate(loose_denials)
+    ]
+    keyed.sort(key=lambda pair: pair[0])
+
+    timeline: list[TimelineEntry] = []
+    for _, entry in keyed:
+        call_id = entry.item.call_id if entry.kind == "tool_invocation" else None
+        if call_id:
+            timeline += [TimelineEntry("policy_denial", d) for d in denials_before[call_id]]
+            timeline.append(entry)
+            timeline += [TimelineEntry("state_change", c) for c in changes_after[call_id]]
+        else:
+            timeline.append(entry)
+
+    for change in loose_changes:
+        # After the last entry not later than the change.
+        position = 0
+        for index, entry in enumerate(timeline):
+            if entry.item.created_at <= change.created_at:
+                position = index + 1
+        timeline.insert(position, TimelineEntry("state_change", change))
+    return timeline
+
+
+def consulted_sources(
+    tool_invocations: Iterable[ToolInvocation], citations: Iterable[Citation]
+) -> list[str]:
+    """Source URLs native web searches returned that no citation cites."""
+    cited = {citation.url for citation in citations}
+    sources: list[str] = []
+    for invocation in tool_invocations:
+        value = invocation.value
+        if not invocation.native or not isinstance(value, dict):
+            continue
+        for source in value.get("sources") or ():
+            url = source.get("url") if isinstance(source, dict) else source
+            if isinstance(url, str) and url and url not in cited and url not in sources:
+                sources.append(url)
+    return sources
+
+
+class SessionListView(LoginRequiredMixin, ListView[AgentSession]):
+    paginate_by = 25
+    template_name = "sessions_app/agentsession_list.html"
+
+    def get_queryset(self) -> QuerySet[AgentSession]:
+        queryset = (
+            AgentSession.objects.with_counts()
+            .defer(*SESSION_BODY_FIELDS)
+            .order_by("-created_at")
+        )
+        self.filterset = AgentSessionFilterSet(self.request.GET, queryset=queryset)
+        if not self.filterset.is_valid():
+            return queryset.none()
+        return self.filterset.qs
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["filter"] = self.filterset
+        context["query_string"] = _without_page(self.request.GET)
+        return context
+
+
+class SessionDetailView(LoginRequiredMixin, DetailView[AgentSession]):
+    template_name = "sessions_app/agentsession_detail.html"
+    context_object_name = "session"
+
+    def get_queryset(self) -> QuerySet[AgentSession]:
+        return session_detail_queryset()
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        session: AgentSession = self.object
+        invocations = list(session.tool_invocations.all())
+        citations = list(session.citations.all())
+        context.update(
+            timeline=build_timeline(
+                provider_calls=session.provider_calls.all(),
+                tool_invocations=invocations,
+                policy_denials=session.policy_denials.all(),
+                state_changes=session.state_changes.all(),
+            ),
+            citations=citations,
+            consulted_sources=consulted_sources(invocations, citations),
+            files=list(session.files.all()),
+        )
+        return context
+
+
+class CitationListView(LoginRequiredMixin, ListView[Citation]):
+    paginate_by = 50
+    template_name = "sessions_app/citation_list.html"
+    context_object_name = "citations"
+
+    def get_queryset(self) -> QuerySet[Citation]:
+        queryset = (
+            Citation.objects.select_related("session")
+            .annotate(turn=F("provider_call__turn"))
+            .defer(
+                *(
+                    f"session__{name}"
+                    for name in SESSION_BODY_FIELDS
+                    if name != "tools_payload"
+                )
+            )
+            .order_by("-created_at", "-id")
+        )
+        self.filterset = CitationFilterSet(self.request.GET, queryset=queryset)
+        if not self.filterset.is_valid():
+            return queryset.none()
+        return self.filterset.qs
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["filter"] = self.filterset
+        context["query_string"] = _without_page(self.request.GET)
+        return context
+
+
+def _without_page(query: Any) -> str:
+    query = query.copy()
+    query.pop("page", None)
+    return query.urlencode()

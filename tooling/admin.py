@@ -1,0 +1,188 @@
+"""The catalog admin, with a preview (and run) page per prompt template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from tooling import services
+from tooling.forms import (
+    HostedToolDefinitionForm,
+    PolicyDefinitionForm,
+    PreviewForm,
+    PromptSectionFormSet,
+    PromptTemplateForm,
+    SectionDefinitionForm,
+    ToolDefinitionForm,
+    pretty,
+)
+from tooling.handlers import registry
+from tooling.models import (
+    HostedToolDefinition,
+    ModelCapability,
+    PolicyDefinition,
+    PromptSection,
+    PromptTemplate,
+    SectionDefinition,
+    SectionHostedTool,
+    SectionTool,
+    ToolDefinition,
+)
+
+
+@admin.register(ToolDefinition)
+class ToolDefinitionAdmin(admin.ModelAdmin):
+    form = ToolDefinitionForm
+    list_display = ["name", "handler_key", "accepts_overrides", "enabled", "updated_at"]
+    list_filter = ["enabled"]
+    search_fields = ["name", "handler_key", "description"]
+
+    @admin.display(boolean=True)
+    def accepts_overrides(self, obj: ToolDefinition) -> bool:
+        return obj.handler_key in registry and registry.get(obj.handler_key).accepts_overrides
+
+
+@admin.register(HostedToolDefinition)
+class HostedToolDefinitionAdmin(admin.ModelAdmin):
+    form = HostedToolDefinitionForm
+    list_display = ["name", "kind", "enabled", "updated_at"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name", "description"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "description", "enabled"]}),
+        ("Web search", {"fields": list(HostedToolDefinitionForm.web_search_fields)}),
+        (
+            "Other kinds",
+            {
+                "fields": ["config"],
+                "description": "JSON configuration for kinds without typed fields.",
+            },
+        ),
+    ]
+
+
+@admin.register(PolicyDefinition)
+class PolicyDefinitionAdmin(admin.ModelAdmin):
+    form = PolicyDefinitionForm
+    list_display = ["name", "kind", "updated_at"]
+    list_filter = ["kind"]
+    search_fields = ["name", "description"]
+
+
+class SectionToolInline(admin.TabularInline):
+    model = SectionTool
+    extra = 0
+    autocomplete_fields = ["tool"]
+
+
+class SectionHostedToolInline(admin.TabularInline):
+    model = SectionHostedTool
+    extra = 0
+    autocomplete_fields = ["hosted_tool"]
+
+
+@admin.register(SectionDefinition)
+class SectionDefinitionAdmin(admin.ModelAdmin):
+    form = SectionDefinitionForm
+    list_display = ["key", "title", "parent", "position", "enabled"]
+    list_filter = ["enabled"]
+    list_select_related = ["parent"]
+    search_fields = ["key", "title", "template"]
+    filter_horizontal = ["policies"]
+    inlines = [SectionToolInline, SectionHostedToolInline]
+
+
+class PromptSectionInline(admin.TabularInline):
+    model = PromptSection
+    formset = PromptSectionFormSet
+    extra = 0
+    min_num = 1
+    autocomplete_fields = ["section"]
+
+
+@admin.register(PromptTemplate)
+class PromptTemplateAdmin(admin.ModelAdmin):
+    form = PromptTemplateForm
+    list_display = ["ref_display", "name", "model", "enabled", "preview_link", "updated_at"]
+    list_filter = ["enabled", "model", "namespace"]
+    search_fields = ["namespace", "key", "name"]
+    filter_horizontal = ["policies"]
+    inlines = [PromptSectionInline]
+
+    @admin.display(description="Prompt", ordering="namespace")
+    def ref_display(self, obj: PromptTemplate) -> str:
+        return obj.ref
+
+    @admin.display(description="Preview")
+    def preview_link(self, obj: PromptTemplate) -> str:
+        url = reverse("admin:tooling_prompttemplate_preview", args=[obj.pk])
+        return format_html('<a href="{}">Preview / run</a>', url)
+
+    def save_form(self, request: HttpRequest, form: Any, change: bool) -> Any:
+        instance = super().save_form(request, form, change)
+        # The inline formset validates the whole prompt, policies included.
+        instance._pending_policies = list(form.cleaned_data.get("policies") or [])
+        return instance
+
+    def get_urls(self) -> list[Any]:
+        urls = [
+            path(
+                "<int:pk>/preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="tooling_prompttemplate_preview",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def preview_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        template = get_object_or_404(PromptTemplate.objects.with_catalog(), pk=pk)
+        if not self.has_view_permission(request, template):
+            raise PermissionError
+        form = PreviewForm(request.POST or None, initial={"params": {}})
+        preview = None
+        errors: list[str] = []
+        params: dict[str, Any] = {}
+        if request.method == "POST" and form.is_valid():
+            params = form.cleaned_data["params"]
+        try:
+            preview = services.preview_prompt(template=template, params=params)
+        except ValidationError as error:
+            errors = error.messages
+        if preview is not None and request.method == "POST" and "run" in request.POST:
+            try:
+                session = services.start_session(
+                    prompt_ref=template.ref, params=params, user=request.user
+                )
+            except ValidationError as error:
+                errors = error.messages
+            else:
+                messages.success(request, f"Session {session.pk} is {session.status}.")
+                return HttpResponseRedirect(session.get_absolute_url())
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": template,
+            "title": f"Preview {template.ref}",
+            "form": form,
+            "errors": errors,
+            "preview": preview,
+            "request_json": pretty(preview.request) if preview else "",
+            "tools_json": pretty(preview.request.get("tools", [])) if preview else "",
+            "options_json": pretty(preview.options) if preview else "",
+        }
+        return TemplateResponse(
+            request, "admin/tooling/prompttemplate/preview.html", context
+        )
+
+
+@admin.register(ModelCapability)
+class ModelCapabilityAdmin(admin.ModelAdmin):
+    list_display = ["model", "hosted_kinds", "updated_at"]
+    search_fields = ["model"]

@@ -1,0 +1,168 @@
+"""The demo catalog: a research prompt (web search, citations, a function
+tool), a release prompt (sequential dependencies) and a notes prompt
+(read-before-write and planning). Seeding is idempotent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooling.models import (
+    HostedToolDefinition,
+    PolicyDefinition,
+    PromptSection,
+    PromptTemplate,
+    SectionDefinition,
+    SectionHostedTool,
+    SectionTool,
+    ToolDefinition,
+)
+
+DEMO_PROMPTS = ("demo/research", "demo/release", "demo/notes")
+
+
+def _tool(name: str, handler_key: str, **fields: Any) -> ToolDefinition:
+    tool, _ = ToolDefinition.objects.get_or_create(
+        name=name, defaults={"handler_key": handler_key, **fields}
+    )
+    return tool
+
+
+def _section(key: str, tools: list[ToolDefinition] = (), hosted: list[HostedToolDefinition] = (),
+             policies: list[PolicyDefinition] = (), **fields: Any) -> SectionDefinition:  # type: ignore[assignment]
+    section, created = SectionDefinition.objects.get_or_create(key=key, defaults=fields)
+    if created:
+        for position, tool in enumerate(tools):
+            SectionTool.objects.create(section=section, tool=tool, position=position)
+        for position, hosted_tool in enumerate(hosted):
+            SectionHostedTool.objects.create(
+                section=section, hosted_tool=hosted_tool, position=position
+            )
+        section.policies.set(policies)
+    return section
+
+
+def _prompt(namespace: str, key: str, sections: list[SectionDefinition], **fields: Any) -> PromptTemplate:
+    prompt, created = PromptTemplate.objects.get_or_create(
+        namespace=namespace, key=key, defaults=fields
+    )
+    if created:
+        for position, section in enumerate(sections):
+            PromptSection.objects.create(prompt=prompt, section=section, position=position)
+    return prompt
+
+
+def seed_demo_catalog() -> list[PromptTemplate]:
+    """Create the demo catalog entries that do not exist yet."""
+    web_search, _ = HostedToolDefinition.objects.get_or_create(
+        name="web_search",
+        defaults={
+            "kind": HostedToolDefinition.Kind.WEB_SEARCH,
+            "description": "Search the Python and Django documentation and cite sources.",
+            "config": {
+                "allowed_domains": ["docs.python.org", "docs.djangoproject.com"],
+                "country": "DE",
+                "city": "Berlin",
+                "timezone": "Europe/Berlin",
+                "allow_live_access": True,
+                "search_context_size": "medium",
+            },
+        },
+    )
+    count_words = _tool("count_words", "demo.count_words")
+    research_task = _section(
+        "research.task",
+        title="Task",
+        template="Answer the question: $question\n\nCite every source you use.",
+        default_params={"question": "Which Django release is the current LTS?"},
+    )
+    _section(
+        "research.sources",
+        title="Sources",
+        template="Search only the allowed documentation sites, then count the "
+        "words of your draft answer before you reply.",
+        parent=research_task,
+        hosted=[web_search],
+        tools=[count_words],
+    )
+    research = _prompt(
+        "demo",
+        "research",
+        [research_task],
+        name="Research with web search",
+        description="Web search restricted to documentation domains, with citations.",
+    )
+
+    release_policy, _ = PolicyDefinition.objects.get_or_create(
+        name="release-order",
+        defaults={
+            "kind": PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
+            "config": {"dependencies": {"deploy": ["build", "test"], "build": ["lint"]}},
+            "description": "Deploy only after build and test; build only after lint.",
+        },
+    )
+    release_tools = [
+        _tool(name, f"demo.{name}") for name in ("deploy", "build", "test", "lint")
+    ]
+    release_section = _section(
+        "release.pipeline",
+        title="Release pipeline",
+        template="Ship $service to staging. Deploy only once it is built and tested.",
+        default_params={"service": "catalog-api"},
+        tools=release_tools,
+        policies=[release_policy],
+    )
+    release = _prompt(
+        "demo",
+        "release",
+        [release_section],
+        name="Release with sequential dependencies",
+        description="The model tries to deploy first; the policy makes it build first.",
+    )
+
+    rbw_policy, _ = PolicyDefinition.objects.get_or_create(
+        name="read-before-write",
+        defaults={
+            "kind": PolicyDefinition.Kind.READ_BEFORE_WRITE,
+            "config": {"read_tools": ["read_file"], "write_tools": ["write_file"]},
+            "description": "Existing files must be read before they are overwritten.",
+        },
+    )
+    planning = _section(
+        "notes.plan",
+        title="Planning",
+        template="Keep a plan of your steps with the planning tools.",
+        tools=[
+            _tool(name, f"planning.{name}")
+            for name in (
+                "planning_setup_plan",
+                "planning_add_step",
+                "planning_update_step",
+                "planning_read_plan",
+            )
+        ],
+    )
+    files = _section(
+        "notes.files",
+        title="Files",
+        template="Draft $document, then revise it. Read a file before you overwrite it.",
+        default_params={"document": "notes.md"},
+        tools=[
+            _tool(
+                "draft_file",
+                "vfs.write_file",
+                description="Create a scratch draft of a file (not for overwriting).",
+            ),
+            _tool("write_file", "vfs.write_file"),
+            _tool("read_file", "vfs.read_file"),
+            _tool("list_files", "vfs.list_files"),
+        ],
+        policies=[rbw_policy],
+    )
+    notes = _prompt(
+        "demo",
+        "notes",
+        [planning, files],
+        name="Notes with planning and read-before-write",
+        description="A denied overwrite, a read, then a successful write.",
+    )
+    return [research, release, notes]

@@ -1,0 +1,52 @@
+"""Seed the demo catalog, record demo sessions and (DEBUG only) a superuser."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from sessions_app.models import AgentSession
+from tooling import services
+from tooling.demo import seed_demo_catalog
+
+
+class Command(BaseCommand):
+    help = "Create the demo catalog and demo sessions (idempotent)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--no-sessions", action="store_true", help="Only seed the catalog."
+        )
+
+    def handle(self, *args: Any, no_sessions: bool, **options: Any) -> None:
+        prompts = seed_demo_catalog()
+        self.stdout.write(f"Demo catalog ready: {', '.join(p.ref for p in prompts)}")
+        if not no_sessions:
+            for prompt in prompts:
+                if AgentSession.objects.filter(prompt=prompt).exists():
+                    continue
+                session = services.start_session(prompt_ref=prompt.ref, params={})
+                self.stdout.write(
+                    f"Recorded demo session {session.pk} ({prompt.ref}): {session.status}"
+                )
+        if settings.DEBUG:
+            self._demo_superuser()
+
+    def _demo_superuser(self) -> None:
+        username = os.environ.get("WINK_DEMO_USERNAME", "admin")
+        password = os.environ.get("WINK_DEMO_PASSWORD", "admin")
+        user_model = get_user_model()
+        if not user_model.objects.filter(username=username).exists():
+            user_model.objects.create_superuser(username, "admin@example.invalid", password)
+            self.stdout.write(
+                self.style.WARNING(
+                    f"Demo superuser (DEBUG only): username '{username}', "
+                    f"password '{password}'"
+                )
+            )
+        else:
+            self.stdout.write(f"Demo superuser '{username}' already exists.")

@@ -1,0 +1,305 @@
+"""The catalog: function tools, hosted tools, policies, sections and prompts.
+
+Rows hold what operators author; ``assembly.py`` turns them into runtime
+objects, and forms validate by doing exactly that, so the admin enforces the
+same rules (and messages) as the runtime.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+
+class TimestampedModel(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class ToolDefinitionQuerySet(models.QuerySet["ToolDefinition"]):
+    def enabled(self) -> ToolDefinitionQuerySet:
+        return self.filter(enabled=True)
+
+
+class ToolDefinition(TimestampedModel):
+    """A function tool: a name the model sees, bound to a registered handler."""
+
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        help_text="What the model calls: 1-64 of a-z, 0-9, '_' or '-'.",
+    )
+    handler_key = models.CharField(
+        "handler",
+        max_length=100,
+        help_text="A handler registered in tooling.handlers (never an import path).",
+    )
+    description = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Overrides the handler's description (1-200 ASCII characters). "
+        "Only for tools that accept overrides.",
+    )
+    param_descriptions = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per-parameter description overrides: {"field": "description"}.',
+    )
+    examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Examples: [{"description": ..., "input": {...}, "output": {...}}], '
+        "checked against the handler's types.",
+    )
+    enabled = models.BooleanField(default=True)
+
+    objects = ToolDefinitionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HostedToolDefinitionQuerySet(models.QuerySet["HostedToolDefinition"]):
+    def enabled(self) -> HostedToolDefinitionQuerySet:
+        return self.filter(enabled=True)
+
+
+class HostedToolDefinition(TimestampedModel):
+    """A provider-executed tool (web search, file search ...) with its config."""
+
+    class Kind(models.TextChoices):
+        WEB_SEARCH = "web_search", "Web search"
+        FILE_SEARCH = "file_search", "File search"
+        CODE_INTERPRETER = "code_interpreter", "Code interpreter"
+        IMAGE_GENERATION = "image_generation", "Image generation"
+        MCP = "mcp", "MCP server"
+
+    name = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    description = models.CharField(max_length=200)
+    config = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    objects = HostedToolDefinitionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class PolicyDefinition(TimestampedModel):
+    """A tool policy and its typed configuration."""
+
+    class Kind(models.TextChoices):
+        SEQUENTIAL_DEPENDENCY = "sequential_dependency", "Sequential dependency"
+        READ_BEFORE_WRITE = "read_before_write", "Read before write"
+
+    name = models.CharField(
+        max_length=64, unique=True, help_text="Shown in denials and the audit trail."
+    )
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    config = models.JSONField(default=dict, blank=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SectionDefinition(TimestampedModel):
+    """A markdown block of a prompt; sections nest through ``parent``."""
+
+    key = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    template = models.TextField(
+        blank=True, help_text="Markdown with $placeholders ($$ for a dollar sign)."
+    )
+    default_params = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    enabled_when_param = models.CharField(
+        "enabled only when this parameter is set",
+        max_length=64,
+        blank=True,
+    )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="children",
+    )
+    position = models.PositiveIntegerField(default=0)
+    tools = models.ManyToManyField(
+        ToolDefinition, through="SectionTool", blank=True, related_name="sections"
+    )
+    hosted_tools = models.ManyToManyField(
+        HostedToolDefinition,
+        through="SectionHostedTool",
+        blank=True,
+        related_name="sections",
+    )
+    policies = models.ManyToManyField(
+        PolicyDefinition, blank=True, related_name="sections"
+    )
+
+    class Meta:
+        ordering = ["position", "key"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(parent=models.F("id")), name="section_not_own_parent"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SectionTool(models.Model):
+    section = models.ForeignKey(SectionDefinition, on_delete=models.CASCADE)
+    tool = models.ForeignKey(ToolDefinition, on_delete=models.CASCADE)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["section", "tool"], name="unique_section_tool")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.section} -> {self.tool}"
+
+
+class SectionHostedTool(models.Model):
+    section = models.ForeignKey(SectionDefinition, on_delete=models.CASCADE)
+    hosted_tool = models.ForeignKey(HostedToolDefinition, on_delete=models.CASCADE)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["section", "hosted_tool"], name="unique_section_hosted_tool"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.section} -> {self.hosted_tool}"
+
+
+class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
+    def enabled(self) -> PromptTemplateQuerySet:
+        return self.filter(enabled=True)
+
+    def with_catalog(self) -> PromptTemplateQuerySet:
+        """Everything ``assembly.build_prompt`` reads except the section tree."""
+        return self.prefetch_related(
+            models.Prefetch(
+                "prompt_sections",
+                queryset=PromptSection.objects.order_by("position", "id"),
+            ),
+            "policies",
+        )
+
+    def get_by_ref(self, ref: str) -> PromptTemplate:
+        namespace, _, key = ref.partition("/")
+        return self.get(namespace=namespace, key=key)
+
+
+class PromptTemplate(TimestampedModel):
+    """A prompt: ordered root sections, policies, model and run limits."""
+
+    namespace = models.CharField(max_length=100)
+    key = models.CharField(max_length=100)
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    model = models.CharField(max_length=100, default="gpt-5.4")
+    sections = models.ManyToManyField(
+        SectionDefinition, through="PromptSection", related_name="prompts"
+    )
+    policies = models.ManyToManyField(
+        PolicyDefinition, blank=True, related_name="prompts"
+    )
+    output_schema = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Optional JSON schema (an object) the final answer must satisfy.",
+    )
+    tool_choice = models.CharField(
+        max_length=200,
+        default="auto",
+        help_text="auto, none, required, tool:<name>, allowed:<a>,<b> or "
+        "allowed-required:<a>,<b>.",
+    )
+    deadline_seconds = models.PositiveIntegerField(null=True, blank=True)
+    max_total_tokens = models.PositiveIntegerField(null=True, blank=True)
+    max_turns = models.PositiveIntegerField(default=8)
+    enabled = models.BooleanField(default=True)
+
+    objects = PromptTemplateQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "key"], name="unique_prompt_namespace_key"
+            ),
+            models.CheckConstraint(condition=Q(max_turns__gte=1), name="max_turns_gte_1"),
+        ]
+
+    def __str__(self) -> str:
+        return self.ref
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.key}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("admin:tooling_prompttemplate_preview", args=[self.pk])
+
+
+class PromptSection(models.Model):
+    prompt = models.ForeignKey(
+        PromptTemplate, on_delete=models.CASCADE, related_name="prompt_sections"
+    )
+    section = models.ForeignKey(SectionDefinition, on_delete=models.CASCADE)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["prompt", "section"], name="unique_prompt_section"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prompt} -> {self.section}"
+
+
+class ModelCapability(TimestampedModel):
+    """Which hosted tool kinds a model may use. Models without a row may use
+    every kind the adapter supports."""
+
+    model = models.CharField(max_length=100, unique=True)
+    hosted_kinds = models.JSONField(
+        default=list, blank=True, help_text='Allowed kinds, e.g. ["web_search"].'
+    )
+
+    class Meta:
+        ordering = ["model"]
+        verbose_name_plural = "model capabilities"
+
+    def __str__(self) -> str:
+        return self.model

@@ -1,0 +1,54 @@
+"""The offline provider: a deterministic, scripted OpenAI Responses API.
+
+It speaks the real HTTP and JSON, so the official ``openai`` SDK parses its
+answers. Framework-free: the standard library and ``httpx`` only.
+
+In-process::
+
+    client = OpenAI(
+        api_key="sk-offline",
+        base_url="http://offline.invalid/v1",
+        http_client=httpx.Client(transport=offline_transport()),
+        max_retries=0,
+    )
+
+Over loopback::
+
+    with OfflineServer() as server:
+        client = OpenAI(api_key="sk-offline", base_url=server.base_url)
+"""
+
+from .model import (
+    FIXED_EPOCH,
+    MARKER_MCP_ERROR,
+    MARKER_SEARCH_FAILS,
+    TINY_PNG_BASE64,
+    OfflineRequestError,
+    ScriptedModel,
+    build_response,
+    error_payload,
+    parallel_calls_script,
+    search_sources,
+)
+from .schema_values import check_value, sample_value
+from .server import OfflineServer
+from .transport import Reply, offline_transport, route
+
+__all__ = [
+    "FIXED_EPOCH",
+    "MARKER_MCP_ERROR",
+    "MARKER_SEARCH_FAILS",
+    "TINY_PNG_BASE64",
+    "OfflineRequestError",
+    "OfflineServer",
+    "Reply",
+    "ScriptedModel",
+    "build_response",
+    "check_value",
+    "error_payload",
+    "offline_transport",
+    "parallel_calls_script",
+    "route",
+    "sample_value",
+    "search_sources",
+]

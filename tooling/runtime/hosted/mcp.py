@@ -1,0 +1,292 @@
+"""Remote MCP servers: configuration, typed output, factory and section.
+
+The provider lists the server's tools (``mcp_list_tools``) and calls them
+itself (``mcp_call``). This runtime cannot answer approval requests, so
+``require_approval`` defaults to ``"never"``; with ``"always"`` every call
+comes back as an approval request that is reported as a failed call.
+
+``headers`` usually carry credentials: they are kept out of ``repr``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ..errors import PromptValidationError
+from ..sections import EnabledPredicate, MarkdownSection
+from .base import HostedTool, frozen_tuple
+
+ApprovalMode = Literal["always", "never"]
+APPROVAL_MODES: tuple[str, ...] = ("always", "never")
+SERVER_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
+
+
+def _check_url(url: object) -> str:
+    if not isinstance(url, str) or not url.strip():
+        raise PromptValidationError(
+            "server_url must be the http(s) URL of the MCP server.",
+            placeholder="server_url",
+        )
+    value = url.strip()
+    if any(ch.isspace() for ch in value):
+        raise PromptValidationError(
+            f"server_url '{value}' must not contain whitespace.",
+            placeholder="server_url",
+        )
+    try:
+        parts = urlsplit(value)
+        hostname = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as error:
+        raise PromptValidationError(
+            f"server_url '{value}' is not a valid URL: {error}.",
+            placeholder="server_url",
+        ) from error
+    if parts.scheme.lower() not in ("https", "http") or not hostname:
+        raise PromptValidationError(
+            f"server_url '{value}' must be an https:// (or http://) URL with a host, "
+            "for example 'https://mcp.example.com/mcp'.",
+            placeholder="server_url",
+        )
+    if parts.username is not None or parts.password is not None:
+        raise PromptValidationError(
+            "server_url must not embed credentials (user:password@); pass them in "
+            "headers, which are kept out of logs and reprs.",
+            placeholder="server_url",
+        )
+    return value
+
+
+def _check_headers(headers: object) -> Mapping[str, str]:
+    if headers is None:
+        return MappingProxyType({})
+    if not isinstance(headers, Mapping):
+        raise PromptValidationError(
+            "headers must be a mapping of header names to string values.",
+            placeholder="headers",
+        )
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise PromptValidationError(
+                f"Header name {name!r} is not a valid HTTP header name.",
+                placeholder="headers",
+            )
+        if not isinstance(value, str) or _HEADER_VALUE_FORBIDDEN.search(value):
+            # The value is secret: name the header, never echo the value.
+            raise PromptValidationError(
+                f"Header '{name}' must have a string value without line breaks.",
+                placeholder="headers",
+            )
+        if name.lower() in (k.lower() for k in checked):
+            raise PromptValidationError(
+                f"Header '{name}' is given twice (header names are case-insensitive).",
+                placeholder="headers",
+            )
+        checked[name] = value
+    return MappingProxyType(checked)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpConfig:
+    """Options of one remote MCP server.
+
+    ``server_label`` identifies the server in calls (``^[A-Za-z0-9_-]{1,64}$``);
+    ``allowed_tools`` restricts which of its tools the model sees (empty: all).
+    ``headers`` are sent to the server (typically ``Authorization``); they are
+    secret, immutable and excluded from ``repr``.
+    """
+
+    server_label: str
+    server_url: str
+    allowed_tools: tuple[str, ...] = ()
+    require_approval: ApprovalMode = "never"
+    headers: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}), repr=False
+    )
+    server_description: str | None = None
+
+    def __post_init__(self) -> None:
+        label = self.server_label
+        if not isinstance(label, str) or not SERVER_LABEL.fullmatch(label):
+            raise PromptValidationError(
+                f"server_label {label!r} must match ^[A-Za-z0-9_-]{{1,64}}$: 1-64 "
+                "ASCII letters, digits, underscores or hyphens.",
+                placeholder="server_label",
+            )
+        object.__setattr__(self, "server_url", _check_url(self.server_url))
+        if self.allowed_tools is None or isinstance(self.allowed_tools, Mapping):
+            raise PromptValidationError(
+                "allowed_tools must be a list of tool names.",
+                placeholder="allowed_tools",
+            )
+        names: list[str] = []
+        for name in frozen_tuple(self.allowed_tools):
+            if not isinstance(name, str) or not name.strip():
+                raise PromptValidationError(
+                    "allowed_tools entries must be non-blank tool names "
+                    f"(got {name!r}).",
+                    placeholder="allowed_tools",
+                )
+            if name.strip() not in names:
+                names.append(name.strip())
+        object.__setattr__(self, "allowed_tools", tuple(names))
+        if self.require_approval not in APPROVAL_MODES:
+            raise PromptValidationError(
+                f"require_approval '{self.require_approval}' must be 'never' or "
+                "'always'.",
+                placeholder="require_approval",
+            )
+        object.__setattr__(self, "headers", _check_headers(self.headers))
+        description = self.server_description
+        if description is not None:
+            if not isinstance(description, str):
+                raise PromptValidationError(
+                    "server_description must be a string.",
+                    placeholder="server_description",
+                )
+            object.__setattr__(self, "server_description", description.strip() or None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpToolCall:
+    """One ``mcp_call``: the tool, its arguments (decoded JSON when possible)
+    and its output or error."""
+
+    call_id: str
+    server_label: str
+    name: str
+    arguments: Any = None
+    output: str | None = None
+    error: str | None = None
+    status: str = "completed"
+    raw_arguments: str = ""
+    approval_request_id: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None and self.status == "completed"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpApprovalRequest:
+    """An ``mcp_approval_request`` the runtime could not answer (the call did
+    not run)."""
+
+    request_id: str
+    server_label: str
+    name: str
+    arguments: Any = None
+    raw_arguments: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpResult:
+    """What one MCP server did in a run: its calls, the tools it listed,
+    approval requests left unanswered and tool-listing errors."""
+
+    calls: tuple[McpToolCall, ...] = ()
+    listed_tools: tuple[str, ...] = ()
+    approval_requests: tuple[McpApprovalRequest, ...] = ()
+    list_errors: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        lines = [f"tools: {', '.join(self.listed_tools) or 'none listed'}"]
+        for call in self.calls:
+            outcome = call.error if call.error is not None else call.output or ""
+            lines.append(f"- {call.name} [{call.status}]: {outcome[:500]}")
+        lines.extend(
+            f"- {r.name} [approval requested, not run]" for r in self.approval_requests
+        )
+        lines.extend(f"! list_tools failed: {e}" for e in self.list_errors)
+        return "\n".join(lines)
+
+
+def mcp_description(config: McpConfig) -> str:
+    return f"Call the tools of the remote MCP server '{config.server_label}'."
+
+
+def mcp_tool(
+    config: McpConfig,
+    *,
+    name: str = "mcp",
+    description: str | None = None,
+) -> HostedTool[McpConfig]:
+    """A hosted tool for one remote MCP server.
+
+    Tool names are unique per prompt: give each server its own ``name``.
+    """
+    if not isinstance(config, McpConfig):
+        raise PromptValidationError(
+            "mcp_tool needs an McpConfig.", placeholder="config"
+        )
+    return HostedTool(
+        kind="mcp",
+        name=name,
+        description=description if description is not None else mcp_description(config),
+        config=config,
+    )
+
+
+def mcp_template(config: McpConfig) -> str:
+    lines = [
+        f"The tools of the MCP server '{config.server_label}' are available to you;"
+        " the provider calls them for you.",
+    ]
+    if config.server_description:
+        lines.append(f"About this server: {config.server_description}")
+    if config.allowed_tools:
+        lines.append(f"You may use: {', '.join(config.allowed_tools)}.")
+    lines.append("Report tool errors instead of inventing results.")
+    return "\n".join(lines).replace("$", "$$")
+
+
+class McpSection(MarkdownSection):
+    """A section that documents and exposes one remote MCP server."""
+
+    def __init__(
+        self,
+        config: McpConfig,
+        *,
+        key: str = "mcp",
+        name: str = "mcp",
+        title: str = "MCP Server",
+        enabled: bool | EnabledPredicate = True,
+    ) -> None:
+        self._tool = mcp_tool(config, name=name)
+        super().__init__(
+            title=title,
+            key=key,
+            template=mcp_template(config),
+            enabled=enabled,
+            hosted_tools=(self._tool,),
+        )
+
+    @property
+    def tool(self) -> HostedTool[McpConfig]:
+        return self._tool
+
+    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
+        return (self._tool,)
+
+
+__all__ = [
+    "APPROVAL_MODES",
+    "SERVER_LABEL",
+    "ApprovalMode",
+    "McpApprovalRequest",
+    "McpConfig",
+    "McpResult",
+    "McpSection",
+    "McpToolCall",
+    "mcp_description",
+    "mcp_template",
+    "mcp_tool",
+]

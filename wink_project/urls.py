@@ -1,0 +1,27 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import IsAuthenticated
+
+# drf-spectacular serves its views to anyone by default; the API does not.
+api_docs_permissions = [IsAuthenticated]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(permission_classes=api_docs_permissions), name="schema"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="schema", permission_classes=api_docs_permissions
+        ),
+        name="swagger-ui",
+    ),
+    path("api/", include("sessions_app.api.urls")),
+    path("audit/", include("sessions_app.urls")),
+    path(
+        "",
+        RedirectView.as_view(pattern_name="sessions_app:session-list"),
+        name="home",
+    ),
+]
