@@ -115,9 +115,10 @@ def consulted_sources(
     return sources
 
 
-class SessionListView(LoginRequiredMixin, ListView[AgentSession]):
+class SessionListView(LoginRequiredMixin, ListView):
     paginate_by = 25
     template_name = "sessions_app/agentsession_list.html"
+    context_object_name = "sessions"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
         queryset = (
@@ -137,7 +138,7 @@ class SessionListView(LoginRequiredMixin, ListView[AgentSession]):
         return context
 
 
-class SessionDetailView(LoginRequiredMixin, DetailView[AgentSession]):
+class SessionDetailView(LoginRequiredMixin, DetailView):
     template_name = "sessions_app/agentsession_detail.html"
     context_object_name = "session"
 
@@ -163,7 +164,7 @@ class SessionDetailView(LoginRequiredMixin, DetailView[AgentSession]):
         return context
 
 
-class CitationListView(LoginRequiredMixin, ListView[Citation]):
+class CitationListView(LoginRequiredMixin, ListView):
     paginate_by = 50
     template_name = "sessions_app/citation_list.html"
     context_object_name = "citations"

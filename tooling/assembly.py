@@ -239,6 +239,13 @@ def section_params_type(
     )
 
 
+def _param_is_set(name: str) -> Callable[[Any], bool]:
+    def enabled(params: Any) -> bool:
+        return getattr(params, name, None) not in (None, "", False)
+
+    return enabled
+
+
 def build_section(
     definition: SectionDefinition,
     *,
@@ -258,10 +265,7 @@ def build_section(
     )
     enabled: Any = definition.enabled
     if definition.enabled and enabled_when:
-
-        def enabled(params: Any, _name: str = enabled_when) -> bool:
-            value = getattr(params, _name, None)
-            return value not in (None, "", False)
+        enabled = _param_is_set(enabled_when)
 
     return MarkdownSection(
         title=definition.title,

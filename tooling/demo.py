@@ -123,7 +123,10 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         name="read-before-write",
         defaults={
             "kind": PolicyDefinition.Kind.READ_BEFORE_WRITE,
-            "config": {"read_tools": ["read_file"], "write_tools": ["write_file"]},
+            "config": {
+                "read_tools": ["read_file"],
+                "write_tools": ["draft_file", "write_file"],
+            },
             "description": "Existing files must be read before they are overwritten.",
         },
     )

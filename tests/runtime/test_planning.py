@@ -218,7 +218,9 @@ def test_setup_rejects_empty_objective(context: ToolContext, objective: str) -> 
 
 def test_setup_rejects_empty_title(context: ToolContext) -> None:
     with pytest.raises(ToolValidationError, match=r"^Title must not be empty\.$"):
-        setup_plan(SetupPlan(objective="o", initial_steps=("ok", "  ")), context=context)
+        setup_plan(
+            SetupPlan(objective="o", initial_steps=("ok", "  ")), context=context
+        )
     assert stored(context) is None
 
 
@@ -240,8 +242,12 @@ def test_setup_length_limits(context: ToolContext) -> None:
         ToolValidationError, match=r"^Objective must be <= 500 characters\.$"
     ):
         setup_plan(SetupPlan(objective=exact + "x"), context=context)
-    with pytest.raises(ToolValidationError, match=r"^Title must be <= 500 characters\.$"):
-        setup_plan(SetupPlan(objective="o", initial_steps=(exact + "x",)), context=context)
+    with pytest.raises(
+        ToolValidationError, match=r"^Title must be <= 500 characters\.$"
+    ):
+        setup_plan(
+            SetupPlan(objective="o", initial_steps=(exact + "x",)), context=context
+        )
 
 
 def test_setup_replaces_an_existing_plan_and_restarts_ids(context: ToolContext) -> None:
@@ -360,7 +366,9 @@ def test_add_rejects_empty_and_overlong_titles(context: ToolContext) -> None:
     setup_plan(SetupPlan(objective="o"), context=context)
     with pytest.raises(ToolValidationError, match=r"^Title must not be empty\.$"):
         add_step(AddStep(steps=("ok", " ")), context=context)
-    with pytest.raises(ToolValidationError, match=r"^Title must be <= 500 characters\.$"):
+    with pytest.raises(
+        ToolValidationError, match=r"^Title must be <= 500 characters\.$"
+    ):
         add_step(AddStep(steps=("x" * 501,)), context=context)
     plan = stored(context)
     assert plan is not None and plan.steps == ()
@@ -434,7 +442,9 @@ def test_update_rejects_empty_and_overlong_titles(context: ToolContext) -> None:
     setup_plan(SetupPlan(objective="o", initial_steps=("a",)), context=context)
     with pytest.raises(ToolValidationError, match=r"^Title must not be empty\.$"):
         update_step(UpdateStep(step_id=1, title="  "), context=context)
-    with pytest.raises(ToolValidationError, match=r"^Title must be <= 500 characters\.$"):
+    with pytest.raises(
+        ToolValidationError, match=r"^Title must be <= 500 characters\.$"
+    ):
         update_step(UpdateStep(step_id=1, title="y" * 501), context=context)
     exact = update_step(UpdateStep(step_id=1, title="y" * 500), context=context)
     assert exact.success

@@ -181,7 +181,9 @@ def test_read_file() -> None:
 
 def test_read_missing_file() -> None:
     context, _ = make_context()
-    with pytest.raises(ToolValidationError, match=r"^File 'nope\.md' does not exist\.$"):
+    with pytest.raises(
+        ToolValidationError, match=r"^File 'nope\.md' does not exist\.$"
+    ):
         read_file(ReadFile(path="nope.md"), context=context)
 
 
@@ -430,14 +432,6 @@ def test_list_files_through_the_executor_with_null_prefix() -> None:
     assert listed.output == "Found 2 files.\n\na.md\nb/c.md"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "ReadBeforeWritePolicy.normalise only strips leading '/', while the vfs "
-        "tools also strip surrounding whitespace: ' notes.md' passes the policy "
-        "as a new file and then overwrites notes.md. Fix in policies.py."
-    ),
-)
 def test_whitespace_padded_path_cannot_bypass_the_policy() -> None:
     harness = Harness({"notes.md": "original"})
     harness.call("write_file", path=" notes.md", content="clobbered")

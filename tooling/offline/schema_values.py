@@ -77,6 +77,8 @@ class _Generator:
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = [resolve(b, self.root) for b in schema[key]]
+                if depth >= _MAX_DEPTH and any(_is_null(b) for b in branches):
+                    return None  # stop a recursive schema where it may stop
                 chosen = [b for b in branches if not _is_null(b)] or branches
                 base = {k: v for k, v in schema.items() if k != key}
                 return self.value({**base, **chosen[0]}, name, depth)

@@ -202,7 +202,7 @@ class ReadBeforeWritePolicy:
         return self.read_tools | self.write_tools
 
     def normalise(self, path: str) -> str:
-        value = path.lstrip("/")
+        value = path.strip().lstrip("/")
         if self.mount_point:
             if value == self.mount_point:
                 return ""

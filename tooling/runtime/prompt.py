@@ -464,5 +464,7 @@ def _examples_block(section: Section) -> str:
         for example in tool.examples:
             lines.append(f"  - {example.description}")
             lines.append(f"    input: {json.dumps(dump(example.input, exclude_none=True))}")
-            lines.append(f"    output: {render_tool_payload(example.output)}")
+            output = render_tool_payload(example.output).splitlines() or [""]
+            lines.append(f"    output: {output[0]}")
+            lines.extend(f"      {line}" for line in output[1:])
     return "Tools:\n" + "\n".join(lines) if lines else ""

@@ -73,7 +73,7 @@ def validate_description(description: str, *, owner: str = "Tool") -> str:
     return stripped
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class ToolExample(Generic[ParamsT, ResultT]):
     """A documented call: input params and the output they produce."""
 
@@ -139,7 +139,7 @@ def _types_from_handler(handler: Callable[..., Any]) -> tuple[Any, Any]:
     return params_type, result_type
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class Tool(Generic[ParamsT, ResultT]):
     """A callable affordance advertised to the model as a function tool.
 
@@ -250,7 +250,7 @@ class Tool(Generic[ParamsT, ResultT]):
         return cls(name=getattr(fn, "__name__", ""), description=doc, handler=fn)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class NativeTool(Tool[ParamsT, ResultT]):
     """A tool the provider executes: it can never have a local handler."""
 

@@ -22,7 +22,7 @@ class HostedToolOutput(Protocol):
 ConfigT = TypeVar("ConfigT", bound=HostedToolConfig)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class HostedTool(Generic[ConfigT]):
     """A provider-executed tool: ``kind`` picks the codec, ``config`` its options.
 

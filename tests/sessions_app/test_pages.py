@@ -1,0 +1,456 @@
+import datetime
+
+import pytest
+from django.urls import reverse
+
+from sessions_app.models import AgentSession, Citation
+from sessions_app.templatetags.audit_tags import highlight_citations, safe_link
+from sessions_app.views import build_timeline
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    CitationFactory,
+    PolicyDenialFactory,
+    ProviderCallFactory,
+    StateChangeFactory,
+    ToolInvocationFactory,
+    VirtualFileFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+LIST_URL = "/audit/sessions/"
+CITATIONS_URL = "/audit/citations/"
+
+
+@pytest.fixture
+def client_logged_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def content(response):
+    return response.content.decode()
+
+
+# Access
+
+
+@pytest.mark.parametrize(
+    "url", [LIST_URL, CITATIONS_URL, "/audit/sessions/{pk}/"], ids=str
+)
+def test_pages_redirect_anonymous_users_to_the_admin_login(client, url):
+    session = AgentSessionFactory()
+
+    response = client.get(url.format(pk=session.pk))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_pages_are_open_to_non_staff_users(client_logged_in):
+    assert client_logged_in.get(LIST_URL).status_code == 200
+
+
+def test_root_redirects_to_the_session_list(client):
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"] == LIST_URL
+
+
+def test_url_names():
+    session = AgentSessionFactory()
+    assert reverse("sessions_app:session-list") == LIST_URL
+    assert reverse("sessions_app:citation-list") == CITATIONS_URL
+    assert session.get_absolute_url() == f"/audit/sessions/{session.pk}/"
+
+
+# Session list
+
+
+def test_session_list_shows_sessions_with_counts(admin_client):
+    session = AgentSessionFactory(prompt_ref="support/triage", model="gpt-test")
+    ToolInvocationFactory.create_batch(3, session=session)
+    CitationFactory.create_batch(2, session=session)
+
+    response = admin_client.get(LIST_URL)
+
+    html = content(response)
+    assert "support/triage" in html
+    assert "gpt-test" in html
+    assert session.get_absolute_url() in html
+    row = response.context["sessions"][0]
+    assert (row.tool_call_count, row.citation_count) == (3, 2)
+
+
+def test_session_list_filters_by_status(admin_client):
+    AgentSessionFactory(prompt_ref="ok/one", status=AgentSession.Status.SUCCEEDED)
+    AgentSessionFactory(prompt_ref="bad/one", status=AgentSession.Status.FAILED)
+
+    html = content(admin_client.get(LIST_URL, {"status": "failed"}))
+
+    assert "bad/one" in html
+    assert "ok/one" not in html
+
+
+def test_session_list_paginates_by_25(admin_client):
+    AgentSessionFactory.create_batch(26)
+
+    first = admin_client.get(LIST_URL)
+    second = admin_client.get(LIST_URL, {"page": 2})
+
+    assert len(first.context["sessions"]) == 25
+    assert len(second.context["sessions"]) == 1
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_session_list_query_count_is_constant(
+    client_logged_in, django_assert_num_queries, count
+):
+    for _ in range(count):
+        session = AgentSessionFactory()
+        ToolInvocationFactory.create_batch(2, session=session)
+        CitationFactory(session=session)
+
+    # auth session + user, count, page
+    with django_assert_num_queries(4):
+        client_logged_in.get(LIST_URL)
+
+
+# Session detail
+
+
+def test_session_detail_shows_the_header_and_prompt(admin_client):
+    session = AgentSessionFactory(
+        status=AgentSession.Status.FAILED,
+        error_phase="request",
+        error_message="Rate limited",
+        rendered_prompt="# Role\n\nYou are <helpful>.",
+        request_options={"tool_choice": "required"},
+        tools_payload=[{"type": "web_search"}],
+        usage={"input_tokens": 1234},
+    )
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert "Rate limited" in html
+    assert "[request]" in html
+    assert "You are &lt;helpful&gt;." in html
+    assert "&quot;tool_choice&quot;: &quot;required&quot;" in html
+    assert "&quot;type&quot;: &quot;web_search&quot;" in html
+    assert "input_tokens: 1234" in html
+
+
+def test_session_detail_unknown_session_is_404(admin_client):
+    assert admin_client.get("/audit/sessions/not-a-uuid/").status_code == 404
+    assert (
+        admin_client.get(
+            "/audit/sessions/00000000-0000-0000-0000-000000000000/"
+        ).status_code
+        == 404
+    )
+
+
+def test_session_detail_marks_native_and_failed_tool_calls(admin_client):
+    session = AgentSessionFactory()
+    ToolInvocationFactory(session=session, web_search=True)
+    ToolInvocationFactory(
+        session=session, name="write_file", success=False, message="Disk is full."
+    )
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert "native · web_search" in html
+    assert 'class="tool-invocation failed"' in html
+    assert "Disk is full." in html
+
+
+def test_session_detail_renders_plan_steps(admin_client):
+    session = AgentSessionFactory()
+    StateChangeFactory(session=session)
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert "Objective: Explain tides" in html
+    assert "Search sources" in html
+    assert "Write the answer" in html
+
+
+def test_session_detail_lists_virtual_files(admin_client):
+    session = AgentSessionFactory()
+    VirtualFileFactory(session=session, path="notes/a.md", content="<b>draft</b>")
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert "notes/a.md" in html
+    assert "&lt;b&gt;draft&lt;/b&gt;" in html
+
+
+def test_session_detail_highlights_cited_spans(admin_client):
+    session = AgentSessionFactory(output_text="Tides follow the moon <daily>.")
+    CitationFactory(session=session, cited_text="follow the moon", title="Moon")
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert '<mark title="Moon">follow the moon</mark>' in html
+    assert "&lt;daily&gt;" in html
+
+
+def test_session_detail_lists_sources_and_uncited_ones(admin_client):
+    session = AgentSessionFactory()
+    call = ProviderCallFactory(session=session, turn=3)
+    CitationFactory(
+        session=session,
+        provider_call=call,
+        url="https://example.com/cited",
+        title="Cited page",
+        cited_text="the moon",
+    )
+    ToolInvocationFactory(
+        session=session,
+        web_search=True,
+        value={
+            "sources": ["https://example.com/cited", "https://example.org/uncited"]
+        },
+    )
+
+    response = admin_client.get(session.get_absolute_url())
+
+    html = content(response)
+    assert "Cited page" in html
+    assert "turn 3" in html
+    assert "Consulted but not cited" in html
+    assert response.context["consulted_sources"] == ["https://example.org/uncited"]
+
+
+def test_session_detail_escapes_untrusted_content(admin_client):
+    session = AgentSessionFactory(output_text="<img src=x onerror=alert(1)> answer")
+    CitationFactory(
+        session=session,
+        url="javascript:alert(1)",
+        domain="",
+        title="<b>Title</b>",
+        cited_text="answer",
+    )
+    ToolInvocationFactory(
+        session=session,
+        success=False,
+        message="<script>x</script>",
+        params={"q": "<script>y</script>"},
+    )
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    assert "<script>x</script>" not in html
+    assert "&lt;script&gt;x&lt;/script&gt;" in html
+    assert "<script>y</script>" not in html
+    assert 'href="javascript:' not in html
+    assert "<img src=x" not in html
+    assert "<b>Title</b>" not in html
+    assert "&lt;b&gt;Title&lt;/b&gt;" in html
+
+
+@pytest.mark.parametrize("count", [1, 12])
+def test_session_detail_query_count_is_constant(
+    client_logged_in, django_assert_num_queries, count
+):
+    session = AgentSessionFactory()
+    call = ProviderCallFactory(session=session, turn=1)
+    ToolInvocationFactory.create_batch(count, session=session)
+    CitationFactory.create_batch(count, session=session, provider_call=call)
+    PolicyDenialFactory.create_batch(count, session=session)
+    StateChangeFactory.create_batch(count, session=session)
+    VirtualFileFactory.create_batch(count, session=session)
+
+    # auth session + user, session, 6 prefetches
+    with django_assert_num_queries(9):
+        client_logged_in.get(session.get_absolute_url())
+
+
+# The timeline
+
+
+def test_timeline_orders_calls_by_turn_then_tools_by_sequence():
+    session = AgentSessionFactory()
+    second_call = ProviderCallFactory(session=session, turn=2)
+    first_call = ProviderCallFactory(session=session, turn=1)
+    late = ToolInvocationFactory(session=session, turn=2, sequence=3)
+    early_b = ToolInvocationFactory(session=session, turn=1, sequence=2)
+    early_a = ToolInvocationFactory(session=session, turn=1, sequence=1)
+
+    timeline = build_timeline(
+        provider_calls=[second_call, first_call],
+        tool_invocations=[late, early_b, early_a],
+        policy_denials=[],
+        state_changes=[],
+    )
+
+    assert [entry.item for entry in timeline] == [
+        first_call,
+        early_a,
+        early_b,
+        second_call,
+        late,
+    ]
+
+
+def test_timeline_puts_denials_before_and_changes_after_their_tool_call():
+    session = AgentSessionFactory()
+    call = ProviderCallFactory(session=session, turn=1)
+    first = ToolInvocationFactory(session=session, sequence=1, call_id="c1")
+    denied = ToolInvocationFactory(
+        session=session, sequence=2, call_id="c2", success=False
+    )
+    denial = PolicyDenialFactory(session=session, call_id="c2")
+    change = StateChangeFactory(session=session, call_id="c1")
+
+    timeline = build_timeline(
+        provider_calls=[call],
+        tool_invocations=[first, denied],
+        policy_denials=[denial],
+        state_changes=[change],
+    )
+
+    assert [(entry.kind, entry.item) for entry in timeline] == [
+        ("provider_call", call),
+        ("tool_invocation", first),
+        ("state_change", change),
+        ("policy_denial", denial),
+        ("tool_invocation", denied),
+    ]
+
+
+def test_timeline_places_unmatched_rows_by_turn_and_time():
+    session = AgentSessionFactory()
+    start = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
+    first = ProviderCallFactory(session=session, turn=1, created_at=start)
+    tool = ToolInvocationFactory(
+        session=session, turn=1, created_at=start + datetime.timedelta(seconds=1)
+    )
+    second = ProviderCallFactory(
+        session=session, turn=2, created_at=start + datetime.timedelta(seconds=5)
+    )
+    denial = PolicyDenialFactory(session=session, turn=1, call_id=None)
+    change = StateChangeFactory(
+        session=session, call_id=None, created_at=start + datetime.timedelta(seconds=2)
+    )
+
+    timeline = build_timeline(
+        provider_calls=[first, second],
+        tool_invocations=[tool],
+        policy_denials=[denial],
+        state_changes=[change],
+    )
+
+    assert [entry.item for entry in timeline] == [first, tool, denial, change, second]
+
+
+def test_session_detail_renders_the_timeline_in_order(admin_client):
+    session = AgentSessionFactory()
+    ProviderCallFactory(session=session, turn=1, response_id="resp_first")
+    ToolInvocationFactory(session=session, sequence=1, name="tool_alpha")
+    PolicyDenialFactory(
+        session=session, call_id="call_denied", policy_name="policy_beta"
+    )
+    ToolInvocationFactory(
+        session=session, sequence=2, name="tool_gamma", call_id="call_denied"
+    )
+
+    html = content(admin_client.get(session.get_absolute_url()))
+
+    positions = [
+        html.index(marker)
+        for marker in ("resp_first", "tool_alpha", "policy_beta", "tool_gamma")
+    ]
+    assert positions == sorted(positions)
+
+
+# Citations page
+
+
+def test_citation_page_lists_citations_with_links_to_sessions(admin_client):
+    citation = CitationFactory(title="Moon facts", url="https://example.com/moon")
+
+    html = content(admin_client.get(CITATIONS_URL))
+
+    assert "Moon facts" in html
+    assert '<a href="https://example.com/moon"' in html
+    assert citation.session.get_absolute_url() in html
+
+
+def test_citation_page_filters_by_domain(admin_client):
+    CitationFactory(
+        title="Sub page", url="https://docs.example.com/a", domain="docs.example.com"
+    )
+    CitationFactory(title="Other page", url="https://other.org/b", domain="other.org")
+
+    html = content(admin_client.get(CITATIONS_URL, {"domain": "example.com"}))
+
+    assert "Sub page" in html
+    assert "Other page" not in html
+
+
+def test_citation_page_flags_citations_outside_allowed_domains(admin_client):
+    session = AgentSessionFactory(
+        tools_payload=[
+            {"type": "web_search", "filters": {"allowed_domains": ["example.com"]}}
+        ]
+    )
+    CitationFactory(session=session, url="https://evil.test/x", domain="evil.test")
+
+    html = content(admin_client.get(CITATIONS_URL))
+
+    assert "outside allowed domains" in html
+
+
+def test_citation_page_does_not_link_non_http_urls(admin_client):
+    CitationFactory(url="javascript:alert(1)", domain="", title="Sneaky")
+
+    html = content(admin_client.get(CITATIONS_URL))
+
+    assert "Sneaky" in html
+    assert 'href="javascript:' not in html
+
+
+@pytest.mark.parametrize("count", [1, 10])
+def test_citation_page_query_count_is_constant(
+    client_logged_in, django_assert_num_queries, count
+):
+    CitationFactory.create_batch(count)
+
+    # auth session + user, count, page
+    with django_assert_num_queries(4):
+        client_logged_in.get(CITATIONS_URL)
+
+
+# Template filters
+
+
+def test_safe_link_links_http_urls_only():
+    assert safe_link("https://example.com/?a=1&b=2", "Ex") == (
+        '<a href="https://example.com/?a=1&amp;b=2" '
+        'rel="noopener noreferrer nofollow">Ex</a>'
+    )
+    assert safe_link("javascript:alert(1)", "<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    assert safe_link("data:text/html,hi") == "data:text/html,hi"
+
+
+def test_highlight_citations_marks_first_occurrences_and_escapes():
+    first = Citation(pk=1, title="A", cited_text="moon")
+    second = Citation(pk=2, title="<B>", cited_text="the moon & sun")
+    text = "<p>the moon & sun; the moon</p>"
+
+    html = highlight_citations(text, [first, second])
+
+    assert html == (
+        "&lt;p&gt;"
+        '<mark title="&lt;B&gt;; A">the moon &amp; sun</mark>'
+        '<sup class="ref"><a href="#citation-2">[2]</a><a href="#citation-1">[1]</a>'
+        "</sup>; the moon&lt;/p&gt;"
+    )
+
+
+def test_highlight_citations_ignores_text_it_cannot_find():
+    citation = Citation(pk=1, title="A", cited_text="absent")
+
+    assert highlight_citations("a < b", [citation]) == "a &lt; b"
