@@ -8,10 +8,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.views.generic import DetailView, ListView
 
-from sessions_app.api.views import SESSION_BODY_FIELDS, session_detail_queryset
+from sessions_app.api.views import (
+    SESSION_BODY_FIELDS,
+    citation_list_queryset,
+    session_detail_queryset,
+)
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
     AgentSession,
@@ -82,9 +86,13 @@ def build_timeline(
     for _, entry in keyed:
         call_id = entry.item.call_id if entry.kind == "tool_invocation" else None
         if call_id:
-            timeline += [TimelineEntry("policy_denial", d) for d in denials_before[call_id]]
+            timeline += [
+                TimelineEntry("policy_denial", d) for d in denials_before[call_id]
+            ]
             timeline.append(entry)
-            timeline += [TimelineEntry("state_change", c) for c in changes_after[call_id]]
+            timeline += [
+                TimelineEntry("state_change", c) for c in changes_after[call_id]
+            ]
         else:
             timeline.append(entry)
 
@@ -170,18 +178,7 @@ class CitationListView(LoginRequiredMixin, ListView):
     context_object_name = "citations"
 
     def get_queryset(self) -> QuerySet[Citation]:
-        queryset = (
-            Citation.objects.select_related("session")
-            .annotate(turn=F("provider_call__turn"))
-            .defer(
-                *(
-                    f"session__{name}"
-                    for name in SESSION_BODY_FIELDS
-                    if name != "tools_payload"
-                )
-            )
-            .order_by("-created_at", "-id")
-        )
+        queryset = citation_list_queryset()
         self.filterset = CitationFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()

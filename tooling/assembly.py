@@ -211,26 +211,35 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
 def section_params_type(
     key: str, template: str, default_params: Mapping[str, Any], enabled_when: str
 ) -> type[Any] | None:
-    """A dataclass with one ``str`` field per placeholder (plus the predicate's
-    parameter); defaults come from the section's default params."""
-    names = list(template_placeholders(template))
+    """The section's declared parameters as a dataclass.
+
+    ``default_params`` declares them: ``{"name": default}``, where ``null``
+    means required. The predicate's parameter is declared implicitly (optional).
+    The runtime then checks that every ``$placeholder`` is declared.
+    """
+    for name in default_params:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise PromptValidationError(
+                f"Parameter name '{name}' must be a Python identifier.",
+                section_path=(key,),
+                placeholder="default_params",
+            )
+    names = list(default_params)
     if enabled_when and enabled_when not in names:
+        if not enabled_when.isidentifier():
+            raise PromptValidationError(
+                f"Parameter name '{enabled_when}' must be a Python identifier.",
+                section_path=(key,),
+                placeholder="enabled_when_param",
+            )
         names.append(enabled_when)
-    unknown = sorted(set(default_params) - set(names))
-    if unknown:
-        raise PromptValidationError(
-            f"Default params name unknown placeholder(s): {', '.join(unknown)}.",
-            section_path=(key,),
-            placeholder=unknown[0],
-        )
     if not names:
         return None
     fields: list[Any] = []
     for name in names:
-        if name in default_params:
-            fields.append((name, Any, dataclasses.field(default=default_params[name])))
-        elif name == enabled_when:
-            fields.append((name, Any, dataclasses.field(default=None)))
+        default = default_params.get(name)
+        if default is not None or name == enabled_when:
+            fields.append((name, Any, dataclasses.field(default=default)))
     required = [(name, Any) for name in names if all(f[0] != name for f in fields)]
     return dataclasses.make_dataclass(
         f"{key.replace('.', '_').replace('-', '_')}_params",

@@ -39,6 +39,7 @@ _FIELD_OF = {
     "timezone": "timezone",
     "search_context_size": "search_context_size",
     "default_params": "default_params",
+    "enabled_when_param": "enabled_when_param",
     "output_schema": "output_schema",
 }
 

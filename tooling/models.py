@@ -126,7 +126,14 @@ class SectionDefinition(TimestampedModel):
     template = models.TextField(
         blank=True, help_text="Markdown with $placeholders ($$ for a dollar sign)."
     )
-    default_params = models.JSONField(default=dict, blank=True)
+    default_params = models.JSONField(
+        "parameters",
+        default=dict,
+        blank=True,
+        help_text='The parameters the template may use, with defaults: {"name": '
+        '"default"}; null makes a parameter required. Every $placeholder must be '
+        "declared here.",
+    )
     enabled = models.BooleanField(default=True)
     enabled_when_param = models.CharField(
         "enabled only when this parameter is set",

@@ -183,7 +183,9 @@ class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
 class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
     """A session's whole audit trail (provider call bodies excluded)."""
 
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     provider_calls = ProviderCallSummarySerializer(many=True, read_only=True)
     tool_invocations = ToolInvocationSerializer(many=True, read_only=True)
     citations = CitationSerializer(many=True, read_only=True)

@@ -37,7 +37,7 @@ from sessions_app.models import (
 )
 from tooling import services
 
-# Fields the session list never shows; they can be large.
+# Fields the session and citation lists never show; they can be large.
 SESSION_BODY_FIELDS = (
     "rendered_prompt",
     "tools_payload",
@@ -60,9 +60,7 @@ def session_detail_queryset() -> QuerySet[AgentSession]:
     return AgentSession.objects.select_related("created_by").prefetch_related(
         Prefetch(
             "provider_calls",
-            queryset=ProviderCall.objects.defer("request", "response").order_by(
-                "turn"
-            ),
+            queryset=ProviderCall.objects.defer("request", "response").order_by("turn"),
         ),
         Prefetch(
             "tool_invocations",
@@ -86,12 +84,26 @@ def session_detail_queryset() -> QuerySet[AgentSession]:
     )
 
 
+def citation_list_queryset() -> QuerySet[Citation]:
+    """Citations with their turn and the session fields the list reads."""
+    return (
+        Citation.objects.select_related("session")
+        .annotate(turn=F("provider_call__turn"))
+        # tools_payload stays: it holds the web search's allowed domains.
+        .defer(*(f"session__{f}" for f in SESSION_BODY_FIELDS if f != "tools_payload"))
+        .order_by("-created_at", "-id")
+    )
+
+
 def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
     """A service's ValidationError as DRF's ``{field: [messages]}``."""
     detail = get_error_detail(exc)
     if not isinstance(detail, dict):
-        return {api_settings.NON_FIELD_ERRORS_KEY: detail}
-    renamed = {NON_FIELD_ERRORS: api_settings.NON_FIELD_ERRORS_KEY, "prompt_ref": "prompt"}
+        return {str(api_settings.NON_FIELD_ERRORS_KEY): detail}
+    renamed: dict[str, str] = {
+        NON_FIELD_ERRORS: str(api_settings.NON_FIELD_ERRORS_KEY),
+        "prompt_ref": "prompt",
+    }
     return {renamed.get(key, key): value for key, value in detail.items()}
 
 
@@ -148,7 +160,9 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         location = reverse(
             "sessions_api:session-detail", args=[session.pk], request=request
         )
-        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": location})
+        return Response(
+            data, status=status.HTTP_201_CREATED, headers={"Location": location}
+        )
 
     @extend_schema(
         summary="A session's provider calls with request and response bodies",
@@ -177,8 +191,6 @@ class CitationViewSet(viewsets.ReadOnlyModelViewSet[Citation]):
     serializer_class = CitationListSerializer
     filterset_class = CitationFilterSet
     pagination_class = CreatedAtCursorPagination
-    queryset = (
-        Citation.objects.select_related("session")
-        .annotate(turn=F("provider_call__turn"))
-        .defer(*(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "tools_payload"))
-    )
+
+    def get_queryset(self) -> QuerySet[Citation]:
+        return citation_list_queryset()

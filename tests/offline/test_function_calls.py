@@ -8,18 +8,19 @@ from typing import Any
 
 import httpx
 from openai import OpenAI
-from openai.types.responses import Response, ResponseFunctionToolCall
+from openai.types.responses import ResponseFunctionToolCall
 
 from tooling.offline import offline_transport
 
 SYSTEM = {"role": "system", "content": "# Deploy helper\nShip the release."}
 
 
-def make_client() -> OpenAI:
+def make_client() -> Any:
+    http_client: Any = httpx.Client(transport=offline_transport())
     return OpenAI(
         api_key="sk-offline",
         base_url="http://offline.invalid/v1",
-        http_client=httpx.Client(transport=offline_transport()),
+        http_client=http_client,
         max_retries=0,
     )
 
@@ -60,18 +61,24 @@ def conforms(value: Any, schema: dict[str, Any]) -> bool:
         return False
     if isinstance(value, dict):
         properties = schema.get("properties", {})
-        if set(value) != set(schema.get("required", [])) or set(value) - set(properties):
+        if set(value) != set(schema.get("required", [])) or set(value) - set(
+            properties
+        ):
             return False
         return all(conforms(value[key], properties[key]) for key in value)
     if isinstance(value, list):
         return bool(value) and all(conforms(item, schema["items"]) for item in value)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return schema.get("minimum", value) <= value <= schema.get("maximum", value)
+        return bool(
+            schema.get("minimum", value) <= value <= schema.get("maximum", value)
+        )
     return True
 
 
-def calls_of(response: Response) -> list[ResponseFunctionToolCall]:
-    return [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
+def calls_of(response: Any) -> list[Any]:
+    return [
+        item for item in response.output if isinstance(item, ResponseFunctionToolCall)
+    ]
 
 
 Outcome = Callable[[ResponseFunctionToolCall, int], str]
@@ -79,7 +86,7 @@ Outcome = Callable[[ResponseFunctionToolCall, int], str]
 
 def run_loop(
     tools: list[dict[str, Any]], outcome: Outcome, *, max_turns: int = 12, **extra: Any
-) -> tuple[list[Response], list[Any]]:
+) -> tuple[list[Any], list[Any]]:
     """Drive the manual-history loop the runtime uses until a message arrives.
 
     Like the runtime's adapter, a forcing ``tool_choice`` applies to the first
@@ -87,7 +94,7 @@ def run_loop(
     """
     client = make_client()
     history: list[Any] = [SYSTEM]
-    responses: list[Response] = []
+    responses: list[Any] = []
     for turn in range(1, max_turns + 1):
         response = client.responses.create(
             model="gpt-5.4", input=history, tools=tools, **extra
@@ -146,13 +153,21 @@ def test_function_call_arguments_are_valid_for_their_schema() -> None:
         ),
     ]
 
-    response = make_client().responses.create(model="gpt-5.4", input=[SYSTEM], tools=tools)  # type: ignore[arg-type, list-item]
+    response = make_client().responses.create(
+        model="gpt-5.4", input=[SYSTEM], tools=tools
+    )
 
     calls = calls_of(response)
-    assert [call.name for call in calls] == ["planning_setup_plan", "write_file", "tune"]
+    assert [call.name for call in calls] == [
+        "planning_setup_plan",
+        "write_file",
+        "tune",
+    ]
     assert all(call.status == "completed" for call in calls)
     assert len({call.call_id for call in calls}) == 3
-    assert all(call.call_id.startswith("call_") and call.id.startswith("fc_") for call in calls)  # type: ignore[union-attr]
+    assert all(
+        call.call_id.startswith("call_") and call.id.startswith("fc_") for call in calls
+    )
     for call, tool in zip(calls, tools, strict=True):
         arguments = json.loads(call.arguments)
         assert conforms(arguments, tool["parameters"]), (call.name, arguments)
@@ -172,7 +187,9 @@ def test_function_call_arguments_are_valid_for_their_schema() -> None:
 def test_web_search_call_comes_before_function_calls() -> None:
     tools = [{"type": "web_search"}, function("lint"), function("build")]
 
-    response = make_client().responses.create(model="gpt-5.4", input=[SYSTEM], tools=tools)  # type: ignore[arg-type, list-item]
+    response = make_client().responses.create(
+        model="gpt-5.4", input=[SYSTEM], tools=tools
+    )
 
     assert [item.type for item in response.output] == [
         "web_search_call",
@@ -182,7 +199,11 @@ def test_web_search_call_comes_before_function_calls() -> None:
 
 
 def test_full_loop_feeds_outputs_back_until_a_message() -> None:
-    tools = [{"type": "web_search"}, function("lint"), function("build", target={"type": "string"})]
+    tools = [
+        {"type": "web_search"},
+        function("lint"),
+        function("build", target={"type": "string"}),
+    ]
 
     responses, history = run_loop(
         tools, always_ok, include=["web_search_call.action.sources"]
@@ -219,7 +240,11 @@ def test_dependency_denial_leads_to_prerequisite_then_retry() -> None:
     )
 
     deploy_args = '{"env":"example"}'
-    assert seen == [(1, "deploy", deploy_args), (2, "build", "{}"), (3, "deploy", deploy_args)]
+    assert seen == [
+        (1, "deploy", deploy_args),
+        (2, "build", "{}"),
+        (3, "deploy", deploy_args),
+    ]
     assert len(responses) == 4
     assert "deploy failed, build ok, deploy ok" in responses[-1].output_text
 
@@ -264,7 +289,10 @@ def test_read_before_write_denial_reads_then_rewrites() -> None:
     responses, _ = run_loop(tools, outcome, tool_choice="required")
 
     batches = [[(c.name, c.arguments) for c in calls_of(r)] for r in responses]
-    write = ("write_file", '{"path":"notes.md","content":"Drafted by the offline model."}')
+    write = (
+        "write_file",
+        '{"path":"notes.md","content":"Drafted by the offline model."}',
+    )
     assert batches == [[write, ("read_file", '{"path":"notes.md"}')], [write], []]
 
 
@@ -275,16 +303,29 @@ def test_read_before_write_uses_a_read_tool_when_not_called_in_the_batch() -> No
     ]
     history: list[Any] = [
         SYSTEM,
-        {"type": "function_call", "call_id": "call_w", "name": "write_file",
-         "arguments": '{"path":"docs/a.md","content":"x"}'},
-        {"type": "function_call", "call_id": "call_r", "name": "read_text",
-         "arguments": '{"path":"other.md","encoding":"utf-8"}'},
-        {"type": "function_call_output", "call_id": "call_w",
-         "output": "File 'docs/a.md' must be read before overwriting."},
+        {
+            "type": "function_call",
+            "call_id": "call_w",
+            "name": "write_file",
+            "arguments": '{"path":"docs/a.md","content":"x"}',
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_r",
+            "name": "read_text",
+            "arguments": '{"path":"other.md","encoding":"utf-8"}',
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_w",
+            "output": "File 'docs/a.md' must be read before overwriting.",
+        },
         {"type": "function_call_output", "call_id": "call_r", "output": "text"},
-    ]  # fmt: skip
+    ]
 
-    response = make_client().responses.create(model="gpt-5.4", input=history, tools=tools)  # type: ignore[arg-type, list-item]
+    response = make_client().responses.create(
+        model="gpt-5.4", input=history, tools=tools
+    )
 
     calls = calls_of(response)
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [
@@ -331,7 +372,7 @@ def test_function_calling_stops_after_eight_turns() -> None:
 def test_tool_choice_none_answers_without_tools() -> None:
     tools = [{"type": "web_search"}, function("lint")]
 
-    response = make_client().responses.create(  # type: ignore[call-overload]
+    response = make_client().responses.create(
         model="gpt-5.4", input=[SYSTEM], tools=tools, tool_choice="none"
     )
 
@@ -343,7 +384,7 @@ def test_tool_choice_none_answers_without_tools() -> None:
 def test_response_echoes_request_settings() -> None:
     tools = [function("lint")]
 
-    response = make_client().responses.create(  # type: ignore[call-overload]
+    response = make_client().responses.create(
         model="gpt-5.4-mini", input="hi", tools=tools, parallel_tool_calls=True
     )
 
@@ -351,7 +392,7 @@ def test_response_echoes_request_settings() -> None:
     assert response.object == "response"
     assert response.error is None and response.incomplete_details is None
     assert response.tools[0].type == "function"
-    assert response.text is not None and response.text.format.type == "text"  # type: ignore[union-attr]
+    assert response.text is not None and response.text.format.type == "text"
     assert response.id.startswith("resp_") and len(response.id) == len("resp_") + 12
     assert response.usage is not None
     assert response.usage.input_tokens_details.cached_tokens == 0

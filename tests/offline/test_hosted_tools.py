@@ -11,7 +11,11 @@ from openai import OpenAI
 
 from tooling.offline import MARKER_MCP_ERROR, offline_transport
 
-FILE_SEARCH = {"type": "file_search", "vector_store_ids": ["vs_123"], "max_num_results": 8}
+FILE_SEARCH = {
+    "type": "file_search",
+    "vector_store_ids": ["vs_123"],
+    "max_num_results": 8,
+}
 CODE = {"type": "code_interpreter", "container": {"type": "auto", "memory_limit": "4g"}}
 IMAGE = {"type": "image_generation", "quality": "low", "size": "1024x1024"}
 MCP = {
@@ -24,19 +28,25 @@ MCP = {
 ALL_INCLUDES: Any = ["file_search_call.results", "code_interpreter_call.outputs"]
 
 
-def make_client() -> OpenAI:
+def make_client() -> Any:
+    http_client: Any = httpx.Client(transport=offline_transport())
     return OpenAI(
         api_key="sk-offline",
         base_url="http://offline.invalid/v1",
-        http_client=httpx.Client(transport=offline_transport()),
+        http_client=http_client,
         max_retries=0,
     )
 
 
-def _create(tools: list[Any], *, include: Any = ALL_INCLUDES, text: str = "Refund policy") -> Any:
+def _create(
+    tools: list[Any], *, include: Any = ALL_INCLUDES, text: str = "Refund policy"
+) -> Any:
     return make_client().responses.create(
         model="gpt-5.4",
-        input=[{"role": "system", "content": "# Support"}, {"role": "user", "content": text}],
+        input=[
+            {"role": "system", "content": "# Support"},
+            {"role": "user", "content": text},
+        ],
         tools=tools,
         include=include,
     )
@@ -53,7 +63,11 @@ def test_hosted_tools_each_produce_their_sdk_item() -> None:
         "McpCall",
         "ResponseOutputMessage",
     ]
-    assert all(item.status == "completed" for item in response.output if hasattr(item, "status"))
+    assert all(
+        item.status == "completed"
+        for item in response.output
+        if hasattr(item, "status")
+    )
 
 
 def test_file_search_results_only_with_include() -> None:
@@ -93,7 +107,10 @@ def test_code_interpreter_outputs_only_with_include_and_container_citation() -> 
     (annotation,) = response.output[-1].content[0].annotations
     assert type(annotation).__name__ == "AnnotationContainerFileCitation"
     assert annotation.container_id == call.container_id
-    assert response.output_text[annotation.start_index : annotation.end_index] == "result.csv"
+    assert (
+        response.output_text[annotation.start_index : annotation.end_index]
+        == "result.csv"
+    )
 
 
 def test_code_interpreter_reuses_an_explicit_container_id() -> None:
@@ -119,7 +136,11 @@ def test_mcp_lists_tools_then_calls_the_first_allowed_one() -> None:
 
     assert listing.server_label == "deepwiki"
     assert [tool.name for tool in listing.tools] == ["ask_question", "read_wiki"]
-    assert (call.server_label, call.name, call.status) == ("deepwiki", "ask_question", "completed")
+    assert (call.server_label, call.name, call.status) == (
+        "deepwiki",
+        "ask_question",
+        "completed",
+    )
     assert json.loads(call.arguments) == {"question": "Refund policy"}
     assert call.output and call.error is None
 
@@ -139,13 +160,24 @@ def test_mcp_error_marker_gives_a_failed_call() -> None:
 def test_hosted_tools_run_once_then_function_calls_continue() -> None:
     tools: list[Any] = [
         FILE_SEARCH,
-        {"type": "function", "name": "lint", "parameters": {"type": "object", "properties": {}}, "strict": True},
+        {
+            "type": "function",
+            "name": "lint",
+            "parameters": {"type": "object", "properties": {}},
+            "strict": True,
+        },
     ]
     client = make_client()
     history: list[Any] = [{"role": "user", "content": "Lint it"}]
     first = client.responses.create(model="gpt-5.4", input=history, tools=tools)
     history += [item.model_dump(exclude_none=True) for item in first.output]
-    history.append({"type": "function_call_output", "call_id": first.output[1].call_id, "output": "ok"})
+    history.append(
+        {
+            "type": "function_call_output",
+            "call_id": first.output[1].call_id,
+            "output": "ok",
+        }
+    )
 
     second = client.responses.create(model="gpt-5.4", input=history, tools=tools)
 

@@ -72,7 +72,12 @@ def test_sample_value_resolves_nullable_branches_to_non_null() -> None:
         c={"type": ["string", "null"], "enum": [None, "x"]},
         d={"anyOf": [{"type": "null"}, _obj(inner={"type": "boolean"})]},
     )
-    assert sample_value(schema) == {"a": "example", "b": 1, "c": "x", "d": {"inner": True}}
+    assert sample_value(schema) == {
+        "a": "example",
+        "b": 1,
+        "c": "x",
+        "d": {"inner": True},
+    }
 
 
 def test_sample_value_arrays_have_one_item_unless_bounded() -> None:
@@ -101,7 +106,10 @@ def test_sample_value_follows_refs_and_all_of() -> None:
         ),
     }
     value = sample_value(schema)
-    assert value == {"step": {"title": "First step", "done": True}, "merged": {"x": 1, "y": "example"}}
+    assert value == {
+        "step": {"title": "First step", "done": True},
+        "merged": {"x": 1, "y": "example"},
+    }
     assert check_value(value, schema) == []
 
 

@@ -18,16 +18,17 @@ INPUT: Any = [
 ]
 
 
-def make_client() -> OpenAI:
+def make_client() -> Any:
+    http_client: Any = httpx.Client(transport=offline_transport())
     return OpenAI(
         api_key="sk-offline",
         base_url="http://offline.invalid/v1",
-        http_client=httpx.Client(transport=offline_transport()),
+        http_client=http_client,
         max_retries=0,
     )
 
 
-ANSWER_SCHEMA = {
+ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "answer": {"type": "string"},
@@ -61,8 +62,10 @@ def test_structured_output_is_json_satisfying_the_schema() -> None:
     response = _structured(ANSWER_SCHEMA)
 
     data = json.loads(response.output_text)
-    assert set(data) == set(ANSWER_SCHEMA["required"])  # type: ignore[arg-type]
-    assert isinstance(data["answer"], str) and "Hosted tools: web_search" in data["answer"]
+    assert set(data) == set(ANSWER_SCHEMA["required"])
+    assert (
+        isinstance(data["answer"], str) and "Hosted tools: web_search" in data["answer"]
+    )
     assert 0 <= data["confidence"] <= 1
     assert data["verdict"] == "supported"
     sources = response.output[0].action.sources
@@ -126,7 +129,9 @@ def test_structured_output_parses_with_sdk_parse_and_pydantic_refs() -> None:
     assert isinstance(report, Report)
     assert report.steps == [Step(title="First step", done=True)]
     assert len(report.source_urls) == 2
-    assert all(url.startswith("https://djangoproject.com/") for url in report.source_urls)
+    assert all(
+        url.startswith("https://djangoproject.com/") for url in report.source_urls
+    )
 
 
 def test_structured_output_without_search_has_no_citations() -> None:

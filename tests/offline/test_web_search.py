@@ -14,24 +14,30 @@ from tooling.offline import MARKER_SEARCH_FAILS, offline_transport
 SOURCES = ["web_search_call.action.sources"]
 
 
-def make_client() -> OpenAI:
+def make_client() -> Any:
+    http_client: Any = httpx.Client(transport=offline_transport())
     return OpenAI(
         api_key="sk-offline",
         base_url="http://offline.invalid/v1",
-        http_client=httpx.Client(transport=offline_transport()),
+        http_client=http_client,
         max_retries=0,
     )
 
 
-def _search(tool: dict[str, Any], *, include: list[str] | None = None, text: str = "") -> Any:
+def _search(
+    tool: dict[str, Any], *, include: list[str] | None = None, text: str = ""
+) -> Any:
     return make_client().responses.create(
         model="gpt-5.4",
         input=[
             {"role": "system", "content": "# Release helper\nAnswer briefly."},
-            {"role": "user", "content": text or "Which Django release is the current LTS?"},
+            {
+                "role": "user",
+                "content": text or "Which Django release is the current LTS?",
+            },
         ],
-        tools=[tool],  # type: ignore[list-item]
-        include=include if include is not None else SOURCES,  # type: ignore[arg-type]
+        tools=[tool],
+        include=include if include is not None else SOURCES,
     )
 
 
@@ -57,21 +63,26 @@ def test_web_search_sources_stay_within_allowed_domains() -> None:
 
     assert isinstance(message, ResponseOutputMessage)
     text = response.output_text
-    annotations = message.content[0].annotations  # type: ignore[union-attr]
+    part: Any = message.content[0]
+    annotations = part.annotations
     assert [a.type for a in annotations] == ["url_citation", "url_citation"]
-    assert [a.url for a in annotations] == urls[:2]  # type: ignore[union-attr]
+    assert [a.url for a in annotations] == urls[:2]
     for annotation in annotations:
-        span = text[annotation.start_index : annotation.end_index]  # type: ignore[union-attr]
-        assert annotation.url in span  # type: ignore[union-attr]
-        host = urlsplit(annotation.url).hostname  # type: ignore[union-attr]
-        assert annotation.title == f"Title for {host}"  # type: ignore[union-attr]
+        span = text[annotation.start_index : annotation.end_index]
+        assert annotation.url in span
+        host = urlsplit(annotation.url).hostname
+        assert annotation.title == f"Title for {host}"
 
 
 def test_web_search_defaults_to_three_documentation_domains() -> None:
     response = _search({"type": "web_search"})
 
-    urls = [s.url for s in response.output[0].action.sources]  # type: ignore[union-attr]
-    assert _hosts(urls) == ["docs.python.org", "www.djangoproject.com", "developers.openai.com"]
+    urls = [s.url for s in response.output[0].action.sources]
+    assert _hosts(urls) == [
+        "docs.python.org",
+        "www.djangoproject.com",
+        "developers.openai.com",
+    ]
 
 
 def test_web_search_sources_only_with_include_but_citations_anyway() -> None:
@@ -82,8 +93,8 @@ def test_web_search_sources_only_with_include_but_citations_anyway() -> None:
 
     search = response.output[0]
     assert search.type == "web_search_call"
-    assert search.action.sources is None  # type: ignore[union-attr]
-    annotations = response.output[1].content[0].annotations  # type: ignore[union-attr]
+    assert search.action.sources is None
+    annotations = response.output[1].content[0].annotations
     assert len(annotations) == 2
     assert all(_hosts([a.url]) == ["djangoproject.com"] for a in annotations)
 
@@ -91,11 +102,13 @@ def test_web_search_sources_only_with_include_but_citations_anyway() -> None:
 def test_web_search_query_comes_from_system_prompt_without_user_message() -> None:
     response = make_client().responses.create(
         model="gpt-5.4",
-        input=[{"role": "system", "content": "## **Find** the `Django` LTS\nMore text."}],
+        input=[
+            {"role": "system", "content": "## **Find** the `Django` LTS\nMore text."}
+        ],
         tools=[{"type": "web_search"}],
     )
 
-    assert response.output[0].action.query == "Find the Django LTS"  # type: ignore[union-attr]
+    assert response.output[0].action.query == "Find the Django LTS"
 
 
 def test_web_search_preview_tool_also_searches() -> None:
@@ -111,9 +124,9 @@ def test_web_search_failure_marker_gives_failed_call_and_no_citations() -> None:
 
     search = response.output[0]
     assert search.status == "failed"
-    assert search.action.sources is None  # type: ignore[union-attr]
-    assert "[offline:" not in (search.action.query or "")  # type: ignore[union-attr]
-    assert response.output[1].content[0].annotations == []  # type: ignore[union-attr]
+    assert search.action.sources is None
+    assert "[offline:" not in (search.action.query or "")
+    assert response.output[1].content[0].annotations == []
     assert "web search failed" in response.output_text
 
 
@@ -128,4 +141,4 @@ def test_web_search_runs_once_per_conversation() -> None:
     second = client.responses.create(model="gpt-5.4", input=history, tools=tools)
 
     assert [item.type for item in second.output] == ["message"]
-    assert len(second.output[0].content[0].annotations) == 2  # type: ignore[union-attr]
+    assert len(second.output[0].content[0].annotations) == 2

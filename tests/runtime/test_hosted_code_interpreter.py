@@ -67,11 +67,17 @@ def sdk_output(name: str) -> list[Any]:
 def test_default_config_is_an_auto_container() -> None:
     config = CodeInterpreterConfig()
     assert config.auto is True
-    assert (config.container_id, config.memory_limit, config.file_ids) == (None, None, ())
+    assert (config.container_id, config.memory_limit, config.file_ids) == (
+        None,
+        None,
+        (),
+    )
 
 
 def test_auto_container_options_are_normalised() -> None:
-    config = CodeInterpreterConfig(memory_limit="16g", file_ids=[" file-a ", "file-b", "file-a"])  # type: ignore[arg-type]
+    config = CodeInterpreterConfig(
+        memory_limit="16g", file_ids=[" file-a ", "file-b", "file-a"]
+    )  # type: ignore[arg-type]
     assert config.file_ids == ("file-a", "file-b") and config.memory_limit == "16g"
     assert CodeInterpreterConfig(file_ids="file-x").file_ids == ("file-x",)  # type: ignore[arg-type]
 
@@ -86,18 +92,29 @@ def test_explicit_container() -> None:
     [
         ({"container_id": "  "}, "container_id must be a non-blank", "container_id"),
         ({"container_id": 5}, "container_id must be a non-blank", "container_id"),
-        ({"memory_limit": "2g"}, "memory_limit '2g' is not one of 1g, 4g, 16g, 64g",
-         "memory_limit"),
+        (
+            {"memory_limit": "2g"},
+            "memory_limit '2g' is not one of 1g, 4g, 16g, 64g",
+            "memory_limit",
+        ),
         ({"file_ids": ("",)}, "file_ids must be non-blank strings", "file_ids"),
         ({"file_ids": (1,)}, "file_ids must be non-blank strings", "file_ids"),
         ({"file_ids": None}, "file_ids must be a list", "file_ids"),
-        ({"container_id": "cntr_1", "memory_limit": "4g"},
-         "names an existing container, so memory_limit cannot be set", "memory_limit"),
-        ({"container_id": "cntr_1", "file_ids": ("file-1",)},
-         "so file_ids cannot be set", "file_ids"),
-        ({"container_id": "cntr_1", "memory_limit": "4g", "file_ids": ("f",)},
-         "so memory_limit and file_ids cannot be set: they only apply to an auto",
-         "memory_limit"),
+        (
+            {"container_id": "cntr_1", "memory_limit": "4g"},
+            "names an existing container, so memory_limit cannot be set",
+            "memory_limit",
+        ),
+        (
+            {"container_id": "cntr_1", "file_ids": ("file-1",)},
+            "so file_ids cannot be set",
+            "file_ids",
+        ),
+        (
+            {"container_id": "cntr_1", "memory_limit": "4g", "file_ids": ("f",)},
+            "so memory_limit and file_ids cannot be set: they only apply to an auto",
+            "memory_limit",
+        ),
     ],
 )
 def test_config_rules(kwargs: dict[str, Any], match: str, placeholder: str) -> None:
@@ -141,17 +158,27 @@ def test_codec_protocol_attributes() -> None:
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        (CodeInterpreterConfig(), {"type": "code_interpreter", "container": {"type": "auto"}}),
+        (
+            CodeInterpreterConfig(),
+            {"type": "code_interpreter", "container": {"type": "auto"}},
+        ),
         (
             CodeInterpreterConfig(memory_limit="4g", file_ids=("file-abc",)),
             {
                 "type": "code_interpreter",
-                "container": {"type": "auto", "memory_limit": "4g", "file_ids": ["file-abc"]},
+                "container": {
+                    "type": "auto",
+                    "memory_limit": "4g",
+                    "file_ids": ["file-abc"],
+                },
             },
         ),
         (
             CodeInterpreterConfig(memory_limit="64g"),
-            {"type": "code_interpreter", "container": {"type": "auto", "memory_limit": "64g"}},
+            {
+                "type": "code_interpreter",
+                "container": {"type": "auto", "memory_limit": "64g"},
+            },
         ),
         (
             CodeInterpreterConfig(container_id="cntr_existing123"),
@@ -170,7 +197,9 @@ def test_serialize_rejects_a_foreign_config() -> None:
     class Other:
         pass
 
-    tool = HostedTool(kind="code_interpreter", name="ci", description="x", config=Other())
+    tool = HostedTool(
+        kind="code_interpreter", name="ci", description="x", config=Other()
+    )
     with pytest.raises(TypeError, match="needs a CodeInterpreterConfig"):
         CODEC.serialize(tool)
 
@@ -202,7 +231,8 @@ def test_parse_failed_call_through_the_sdk() -> None:
     call = CODEC.parse_call(items[0])
     assert call is not None and call.success is False
     assert call.message.startswith(
-        "Code interpreter call ci_68a1d00d5eed0003 failed in container cntr_68a1expired."
+        "Code interpreter call ci_68a1d00d5eed0003 failed in container "
+        "cntr_68a1expired."
     )
     assert "FileNotFoundError" in call.message
 
@@ -211,31 +241,65 @@ def test_parse_output_aggregates_runs_and_cited_files() -> None:
     items = sdk_output("code_interpreter_response.json")
     result = CODEC.parse_output(items, code_interpreter_tool())
     assert isinstance(result, CodeInterpreterResult)
-    assert [r.call_id for r in result.calls] == ["ci_68a1d00d5eed0001", "ci_68a1d00d5eed0002"]
+    assert [r.call_id for r in result.calls] == [
+        "ci_68a1d00d5eed0001",
+        "ci_68a1d00d5eed0002",
+    ]
     assert result.files == (
         ContainerFile(
-            container_id="cntr_68a1d00d5eed", file_id="cfile_68a1chart", filename="chart.png"
+            container_id="cntr_68a1d00d5eed",
+            file_id="cfile_68a1chart",
+            filename="chart.png",
         ),
     )
     assert result.logs == "128400\n['sales.csv', 'chart.png']\n"
     assert "file: chart.png" in result.render()
-    assert CODEC.parse_output(load("code_interpreter_response.json")["output"],
-                              code_interpreter_tool()) == result
+    assert (
+        CODEC.parse_output(
+            load("code_interpreter_response.json")["output"], code_interpreter_tool()
+        )
+        == result
+    )
 
 
 def test_parse_output_without_outputs_and_without_calls() -> None:
     items = [
-        {"type": "code_interpreter_call", "id": "ci_1", "status": "completed",
-         "container_id": "cntr_1", "code": None, "outputs": None},
-        {"type": "message", "id": "m", "content": [{
-            "type": "output_text", "text": "see a.csv and a.csv",
-            "annotations": [
-                {"type": "container_file_citation", "container_id": "cntr_1",
-                 "file_id": "cf_1", "filename": "a.csv", "start_index": 4, "end_index": 9},
-                {"type": "container_file_citation", "container_id": "cntr_1",
-                 "file_id": "cf_1", "filename": "a.csv", "start_index": 14,
-                 "end_index": 19},
-            ]}]},
+        {
+            "type": "code_interpreter_call",
+            "id": "ci_1",
+            "status": "completed",
+            "container_id": "cntr_1",
+            "code": None,
+            "outputs": None,
+        },
+        {
+            "type": "message",
+            "id": "m",
+            "content": [
+                {
+                    "type": "output_text",
+                    "text": "see a.csv and a.csv",
+                    "annotations": [
+                        {
+                            "type": "container_file_citation",
+                            "container_id": "cntr_1",
+                            "file_id": "cf_1",
+                            "filename": "a.csv",
+                            "start_index": 4,
+                            "end_index": 9,
+                        },
+                        {
+                            "type": "container_file_citation",
+                            "container_id": "cntr_1",
+                            "file_id": "cf_1",
+                            "filename": "a.csv",
+                            "start_index": 14,
+                            "end_index": 19,
+                        },
+                    ],
+                }
+            ],
+        },
     ]
     result = CODEC.parse_output(items, code_interpreter_tool())
     assert result is not None
@@ -252,7 +316,10 @@ def test_adapter_round_trip() -> None:
     adapter = OpenAIAdapter(
         client=make_client(load("code_interpreter_response.json"), captured),
         model="gpt-5.4",
-        hosted_tool_codecs={**default_codecs(), "code_interpreter": OpenAICodeInterpreterCodec()},
+        hosted_tool_codecs={
+            **default_codecs(),
+            "code_interpreter": OpenAICodeInterpreterCodec(),
+        },
     )
     prompt = Prompt(
         ns="tests",
@@ -272,7 +339,11 @@ def test_adapter_round_trip() -> None:
     assert body["tools"] == [
         {
             "type": "code_interpreter",
-            "container": {"type": "auto", "memory_limit": "4g", "file_ids": ["file-SalesCsv"]},
+            "container": {
+                "type": "auto",
+                "memory_limit": "4g",
+                "file_ids": ["file-SalesCsv"],
+            },
         }
     ]
     assert body["include"] == ["code_interpreter_call.outputs"]
@@ -281,7 +352,10 @@ def test_adapter_round_trip() -> None:
     assert [e.call_id for e in events] == ["ci_68a1d00d5eed0001", "ci_68a1d00d5eed0002"]
     for event in events:
         assert (event.native, event.kind, event.provider, event.success) == (
-            True, "code_interpreter", "openai", True,
+            True,
+            "code_interpreter",
+            "openai",
+            True,
         )
         assert isinstance(event.result.value, CodeRun)
     output = response.hosted_outputs["code_interpreter"]
@@ -293,14 +367,25 @@ def test_adapter_round_trip_failed_call_and_tool_choice() -> None:
     adapter = OpenAIAdapter(
         client=make_client(load("code_interpreter_failed_response.json"), []),
         model="gpt-5.4",
-        hosted_tool_codecs={**default_codecs(), "code_interpreter": OpenAICodeInterpreterCodec()},
+        hosted_tool_codecs={
+            **default_codecs(),
+            "code_interpreter": OpenAICodeInterpreterCodec(),
+        },
     )
-    section = CodeInterpreterSection(CodeInterpreterConfig(container_id="cntr_68a1expired"))
-    prompt = Prompt(ns="t", key="k", sections=[section],
-                    tool_choice=ToolChoice(mode="tool", tools=("code_interpreter",)))
+    section = CodeInterpreterSection(
+        CodeInterpreterConfig(container_id="cntr_68a1expired")
+    )
+    prompt = Prompt(
+        ns="t",
+        key="k",
+        sections=[section],
+        tool_choice=ToolChoice(mode="tool", tools=("code_interpreter",)),
+    )
     preview = adapter.request_preview(prompt.render())
     assert preview["tool_choice"] == {"type": "code_interpreter"}
-    assert preview["tools"] == [{"type": "code_interpreter", "container": "cntr_68a1expired"}]
+    assert preview["tools"] == [
+        {"type": "code_interpreter", "container": "cntr_68a1expired"}
+    ]
     sink = InMemorySink()
     response = adapter.evaluate(prompt, sink=sink)
     (event,) = sink.of_type(ToolInvoked)

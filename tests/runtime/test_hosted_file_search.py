@@ -91,14 +91,20 @@ def test_vector_store_ids_must_be_non_empty_and_non_blank(ids: Any) -> None:
 
 @pytest.mark.parametrize("value", [0, 51, -1, True, "5", 2.5])
 def test_max_results_range(value: Any) -> None:
-    error = reject("max_results must be an integer from 1 to 50", vector_store_ids=("v",),
-                   max_results=value)
+    error = reject(
+        "max_results must be an integer from 1 to 50",
+        vector_store_ids=("v",),
+        max_results=value,
+    )
     assert error.placeholder == "max_results"
 
 
 @pytest.mark.parametrize("value", [1, 50])
 def test_max_results_bounds_accepted(value: int) -> None:
-    assert FileSearchConfig(vector_store_ids=("v",), max_results=value).max_results == value
+    assert (
+        FileSearchConfig(vector_store_ids=("v",), max_results=value).max_results
+        == value
+    )
 
 
 def test_filters_are_validated_and_frozen() -> None:
@@ -204,7 +210,10 @@ def test_parse_filter_returns_built_filters_unchanged() -> None:
         ({"score_threshold": True}, "score_threshold must be a number from 0 to 1"),
         ({"embedding_weight": 0.7}, "both embedding_weight and text_weight"),
         ({"text_weight": 0.3}, "both embedding_weight and text_weight"),
-        ({"embedding_weight": -1, "text_weight": 1}, "embedding_weight must be a finite"),
+        (
+            {"embedding_weight": -1, "text_weight": 1},
+            "embedding_weight must be a finite",
+        ),
         ({"embedding_weight": 1, "text_weight": "x"}, "text_weight must be a finite"),
         ({"embedding_weight": 0, "text_weight": 0}, "cannot both be 0"),
     ],
@@ -215,8 +224,11 @@ def test_ranking_rules(kwargs: dict[str, Any], match: str) -> None:
 
 
 def test_ranking_must_be_ranking_options() -> None:
-    reject("ranking must be a RankingOptions", vector_store_ids=("v",),
-           ranking={"ranker": "auto"})
+    reject(
+        "ranking must be a RankingOptions",
+        vector_store_ids=("v",),
+        ranking={"ranker": "auto"},
+    )
 
 
 # -- factory and section -------------------------------------------------------
@@ -291,7 +303,9 @@ def test_serialize_full_config_matches_the_wire_shape() -> None:
 
 
 def test_serialize_minimal_config_omits_everything_optional() -> None:
-    config = FileSearchConfig(vector_store_ids=("vs_1", "vs_2"), ranking=RankingOptions())
+    config = FileSearchConfig(
+        vector_store_ids=("vs_1", "vs_2"), ranking=RankingOptions()
+    )
     assert CODEC.serialize(file_search_tool(config)) == {
         "type": "file_search",
         "vector_store_ids": ["vs_1", "vs_2"],
@@ -343,8 +357,10 @@ def test_parse_failed_call_through_the_sdk() -> None:
     assert call.message == "File search call fs_68a1b2c3d4e5f602 failed."
     assert call.value.results == ()
     result = CODEC.parse_output(items, file_search_tool(FileSearchConfig(("v",))))
-    assert result is not None and result.results == () and result.queries == (
-        "refund policy",
+    assert (
+        result is not None
+        and result.results == ()
+        and result.queries == ("refund policy",)
     )
 
 
@@ -354,23 +370,40 @@ def test_parse_output_aggregates_the_run() -> None:
     result = CODEC.parse_output(items, tool)
     assert isinstance(result, FileSearchResult)
     assert result.queries == ("refund policy", "return window days")
-    assert [h.file_id for h in result.results] == ["file-Refund2026Policy", "file-FaqReturns"]
-    assert [c.file_id for c in result.citations] == ["file-Refund2026Policy", "file-FaqReturns"]
+    assert [h.file_id for h in result.results] == [
+        "file-Refund2026Policy",
+        "file-FaqReturns",
+    ]
+    assert [c.file_id for c in result.citations] == [
+        "file-Refund2026Policy",
+        "file-FaqReturns",
+    ]
     assert {c.kind for c in result.citations} == {"file_citation"}
     assert len(result.calls) == 1
     assert "faq-returns.md" in result.render()
     # Raw JSON dicts parse to the same typed output as SDK objects.
-    assert CODEC.parse_output(load("file_search_response.json")["output"], tool) == result
+    assert (
+        CODEC.parse_output(load("file_search_response.json")["output"], tool) == result
+    )
 
 
 def test_parse_output_aggregates_several_calls_and_is_none_without_calls() -> None:
     tool = file_search_tool(FileSearchConfig(vector_store_ids=("v",)))
     items = [
-        {"type": "file_search_call", "id": "fs_1", "status": "completed",
-         "queries": ["a", "b"], "results": None},
-        {"type": "file_search_call", "id": "fs_2", "status": "completed",
-         "queries": ["b", "c"],
-         "results": [{"file_id": "f", "filename": None, "score": None, "text": "t"}]},
+        {
+            "type": "file_search_call",
+            "id": "fs_1",
+            "status": "completed",
+            "queries": ["a", "b"],
+            "results": None,
+        },
+        {
+            "type": "file_search_call",
+            "id": "fs_2",
+            "status": "completed",
+            "queries": ["b", "c"],
+            "results": [{"file_id": "f", "filename": None, "score": None, "text": "t"}],
+        },
     ]
     result = CODEC.parse_output(items, tool)
     assert result is not None
@@ -400,7 +433,9 @@ def test_adapter_round_trip() -> None:
         ns="tests",
         key="file-search",
         sections=[
-            MarkdownSection(title="Task", key="task", template="What is the refund window?"),
+            MarkdownSection(
+                title="Task", key="task", template="What is the refund window?"
+            ),
             FileSearchSection(config),
         ],
     )
@@ -424,7 +459,10 @@ def test_adapter_round_trip() -> None:
     assert len(invoked) == 1
     event = invoked[0]
     assert (event.native, event.kind, event.provider, event.name) == (
-        True, "file_search", "openai", "file_search",
+        True,
+        "file_search",
+        "openai",
+        "file_search",
     )
     assert event.success is True and event.call_id == "fs_68a1b2c3d4e5f601"
     assert event.params == {"queries": ["refund policy", "return window days"]}
@@ -433,7 +471,9 @@ def test_adapter_round_trip() -> None:
     output = response.hosted_outputs["file_search"]
     assert isinstance(output, FileSearchResult)
     assert len(output.results) == 2
-    assert response.text is not None and response.text.startswith("Customers can return")
+    assert response.text is not None and response.text.startswith(
+        "Customers can return"
+    )
 
 
 def test_adapter_forces_the_tool_with_its_tool_choice() -> None:
@@ -443,13 +483,25 @@ def test_adapter_forces_the_tool_with_its_tool_choice() -> None:
         hosted_tool_codecs={**default_codecs(), "file_search": OpenAIFileSearchCodec()},
     )
     section = FileSearchSection(FileSearchConfig(vector_store_ids=("v",)))
-    forced = Prompt(ns="t", key="k", sections=[section],
-                    tool_choice=ToolChoice(mode="tool", tools=("file_search",)))
-    assert adapter.request_preview(forced.render())["tool_choice"] == {"type": "file_search"}
-    allowed = Prompt(ns="t", key="k", sections=[section],
-                     tool_choice=ToolChoice(mode="allowed", tools=("file_search",)))
+    forced = Prompt(
+        ns="t",
+        key="k",
+        sections=[section],
+        tool_choice=ToolChoice(mode="tool", tools=("file_search",)),
+    )
+    assert adapter.request_preview(forced.render())["tool_choice"] == {
+        "type": "file_search"
+    }
+    allowed = Prompt(
+        ns="t",
+        key="k",
+        sections=[section],
+        tool_choice=ToolChoice(mode="allowed", tools=("file_search",)),
+    )
     assert adapter.request_preview(allowed.render())["tool_choice"] == {
-        "type": "allowed_tools", "mode": "auto", "tools": [{"type": "file_search"}],
+        "type": "allowed_tools",
+        "mode": "auto",
+        "tools": [{"type": "file_search"}],
     }
 
 

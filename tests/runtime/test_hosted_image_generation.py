@@ -70,16 +70,21 @@ def test_default_config_sets_nothing() -> None:
     assert all(getattr(config, f.name) is None for f in dataclasses.fields(config))
 
 
-@pytest.mark.parametrize("size", ["auto", "1024x1024", "1536x864", " 1024X1536 ", "AUTO"])
+@pytest.mark.parametrize(
+    "size", ["auto", "1024x1024", "1536x864", " 1024X1536 ", "AUTO"]
+)
 def test_valid_sizes_are_normalised(size: str) -> None:
     assert ImageGenerationConfig(size=size).size == size.strip().lower()
 
 
 @pytest.mark.parametrize(
-    "size", ["", "1024", "0x1024", "1024x0", "-1x5", "1024x1024px", "1024 x 1024", "big", 5]
+    "size",
+    ["", "1024", "0x1024", "1024x0", "-1x5", "1024x1024px", "1024 x 1024", "big", 5],
 )
 def test_invalid_sizes(size: Any) -> None:
-    with pytest.raises(PromptValidationError, match="must be 'auto' or WIDTHxHEIGHT") as info:
+    with pytest.raises(
+        PromptValidationError, match="must be 'auto' or WIDTHxHEIGHT"
+    ) as info:
         ImageGenerationConfig(size=size)
     assert info.value.placeholder == "size"
 
@@ -87,29 +92,68 @@ def test_invalid_sizes(size: Any) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match", "placeholder"),
     [
-        ({"quality": "max"}, "quality 'max' is not one of low, medium, high, auto", "quality"),
-        ({"output_format": "gif"}, "output_format 'gif' is not one of png, webp, jpeg",
-         "output_format"),
-        ({"background": "white"}, "background 'white' is not one of transparent, opaque",
-         "background"),
-        ({"moderation": "off"}, "moderation 'off' is not one of auto, low", "moderation"),
-        ({"action": "remix"}, "action 'remix' is not one of generate, edit, auto", "action"),
+        (
+            {"quality": "max"},
+            "quality 'max' is not one of low, medium, high, auto",
+            "quality",
+        ),
+        (
+            {"output_format": "gif"},
+            "output_format 'gif' is not one of png, webp, jpeg",
+            "output_format",
+        ),
+        (
+            {"background": "white"},
+            "background 'white' is not one of transparent, opaque",
+            "background",
+        ),
+        (
+            {"moderation": "off"},
+            "moderation 'off' is not one of auto, low",
+            "moderation",
+        ),
+        (
+            {"action": "remix"},
+            "action 'remix' is not one of generate, edit, auto",
+            "action",
+        ),
         ({"model": " "}, "model must be a non-blank image model name", "model"),
         ({"model": 3}, "model must be a non-blank image model name", "model"),
-        ({"output_compression": 101}, "output_compression must be an integer from 0 to 100",
-         "output_compression"),
-        ({"output_compression": -1}, "output_compression must be an integer from 0 to 100",
-         "output_compression"),
-        ({"output_compression": 50.0}, "output_compression must be an integer",
-         "output_compression"),
-        ({"output_compression": True}, "output_compression must be an integer",
-         "output_compression"),
-        ({"partial_images": 4}, "partial_images must be an integer from 0 to 3",
-         "partial_images"),
-        ({"partial_images": -1}, "partial_images must be an integer from 0 to 3",
-         "partial_images"),
-        ({"background": "transparent", "output_format": "jpeg"},
-         "transparent background needs output_format 'png' or 'webp'", "background"),
+        (
+            {"output_compression": 101},
+            "output_compression must be an integer from 0 to 100",
+            "output_compression",
+        ),
+        (
+            {"output_compression": -1},
+            "output_compression must be an integer from 0 to 100",
+            "output_compression",
+        ),
+        (
+            {"output_compression": 50.0},
+            "output_compression must be an integer",
+            "output_compression",
+        ),
+        (
+            {"output_compression": True},
+            "output_compression must be an integer",
+            "output_compression",
+        ),
+        (
+            {"partial_images": 4},
+            "partial_images must be an integer from 0 to 3",
+            "partial_images",
+        ),
+        (
+            {"partial_images": -1},
+            "partial_images must be an integer from 0 to 3",
+            "partial_images",
+        ),
+        (
+            {"background": "transparent", "output_format": "jpeg"},
+            "transparent background needs output_format 'png' or 'webp'",
+            "background",
+        ),
     ],
 )
 def test_config_rules(kwargs: dict[str, Any], match: str, placeholder: str) -> None:
@@ -120,11 +164,17 @@ def test_config_rules(kwargs: dict[str, Any], match: str, placeholder: str) -> N
 
 def test_boundaries_accepted() -> None:
     config = ImageGenerationConfig(
-        output_compression=0, partial_images=3, background="transparent", output_format="webp",
+        output_compression=0,
+        partial_images=3,
+        background="transparent",
+        output_format="webp",
         model=" gpt-image-2.6-sunburst ",
     )
     assert config.model == "gpt-image-2.6-sunburst"
-    assert ImageGenerationConfig(output_compression=100, partial_images=0).partial_images == 0
+    assert (
+        ImageGenerationConfig(output_compression=100, partial_images=0).partial_images
+        == 0
+    )
 
 
 # -- factory and section -------------------------------------------------------
@@ -133,11 +183,15 @@ def test_boundaries_accepted() -> None:
 def test_factory_and_section() -> None:
     tool = image_generation_tool()
     assert (tool.kind, tool.name, tool.config) == (
-        "image_generation", "image_generation", ImageGenerationConfig(),
+        "image_generation",
+        "image_generation",
+        ImageGenerationConfig(),
     )
     with pytest.raises(PromptValidationError, match="ImageGenerationConfig"):
         image_generation_tool({"size": "auto"})  # type: ignore[arg-type]
-    section = ImageGenerationSection(ImageGenerationConfig(quality="low"), key="art", name="art")
+    section = ImageGenerationSection(
+        ImageGenerationConfig(quality="low"), key="art", name="art"
+    )
     assert isinstance(section, MarkdownSection) and section.key == "art"
     (hosted,) = section.hosted_tools()
     assert hosted.name == "art" and hosted.config.quality == "low"
@@ -160,9 +214,15 @@ def test_codec_protocol_attributes() -> None:
 
 def test_serialize_full_and_empty() -> None:
     config = ImageGenerationConfig(
-        size="1024x1024", quality="low", output_format="png", background="opaque",
-        model="gpt-image-2.6-sunburst", output_compression=100, moderation="auto",
-        action="auto", partial_images=0,
+        size="1024x1024",
+        quality="low",
+        output_format="png",
+        background="opaque",
+        model="gpt-image-2.6-sunburst",
+        output_compression=100,
+        moderation="auto",
+        action="auto",
+        partial_images=0,
     )
     assert CODEC.serialize(image_generation_tool(config)) == {
         "type": "image_generation",
@@ -177,11 +237,15 @@ def test_serialize_full_and_empty() -> None:
         "size": "1024x1024",
     }
     assert CODEC.serialize(image_generation_tool()) == {"type": "image_generation"}
-    small = ImageGenerationConfig(quality="low", size="1024x1024", output_format="png",
-                                  partial_images=0)
+    small = ImageGenerationConfig(
+        quality="low", size="1024x1024", output_format="png", partial_images=0
+    )
     assert CODEC.serialize(image_generation_tool(small)) == {
-        "type": "image_generation", "output_format": "png", "partial_images": 0,
-        "quality": "low", "size": "1024x1024",
+        "type": "image_generation",
+        "output_format": "png",
+        "partial_images": 0,
+        "quality": "low",
+        "size": "1024x1024",
     }
 
 
@@ -190,7 +254,9 @@ def test_serialize_rejects_a_foreign_config() -> None:
     class Other:
         pass
 
-    tool = HostedTool(kind="image_generation", name="ig", description="x", config=Other())
+    tool = HostedTool(
+        kind="image_generation", name="ig", description="x", config=Other()
+    )
     with pytest.raises(TypeError, match="needs an ImageGenerationConfig"):
         CODEC.serialize(tool)
 
@@ -236,12 +302,16 @@ def test_parse_failed_call_carries_the_provider_error() -> None:
     )
     image = call.value
     assert (image.error_code, image.image_base64, image.data()) == (
-        "moderation_blocked", None, b"",
+        "moderation_blocked",
+        None,
+        b"",
     )
 
 
 def test_failed_call_without_error_details() -> None:
-    call = CODEC.parse_call({"type": "image_generation_call", "id": "ig_9", "status": "failed"})
+    call = CODEC.parse_call(
+        {"type": "image_generation_call", "id": "ig_9", "status": "failed"}
+    )
     assert call is not None and call.success is False
     assert call.message == "Image generation call ig_9 failed."
 
@@ -254,15 +324,16 @@ def test_parse_output_aggregates_the_run() -> None:
     assert [i.status for i in result.images] == ["completed", "failed"]
     assert [i.call_id for i in result.succeeded] == ["ig_68a1e1e1a9e00001"]
     assert "moderation_blocked" in result.render()
-    assert CODEC.parse_output(load("image_generation_response.json")["output"],
-                              image_generation_tool()) == CODEC.parse_output(
-        items, image_generation_tool()
-    )
+    assert CODEC.parse_output(
+        load("image_generation_response.json")["output"], image_generation_tool()
+    ) == CODEC.parse_output(items, image_generation_tool())
     assert CODEC.parse_output([{"type": "message"}], image_generation_tool()) is None
 
 
 def test_invalid_base64_is_reported_clearly() -> None:
-    image = GeneratedImage(call_id="ig_x", status="completed", image_base64="not base64!")
+    image = GeneratedImage(
+        call_id="ig_x", status="completed", image_base64="not base64!"
+    )
     with pytest.raises(ValueError, match="Image of call ig_x is not valid base64"):
         image.data()
 
@@ -274,7 +345,10 @@ def make_adapter(fixture: str, captured: list[dict[str, Any]]) -> OpenAIAdapter:
     return OpenAIAdapter(
         client=make_client(load(fixture), captured),
         model="gpt-5.4",
-        hosted_tool_codecs={**default_codecs(), "image_generation": OpenAIImageGenerationCodec()},
+        hosted_tool_codecs={
+            **default_codecs(),
+            "image_generation": OpenAIImageGenerationCodec(),
+        },
     )
 
 
@@ -284,7 +358,9 @@ def make_prompt(**kwargs: Any) -> Prompt:
         key="image",
         sections=[
             MarkdownSection(title="Task", key="task", template="Draw a red mug."),
-            ImageGenerationSection(ImageGenerationConfig(quality="low", size="1024x1024")),
+            ImageGenerationSection(
+                ImageGenerationConfig(quality="low", size="1024x1024")
+            ),
         ],
         **kwargs,
     )
@@ -298,11 +374,17 @@ def test_adapter_round_trip() -> None:
     )
     assert len(captured) == 1
     body = captured[0]
-    assert body["tools"] == [{"type": "image_generation", "quality": "low", "size": "1024x1024"}]
+    assert body["tools"] == [
+        {"type": "image_generation", "quality": "low", "size": "1024x1024"}
+    ]
     assert "include" not in body
     (event,) = sink.of_type(ToolInvoked)
     assert (event.native, event.kind, event.provider, event.success, event.name) == (
-        True, "image_generation", "openai", True, "image_generation",
+        True,
+        "image_generation",
+        "openai",
+        True,
+        "image_generation",
     )
     assert isinstance(event.result.value, GeneratedImage)
     output = response.hosted_outputs["image_generation"]
@@ -324,7 +406,9 @@ def test_adapter_round_trip_failed_call() -> None:
 
 def test_adapter_tool_choice() -> None:
     adapter = make_adapter("image_generation_response.json", [])
-    prompt = make_prompt(tool_choice=ToolChoice(mode="tool", tools=("image_generation",)))
+    prompt = make_prompt(
+        tool_choice=ToolChoice(mode="tool", tools=("image_generation",))
+    )
     assert adapter.request_preview(prompt.render())["tool_choice"] == {
         "type": "image_generation"
     }

@@ -59,7 +59,9 @@ def test_api_rejects_anonymous_session_start(monkeypatch):
     called = []
     monkeypatch.setattr(services, "start_session", lambda **kw: called.append(kw))
 
-    response = APIClient().post(SESSIONS_URL, {"prompt": "demo/research"}, format="json")
+    response = APIClient().post(
+        SESSIONS_URL, {"prompt": "demo/research"}, format="json"
+    )
 
     assert response.status_code in (401, 403)
     assert called == []
@@ -118,7 +120,9 @@ def test_session_list_filters_by_created_at_range(api_client):
     old.save()
     recent = AgentSessionFactory()
 
-    response = api_client.get(SESSIONS_URL, {"created_at_after": "2020-01-01T00:00:00Z"})
+    response = api_client.get(
+        SESSIONS_URL, {"created_at_after": "2020-01-01T00:00:00Z"}
+    )
 
     assert [item["id"] for item in response.json()["results"]] == [str(recent.pk)]
 
@@ -228,9 +232,7 @@ def test_session_detail_unknown_id_is_404(api_client):
     assert api_client.get(f"/api/sessions/{uuid.uuid4()}/").status_code == 404
 
 
-def test_session_detail_query_count_is_constant(
-    api_client, django_assert_num_queries
-):
+def test_session_detail_query_count_is_constant(api_client, django_assert_num_queries):
     small = AgentSessionFactory()
     ToolInvocationFactory(session=small)
     CitationFactory(session=small)
@@ -333,7 +335,11 @@ def test_session_create_rejects_invalid_input(
         ),
         (
             ValidationError("The catalog entry is invalid: duplicate tool name."),
-            {"non_field_errors": ["The catalog entry is invalid: duplicate tool name."]},
+            {
+                "non_field_errors": [
+                    "The catalog entry is invalid: duplicate tool name."
+                ]
+            },
         ),
         (
             ValidationError({"__all__": ["Broken catalog."]}),
@@ -443,9 +449,7 @@ def test_citation_list_never_flags_unrestricted_sessions(api_client):
 
 
 def test_citation_list_never_flags_file_citations(api_client, restricted_session):
-    CitationFactory(
-        session=restricted_session, kind="file_citation", url="", domain=""
-    )
+    CitationFactory(session=restricted_session, kind="file_citation", url="", domain="")
 
     item = api_client.get(CITATIONS_URL).json()["results"][0]
 

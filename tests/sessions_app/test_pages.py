@@ -209,9 +209,7 @@ def test_session_detail_lists_sources_and_uncited_ones(admin_client):
     ToolInvocationFactory(
         session=session,
         web_search=True,
-        value={
-            "sources": ["https://example.com/cited", "https://example.org/uncited"]
-        },
+        value={"sources": ["https://example.com/cited", "https://example.org/uncited"]},
     )
 
     response = admin_client.get(session.get_absolute_url())

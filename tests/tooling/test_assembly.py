@@ -27,7 +27,9 @@ def _catalog(sections: int, tools_per_section: int) -> PromptTemplate:
     )
     roots = []
     for _ in range(sections):
-        root = SectionDefinitionFactory(template="Topic: $topic")
+        root = SectionDefinitionFactory(
+            template="Topic: $topic", default_params={"topic": None}
+        )
         child = SectionDefinitionFactory(parent=root)
         attach(child, *[ToolDefinitionFactory() for _ in range(tools_per_section)])
         SectionHostedTool.objects.create(

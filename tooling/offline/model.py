@@ -812,7 +812,7 @@ def _plain_answer(ctx: _Context, output: list[dict[str, Any]]) -> _Text:
     urls, searched = _cited_urls(ctx, output)
     for url in urls:
         host = urlsplit(url).hostname or url
-        text.add(f" The page on {host} is relevant to \"{ctx.query}\" ")
+        text.add(f' The page on {host} is relevant to "{ctx.query}" ')
         text.cite(f"([{host}]({url}))", _url_citation(url, 0, 0))
         text.add(".")
     if searched and not urls:

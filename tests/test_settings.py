@@ -1,0 +1,59 @@
+"""Settings come from the environment and fail clearly at startup."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _check(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in {
+        "DEBUG", "SECRET_KEY", "WINK_PROVIDER", "OPENAI_API_KEY", "DATABASE_URL"}}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_settings_require_a_secret_key_when_debug_is_off():
+    result = _check(DEBUG="0")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_settings_reject_an_unknown_provider():
+    result = _check(DEBUG="1", WINK_PROVIDER="anthropic")
+    assert "WINK_PROVIDER must be 'openai' or 'offline'" in result.stderr
+
+
+def test_settings_openai_provider_needs_a_key():
+    result = _check(DEBUG="1", WINK_PROVIDER="openai")
+    assert "WINK_PROVIDER=openai needs OPENAI_API_KEY" in result.stderr
+
+
+def test_settings_reject_a_malformed_boolean():
+    result = _check(DEBUG="maybe")
+    assert "DEBUG must be a boolean" in result.stderr
+
+
+def test_settings_start_with_a_secret_key_and_debug_off():
+    result = _check(DEBUG="0", SECRET_KEY="x" * 50, ALLOWED_HOSTS="example.com")
+    assert result.returncode == 0, result.stderr
+
+
+def test_settings_default_provider_is_offline_without_a_key(settings):
+    assert settings.WINK_PROVIDER in {"offline", "openai"}
+    if not os.environ.get("OPENAI_API_KEY"):
+        assert settings.WINK_PROVIDER == "offline"
+
+
+@pytest.mark.django_db
+def test_models_and_migrations_are_in_sync():
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)
