@@ -22,11 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
-import openai  # noqa: E402
+import httpx
+import openai
 
-from tooling.offline import OfflineServer, ScriptedModel, parallel_calls_script  # noqa: E402
-from tooling.runtime import (  # noqa: E402
+from tooling.offline import OfflineServer, ScriptedModel, parallel_calls_script
+from tooling.runtime import (
     InMemorySession,
     MarkdownSection,
     NullSink,
@@ -66,7 +66,9 @@ TOOLS_JSON: list[dict[str, Any]] = [
         "description": "Echo the given text.",
         "parameters": {
             "type": "object",
-            "properties": {"text": {"type": "string", "description": "Text to echo back."}},
+            "properties": {
+                "text": {"type": "string", "description": "Text to echo back."}
+            },
             "required": ["text"],
             "additionalProperties": False,
         },
@@ -93,7 +95,11 @@ def floor_httpx(base_url: str) -> Callable[[], int]:
             for call in calls:
                 text = json.loads(call["arguments"])["text"]
                 history.append(
-                    {"type": "function_call_output", "call_id": call["call_id"], "output": text}
+                    {
+                        "type": "function_call_output",
+                        "call_id": call["call_id"],
+                        "output": text,
+                    }
                 )
 
     return conversation
@@ -120,7 +126,11 @@ def sdk_loop(base_url: str) -> Callable[[], int]:
             for call in calls:
                 text = json.loads(call.arguments)["text"]
                 history.append(
-                    {"type": "function_call_output", "call_id": call.call_id, "output": text}
+                    {
+                        "type": "function_call_output",
+                        "call_id": call.call_id,
+                        "output": text,
+                    }
                 )
 
     return conversation
@@ -133,7 +143,11 @@ def adapter_loop(base_url: str) -> Callable[[], int]:
     prompt = Prompt(
         ns="bench",
         key="loop",
-        sections=[MarkdownSection(title="Bench", key="bench", template=SYSTEM, tools=[ECHO_TOOL])],
+        sections=[
+            MarkdownSection(
+                title="Bench", key="bench", template=SYSTEM, tools=[ECHO_TOOL]
+            )
+        ],
     )
     rendered = prompt.render()
     sink = NullSink()
@@ -171,7 +185,9 @@ def main() -> None:
     with OfflineServer(model) as server:
         base_url = server.base_url
         results = {
-            "httpx (floor)": measure(floor_httpx(base_url), args.conversations, args.rounds),
+            "httpx (floor)": measure(
+                floor_httpx(base_url), args.conversations, args.rounds
+            ),
             "openai SDK, minimal loop": measure(
                 sdk_loop(base_url), args.conversations, args.rounds
             ),
@@ -185,8 +201,10 @@ def main() -> None:
         f"{POSTS} POSTs/conversation; {args.conversations} conversations x "
         f"{args.rounds} rounds (median)"
     )
-    print(f"Python {platform.python_version()}, openai {openai.__version__}, "
-          f"{os.cpu_count()} CPU(s)")
+    print(
+        f"Python {platform.python_version()}, openai {openai.__version__}, "
+        f"{os.cpu_count()} CPU(s)"
+    )
     print(f"{'client':<28}{'ms/conversation':>17}{'ms/turn over floor':>21}")
     for name, value in results.items():
         extra = (value - floor) / POSTS
@@ -194,9 +212,16 @@ def main() -> None:
     adapter_extra = (results["WINK OpenAIAdapter"] - floor) / POSTS
     target = 1.5
     verdict = "meets" if adapter_extra < target else "MISSES"
-    print(f"Adapter overhead {adapter_extra:.2f} ms/turn: {verdict} the {target} ms target.")
+    print(
+        f"Adapter overhead {adapter_extra:.2f} ms/turn: "
+        f"{verdict} the {target} ms target."
+    )
     if args.json:
-        print(json.dumps({"ms_per_conversation": results, "adapter_ms_per_turn": adapter_extra}))
+        print(
+            json.dumps(
+                {"ms_per_conversation": results, "adapter_ms_per_turn": adapter_extra}
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyAdmin):
-    list_display = ["id", "prompt_ref", "status", "model", "provider", "turns", "created_at"]
+    list_display = [
+        "id",
+        "prompt_ref",
+        "status",
+        "model",
+        "provider",
+        "turns",
+        "created_at",
+    ]
     list_filter = ["status", "provider", "model"]
     search_fields = ["prompt_ref", "id"]
     date_hierarchy = "created_at"
@@ -39,7 +47,14 @@ class AgentSessionAdmin(ReadOnlyAdmin):
 
 @admin.register(ProviderCall)
 class ProviderCallAdmin(ReadOnlyAdmin):
-    list_display = ["session", "turn", "status", "input_tokens", "output_tokens", "latency_ms"]
+    list_display = [
+        "session",
+        "turn",
+        "status",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+    ]
     list_select_related = ["session"]
     list_filter = ["status"]
     date_hierarchy = "created_at"
@@ -47,7 +62,15 @@ class ProviderCallAdmin(ReadOnlyAdmin):
 
 @admin.register(ToolInvocation)
 class ToolInvocationAdmin(ReadOnlyAdmin):
-    list_display = ["session", "sequence", "name", "kind", "native", "success", "created_at"]
+    list_display = [
+        "session",
+        "sequence",
+        "name",
+        "kind",
+        "native",
+        "success",
+        "created_at",
+    ]
     list_select_related = ["session"]
     list_filter = ["native", "success", "kind"]
     search_fields = ["name", "call_id"]

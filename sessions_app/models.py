@@ -130,7 +130,8 @@ class ToolInvocation(models.Model):
     sequence = models.PositiveIntegerField()
     turn = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=64, db_index=True)
-    call_id = models.CharField(max_length=100, null=True, blank=True)
+    # NULL, not "": the per-session uniqueness below only applies to real ids.
+    call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     native = models.BooleanField(default=False)
     provider = models.CharField(max_length=20, blank=True)
     kind = models.CharField(max_length=32, default="function")
@@ -165,7 +166,7 @@ class PolicyDenial(models.Model):
     )
     policy_name = models.CharField(max_length=64)
     tool_name = models.CharField(max_length=64)
-    call_id = models.CharField(max_length=100, null=True, blank=True)
+    call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     reason = models.TextField()
     params = models.JSONField(null=True, blank=True)
     turn = models.PositiveIntegerField(default=0)
@@ -235,7 +236,7 @@ class StateChange(models.Model):
     key = models.CharField(max_length=100)
     value = models.JSONField(null=True)
     tool_name = models.CharField(max_length=64)
-    call_id = models.CharField(max_length=100, null=True, blank=True)
+    call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

@@ -34,7 +34,11 @@ from tooling.runtime.serde import dump
 
 def _params(value: Any) -> Any:
     if isinstance(value, RejectedToolParams):
-        return {"rejected": True, "raw_arguments": value.raw_arguments, "error": value.error}
+        return {
+            "rejected": True,
+            "raw_arguments": value.raw_arguments,
+            "error": value.error,
+        }
     return dump(value)
 
 
@@ -159,7 +163,14 @@ def record_prompt_executed(*, session: AgentSession, event: PromptExecuted) -> N
     session.turns = event.turns
     session.finished_at = timezone.now()
     session.save(
-        update_fields=["status", "output_text", "output", "usage", "turns", "finished_at"]
+        update_fields=[
+            "status",
+            "output_text",
+            "output",
+            "usage",
+            "turns",
+            "finished_at",
+        ]
     )
 
 
@@ -182,5 +193,3 @@ def record_prompt_failed(*, session: AgentSession, event: PromptFailed) -> None:
             "finished_at",
         ]
     )
-
-

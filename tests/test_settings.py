@@ -14,11 +14,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _check(**env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in {
-        "DEBUG", "SECRET_KEY", "WINK_PROVIDER", "OPENAI_API_KEY", "DATABASE_URL"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {
+            "DEBUG",
+            "SECRET_KEY",
+            "WINK_PROVIDER",
+            "OPENAI_API_KEY",
+            "DATABASE_URL",
+        }
+    }
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
-        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

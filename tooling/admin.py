@@ -46,7 +46,10 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
 
     @admin.display(boolean=True)
     def accepts_overrides(self, obj: ToolDefinition) -> bool:
-        return obj.handler_key in registry and registry.get(obj.handler_key).accepts_overrides
+        return (
+            obj.handler_key in registry
+            and registry.get(obj.handler_key).accepts_overrides
+        )
 
 
 @admin.register(HostedToolDefinition)
@@ -110,7 +113,14 @@ class PromptSectionInline(admin.TabularInline):
 @admin.register(PromptTemplate)
 class PromptTemplateAdmin(admin.ModelAdmin):
     form = PromptTemplateForm
-    list_display = ["ref_display", "name", "model", "enabled", "preview_link", "updated_at"]
+    list_display = [
+        "ref_display",
+        "name",
+        "model",
+        "enabled",
+        "preview_link",
+        "updated_at",
+    ]
     list_filter = ["enabled", "model", "namespace"]
     search_fields = ["namespace", "key", "name"]
     filter_horizontal = ["policies"]
@@ -173,8 +183,10 @@ class PromptTemplateAdmin(admin.ModelAdmin):
             "form": form,
             "errors": errors,
             "preview": preview,
-            "request_json": pretty(preview.request) if preview else "",
-            "tools_json": pretty(preview.request.get("tools", [])) if preview else "",
+            "request_json": pretty(preview.safe_request) if preview else "",
+            "tools_json": (
+                pretty(preview.safe_request.get("tools", [])) if preview else ""
+            ),
             "options_json": pretty(preview.options) if preview else "",
         }
         return TemplateResponse(

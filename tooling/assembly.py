@@ -44,7 +44,6 @@ from tooling.runtime import (
     WebSearchConfig,
     web_search_tool,
 )
-from tooling.runtime.sections import template_placeholders
 from tooling.runtime.serde import SerdeError, parse
 
 # -- function tools ----------------------------------------------------------
@@ -81,7 +80,11 @@ def _build_examples(base: Tool[Any, Any], raw: Any) -> list[ToolExample[Any, Any
         )
     examples = []
     for number, item in enumerate(raw, start=1):
-        if not isinstance(item, Mapping) or set(item) - {"description", "input", "output"}:
+        if not isinstance(item, Mapping) or set(item) - {
+            "description",
+            "input",
+            "output",
+        }:
             raise PromptValidationError(
                 f"Example {number} must be an object with description, input and "
                 "output.",
@@ -109,7 +112,9 @@ def _build_examples(base: Tool[Any, Any], raw: Any) -> list[ToolExample[Any, Any
             ) from error
         examples.append(
             ToolExample(
-                description=str(item.get("description", "")), input=params, output=output
+                description=str(item.get("description", "")),
+                input=params,
+                output=output,
             )
         )
     return examples
@@ -152,7 +157,9 @@ def build_hosted_tool(definition: HostedToolDefinition) -> HostedTool[Any]:
             placeholder="kind",
         )
     if not isinstance(definition.config or {}, Mapping):
-        raise PromptValidationError("Config must be a JSON object.", placeholder="config")
+        raise PromptValidationError(
+            "Config must be a JSON object.", placeholder="config"
+        )
     try:
         return builder(definition)
     except (TypeError, ValueError) as error:
@@ -169,7 +176,9 @@ def build_hosted_tool(definition: HostedToolDefinition) -> HostedTool[Any]:
 def build_policy(definition: PolicyDefinition) -> ToolPolicy:
     config = definition.config or {}
     if not isinstance(config, Mapping):
-        raise PromptValidationError("Config must be a JSON object.", placeholder="config")
+        raise PromptValidationError(
+            "Config must be a JSON object.", placeholder="config"
+        )
     if definition.kind == PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY:
         dependencies = config.get("dependencies")
         if not isinstance(dependencies, Mapping) or not dependencies:
@@ -293,7 +302,9 @@ def _all_sections() -> dict[int, SectionDefinition]:
     queryset = SectionDefinition.objects.prefetch_related(
         Prefetch(
             "sectiontool_set",
-            queryset=SectionTool.objects.select_related("tool").order_by("position", "id"),
+            queryset=SectionTool.objects.select_related("tool").order_by(
+                "position", "id"
+            ),
         ),
         Prefetch(
             "sectionhostedtool_set",

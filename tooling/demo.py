@@ -27,8 +27,13 @@ def _tool(name: str, handler_key: str, **fields: Any) -> ToolDefinition:
     return tool
 
 
-def _section(key: str, tools: list[ToolDefinition] = (), hosted: list[HostedToolDefinition] = (),
-             policies: list[PolicyDefinition] = (), **fields: Any) -> SectionDefinition:  # type: ignore[assignment]
+def _section(
+    key: str,
+    tools: list[ToolDefinition] = (),
+    hosted: list[HostedToolDefinition] = (),
+    policies: list[PolicyDefinition] = (),
+    **fields: Any,
+) -> SectionDefinition:  # type: ignore[assignment]
     section, created = SectionDefinition.objects.get_or_create(key=key, defaults=fields)
     if created:
         for position, tool in enumerate(tools):
@@ -41,13 +46,17 @@ def _section(key: str, tools: list[ToolDefinition] = (), hosted: list[HostedTool
     return section
 
 
-def _prompt(namespace: str, key: str, sections: list[SectionDefinition], **fields: Any) -> PromptTemplate:
+def _prompt(
+    namespace: str, key: str, sections: list[SectionDefinition], **fields: Any
+) -> PromptTemplate:
     prompt, created = PromptTemplate.objects.get_or_create(
         namespace=namespace, key=key, defaults=fields
     )
     if created:
         for position, section in enumerate(sections):
-            PromptSection.objects.create(prompt=prompt, section=section, position=position)
+            PromptSection.objects.create(
+                prompt=prompt, section=section, position=position
+            )
     return prompt
 
 
@@ -57,7 +66,9 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         name="web_search",
         defaults={
             "kind": HostedToolDefinition.Kind.WEB_SEARCH,
-            "description": "Search the Python and Django documentation and cite sources.",
+            "description": (
+                "Search the Python and Django documentation and cite sources."
+            ),
             "config": {
                 "allowed_domains": ["docs.python.org", "docs.djangoproject.com"],
                 "country": "DE",
@@ -96,7 +107,9 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         name="release-order",
         defaults={
             "kind": PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
-            "config": {"dependencies": {"deploy": ["build", "test"], "build": ["lint"]}},
+            "config": {
+                "dependencies": {"deploy": ["build", "test"], "build": ["lint"]}
+            },
             "description": "Deploy only after build and test; build only after lint.",
         },
     )
@@ -147,7 +160,9 @@ def seed_demo_catalog() -> list[PromptTemplate]:
     files = _section(
         "notes.files",
         title="Files",
-        template="Draft $document, then revise it. Read a file before you overwrite it.",
+        template=(
+            "Draft $document, then revise it. Read a file before you overwrite it."
+        ),
         default_params={"document": "notes.md"},
         tools=[
             _tool(

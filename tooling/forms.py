@@ -106,12 +106,15 @@ class ToolDefinitionForm(forms.ModelForm):
                     "accept overrides; leave the parameter descriptions empty."
                 }
             )
-        known = set(tool.params_type.__dataclass_fields__) if tool.params_type else set()
+        known = (
+            set(tool.params_type.__dataclass_fields__) if tool.params_type else set()
+        )
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValidationError(
                 {
-                    "param_descriptions": f"Unknown parameter(s): {', '.join(unknown)}; "
+                    "param_descriptions": "Unknown parameter(s): "
+                    f"{', '.join(unknown)}; "
                     f"the handler takes: {', '.join(sorted(known)) or 'none'}."
                 }
             )
@@ -127,7 +130,9 @@ class ToolDefinitionForm(forms.ModelForm):
 
 
 def _lines(value: str) -> list[str]:
-    return [line.strip() for line in value.replace(",", "\n").splitlines() if line.strip()]
+    return [
+        line.strip() for line in value.replace(",", "\n").splitlines() if line.strip()
+    ]
 
 
 class HostedToolDefinitionForm(forms.ModelForm):
@@ -149,7 +154,12 @@ class HostedToolDefinitionForm(forms.ModelForm):
     )
     search_context_size = forms.ChoiceField(
         required=False,
-        choices=[("", "default"), ("low", "low"), ("medium", "medium"), ("high", "high")],
+        choices=[
+            ("", "default"),
+            ("low", "low"),
+            ("medium", "medium"),
+            ("high", "high"),
+        ],
     )
     allow_live_access = forms.BooleanField(required=False, initial=True)
 
@@ -173,8 +183,16 @@ class HostedToolDefinitionForm(forms.ModelForm):
         instance = self.instance
         if instance.pk and instance.kind == HostedToolDefinition.Kind.WEB_SEARCH:
             config = instance.config or {}
-            self.initial["allowed_domains"] = "\n".join(config.get("allowed_domains", []))
-            for name in ("country", "city", "region", "timezone", "search_context_size"):
+            self.initial["allowed_domains"] = "\n".join(
+                config.get("allowed_domains", [])
+            )
+            for name in (
+                "country",
+                "city",
+                "region",
+                "timezone",
+                "search_context_size",
+            ):
                 self.initial[name] = config.get(name, "")
             self.initial["allow_live_access"] = config.get("allow_live_access", True)
 
@@ -187,7 +205,13 @@ class HostedToolDefinitionForm(forms.ModelForm):
                 "allowed_domains": _lines(cleaned.get("allowed_domains", "")),
                 "allow_live_access": bool(cleaned.get("allow_live_access")),
             }
-            for name in ("country", "city", "region", "timezone", "search_context_size"):
+            for name in (
+                "country",
+                "city",
+                "region",
+                "timezone",
+                "search_context_size",
+            ):
                 if cleaned.get(name):
                     config[name] = cleaned[name].strip()
             cleaned["config"] = config
@@ -261,7 +285,9 @@ class SectionDefinitionForm(forms.ModelForm):
         parent = cleaned.get("parent")
         while parent is not None:
             if self.instance.pk and parent.pk == self.instance.pk:
-                raise ValidationError({"parent": "A section cannot be its own ancestor."})
+                raise ValidationError(
+                    {"parent": "A section cannot be its own ancestor."}
+                )
             parent = parent.parent
         return cleaned
 

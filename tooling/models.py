@@ -14,7 +14,9 @@ from django.utils import timezone
 
 
 class TimestampedModel(models.Model):
-    created_at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
+    created_at = models.DateTimeField(
+        default=timezone.now, db_index=True, editable=False
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -181,7 +183,9 @@ class SectionTool(models.Model):
     class Meta:
         ordering = ["position", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["section", "tool"], name="unique_section_tool")
+            models.UniqueConstraint(
+                fields=["section", "tool"], name="unique_section_tool"
+            )
         ]
 
     def __str__(self) -> str:
@@ -262,18 +266,20 @@ class PromptTemplate(TimestampedModel):
             models.UniqueConstraint(
                 fields=["namespace", "key"], name="unique_prompt_namespace_key"
             ),
-            models.CheckConstraint(condition=Q(max_turns__gte=1), name="max_turns_gte_1"),
+            models.CheckConstraint(
+                condition=Q(max_turns__gte=1), name="max_turns_gte_1"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.ref
 
+    def get_absolute_url(self) -> str:
+        return reverse("admin:tooling_prompttemplate_preview", args=[self.pk])
+
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.key}"
-
-    def get_absolute_url(self) -> str:
-        return reverse("admin:tooling_prompttemplate_preview", args=[self.pk])
 
 
 class PromptSection(models.Model):

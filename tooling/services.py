@@ -33,6 +33,7 @@ from tooling.runtime import (
     PromptEvaluationError,
     RenderedPrompt,
 )
+from tooling.runtime.adapters.openai import redact_request
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,19 @@ class PromptPreview:
         return self.rendered.text
 
     @property
+    def safe_request(self) -> dict[str, Any]:
+        """The request with credentials masked: what may be shown or stored."""
+        return redact_request(self.request)
+
+    @property
     def options(self) -> dict[str, Any]:
         """The request without ``input`` and ``tools``."""
         return {k: v for k, v in self.request.items() if k not in ("input", "tools")}
 
 
-def build_adapter(*, template: PromptTemplate, client: openai.OpenAI | None = None) -> OpenAIAdapter:
+def build_adapter(
+    *, template: PromptTemplate, client: openai.OpenAI | None = None
+) -> OpenAIAdapter:
     return OpenAIAdapter(
         client=client or build_client(),
         model=template.model,
@@ -73,7 +81,9 @@ def preview_prompt(
     try:
         prompt = assembly.build_prompt(template)
     except PromptError as error:
-        raise ValidationError(f"The catalog entry is invalid: {error.message}") from error
+        raise ValidationError(
+            f"The catalog entry is invalid: {error.message}"
+        ) from error
     try:
         rendered = prompt.render(values=params or {})
     except PromptError as error:
@@ -108,10 +118,10 @@ def start_session(
         model=template.model,
         provider=settings.WINK_PROVIDER,
         rendered_prompt=preview.text,
-        tools_payload=preview.request.get("tools", []),
+        tools_payload=preview.safe_request.get("tools", []),
         request_options=preview.options,
         catalog_hash=assembly.catalog_hash(
-            {"text": preview.text, "request": preview.request}
+            {"text": preview.text, "request": preview.safe_request}
         ),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
@@ -123,11 +133,15 @@ def start_session(
     return session
 
 
-def run_session(*, session_id: Any, client: openai.OpenAI | None = None) -> AgentSession:
+def run_session(
+    *, session_id: Any, client: openai.OpenAI | None = None
+) -> AgentSession:
     """Run a pending session to completion, recording every step."""
     session = AgentSession.objects.select_related("prompt").get(pk=session_id)
     if session.status != AgentSession.Status.PENDING:
-        logger.info("Session %s is %s; not running it again", session.pk, session.status)
+        logger.info(
+            "Session %s is %s; not running it again", session.pk, session.status
+        )
         return session
     session.status = AgentSession.Status.RUNNING
     session.started_at = timezone.now()
@@ -139,9 +153,13 @@ def run_session(*, session_id: Any, client: openai.OpenAI | None = None) -> Agen
         prompt = assembly.build_prompt(template)
         adapter = build_adapter(template=template, client=client)
     except PromptTemplate.DoesNotExist:
-        return _fail(session, "render", f"Prompt '{session.prompt_ref}' is gone or disabled.")
+        return _fail(
+            session, "render", f"Prompt '{session.prompt_ref}' is gone or disabled."
+        )
     except PromptError as error:
-        return _fail(session, "render", f"The catalog entry is invalid: {error.message}")
+        return _fail(
+            session, "render", f"The catalog entry is invalid: {error.message}"
+        )
     try:
         adapter.evaluate(
             prompt,
@@ -173,5 +191,7 @@ def _fail(session: AgentSession, phase: str, message: str) -> AgentSession:
     session.error_phase = phase
     session.error_message = message
     session.finished_at = timezone.now()
-    session.save(update_fields=["status", "error_phase", "error_message", "finished_at"])
+    session.save(
+        update_fields=["status", "error_phase", "error_message", "finished_at"]
+    )
     return session

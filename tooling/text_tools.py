@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+
 from tooling.runtime import Tool, ToolContext, ToolExample, ToolResult
 
 
@@ -22,7 +23,9 @@ class WordCount:
         return f"{self.words} words, {self.characters} characters"
 
 
-def count_words(params: CountWordsParams, *, context: ToolContext) -> ToolResult[WordCount]:
+def count_words(
+    params: CountWordsParams, *, context: ToolContext
+) -> ToolResult[WordCount]:
     count = WordCount(words=len(params.text.split()), characters=len(params.text))
     return ToolResult.ok(count, message=f"Counted {count.words} word(s).")
 

@@ -48,7 +48,7 @@ if not SECRET_KEY:
             "secrets; print(secrets.token_urlsafe(50))')), or set DEBUG=1 for "
             "local development."
         )
-    SECRET_KEY = "django-insecure-local-development-only"  # noqa: S105
+    SECRET_KEY = "django-insecure-local-development-only"
 
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver" if DEBUG else ""
@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "tooling",
     "sessions_app",
 ]
@@ -106,11 +107,12 @@ DATABASES = {
     )
 }
 
+_VALIDATION = "django.contrib.auth.password_validation"
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": f"{_VALIDATION}.UserAttributeSimilarityValidator"},
+    {"NAME": f"{_VALIDATION}.MinimumLengthValidator"},
+    {"NAME": f"{_VALIDATION}.CommonPasswordValidator"},
+    {"NAME": f"{_VALIDATION}.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -130,7 +132,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CreatedAtCursorPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
@@ -140,6 +142,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start agent runs and read their audit trail.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI's assets are served from the installed sidecar, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: without a broker, tasks run inline in the calling process.
@@ -156,7 +163,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # is built and never stored in the database or logged.
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
-WINK_PROVIDER = os.environ.get("WINK_PROVIDER", "openai" if OPENAI_API_KEY else "offline")
+WINK_PROVIDER = os.environ.get(
+    "WINK_PROVIDER", "openai" if OPENAI_API_KEY else "offline"
+)
 if WINK_PROVIDER not in {"openai", "offline"}:
     raise ImproperlyConfigured(
         f"WINK_PROVIDER must be 'openai' or 'offline'; got {WINK_PROVIDER!r}."
@@ -171,7 +180,9 @@ WINK_OPENAI_TIMEOUT = float(os.environ.get("WINK_OPENAI_TIMEOUT", "600"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},

@@ -12,13 +12,13 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.fields import get_error_detail
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 from rest_framework.settings import api_settings
 
+from sessions_app.api.pagination import CreatedAtCursorPagination
 from sessions_app.api.serializers import (
     AgentSessionCreateSerializer,
     AgentSessionDetailSerializer,
@@ -47,12 +47,6 @@ SESSION_BODY_FIELDS = (
     "error_payload",
     "params",
 )
-
-
-class CreatedAtCursorPagination(CursorPagination):
-    """Newest first on the indexed ``created_at`` (rows are append-only)."""
-
-    ordering = "-created_at"
 
 
 def session_detail_queryset() -> QuerySet[AgentSession]:
@@ -104,7 +98,7 @@ def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
         NON_FIELD_ERRORS: str(api_settings.NON_FIELD_ERRORS_KEY),
         "prompt_ref": "prompt",
     }
-    return {renamed.get(key, key): value for key, value in detail.items()}
+    return {renamed.get(str(key), str(key)): value for key, value in detail.items()}
 
 
 @extend_schema_view(

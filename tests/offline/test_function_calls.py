@@ -397,3 +397,22 @@ def test_response_echoes_request_settings() -> None:
     assert response.usage is not None
     assert response.usage.input_tokens_details.cached_tokens == 0
     assert response.usage.output_tokens_details.reasoning_tokens == 0
+
+
+def test_allowed_tools_choice_restricts_the_first_turn() -> None:
+    tools = [{"type": "web_search"}, function("lint"), function("build")]
+    choice = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": "build"}],
+    }
+
+    responses, _ = run_loop(tools, always_ok, tool_choice=choice)
+
+    assert [
+        [i.type + ":" + getattr(i, "name", "") for i in r.output] for r in responses
+    ] == [
+        ["function_call:build"],
+        ["web_search_call:", "function_call:lint"],
+        ["message:"],
+    ]

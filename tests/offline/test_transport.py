@@ -253,3 +253,20 @@ def test_offline_package_imports_only_stdlib_and_httpx() -> None:
                 continue
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"previous_response_id": "resp_1"}, "previous_response_id"),
+        ({"stream": True}, "stream"),
+    ],
+)
+def test_stateful_and_streaming_requests_are_rejected(
+    extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(OfflineRequestError) as caught:
+        ScriptedModel().respond({"model": "gpt-5.4", "input": "hi", **extra})
+
+    assert caught.value.status == 400
+    assert caught.value.param == param

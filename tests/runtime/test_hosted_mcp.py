@@ -509,12 +509,6 @@ def test_adapter_round_trip() -> None:
     assert isinstance(output, McpResult) and output.calls[0].succeeded
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Known issue in adapter.py: PromptRendered.tools_payload and "
-    "ProviderCallCompleted.request carry the tools array verbatim, so MCP headers "
-    "(credentials) reach every event sink. Remove this marker once redacted.",
-)
 def test_adapter_events_do_not_leak_mcp_headers() -> None:
     secured = dataclasses.replace(DEEPWIKI, headers={"Authorization": SECRET})
     sink = InMemorySink()

@@ -301,12 +301,11 @@ def test_serde_parse_rejects_unsupported_annotation() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="serde returns a mutable set for a bare `frozenset` annotation and a "
-    "tuple for `collections.abc.Set[...]` (only `frozenset[...]` gives a frozenset)",
+@pytest.mark.parametrize(
+    "annotation",
+    [frozenset, collections.abc.Set[str]],
+    ids=["frozenset", "Set"],
 )
-@pytest.mark.parametrize("annotation", [frozenset, collections.abc.Set[str]])
 def test_serde_parse_bare_frozenset_and_abstract_set_give_frozenset(
     annotation: Any,
 ) -> None:

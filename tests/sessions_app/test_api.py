@@ -47,7 +47,13 @@ def make_full_session(**kwargs):
 
 @pytest.mark.parametrize(
     "url",
-    [SESSIONS_URL, CITATIONS_URL, "/api/schema/", f"/api/sessions/{uuid.uuid4()}/"],
+    [
+        SESSIONS_URL,
+        CITATIONS_URL,
+        "/api/schema/",
+        "/api/docs/",
+        "/api/sessions/00000000-0000-0000-0000-000000000001/",
+    ],
 )
 def test_api_rejects_anonymous_reads(url):
     response = APIClient().get(url)

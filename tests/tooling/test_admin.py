@@ -35,8 +35,13 @@ def _errors(response) -> str:
 def test_admin_tool_with_bad_name_is_refused(admin_client):
     response = admin_client.post(
         reverse("admin:tooling_tooldefinition_add"),
-        {"name": "Bad Name", "handler_key": "demo.count_words", "enabled": "on",
-         "param_descriptions": "{}", "examples": "[]"},
+        {
+            "name": "Bad Name",
+            "handler_key": "demo.count_words",
+            "enabled": "on",
+            "param_descriptions": "{}",
+            "examples": "[]",
+        },
     )
     assert "must match ^[a-z0-9_-]{1,64}$" in _errors(response)
     assert not ToolDefinition.objects.exists()
@@ -49,8 +54,13 @@ def test_admin_tool_with_bad_name_is_refused(admin_client):
 def test_admin_tool_with_bad_description_is_refused(admin_client, description, message):
     response = admin_client.post(
         reverse("admin:tooling_tooldefinition_add"),
-        {"name": "wc", "handler_key": "demo.count_words", "description": description,
-         "param_descriptions": "{}", "examples": "[]"},
+        {
+            "name": "wc",
+            "handler_key": "demo.count_words",
+            "description": description,
+            "param_descriptions": "{}",
+            "examples": "[]",
+        },
     )
     assert message in _errors(response)
     assert not ToolDefinition.objects.exists()
@@ -59,8 +69,13 @@ def test_admin_tool_with_bad_description_is_refused(admin_client, description, m
 def test_admin_tool_override_refused_for_a_handler_without_overrides(admin_client):
     response = admin_client.post(
         reverse("admin:tooling_tooldefinition_add"),
-        {"name": "plan", "handler_key": "planning.planning_setup_plan",
-         "description": "Something else", "param_descriptions": "{}", "examples": "[]"},
+        {
+            "name": "plan",
+            "handler_key": "planning.planning_setup_plan",
+            "description": "Something else",
+            "param_descriptions": "{}",
+            "examples": "[]",
+        },
     )
     assert "does not accept overrides" in _errors(response)
     assert not ToolDefinition.objects.exists()
@@ -69,9 +84,20 @@ def test_admin_tool_override_refused_for_a_handler_without_overrides(admin_clien
 def test_admin_tool_example_must_match_handler_types(admin_client):
     response = admin_client.post(
         reverse("admin:tooling_tooldefinition_add"),
-        {"name": "wc", "handler_key": "demo.count_words", "param_descriptions": "{}",
-         "examples": json.dumps([{"description": "d", "input": {"txt": "x"},
-                                  "output": {"words": 1, "characters": 1}}])},
+        {
+            "name": "wc",
+            "handler_key": "demo.count_words",
+            "param_descriptions": "{}",
+            "examples": json.dumps(
+                [
+                    {
+                        "description": "d",
+                        "input": {"txt": "x"},
+                        "output": {"words": 1, "characters": 1},
+                    }
+                ]
+            ),
+        },
     )
     assert "Example 1 does not match" in _errors(response)
     assert not ToolDefinition.objects.exists()
@@ -80,12 +106,18 @@ def test_admin_tool_example_must_match_handler_types(admin_client):
 def test_admin_section_with_unknown_placeholder_is_refused(admin_client):
     response = admin_client.post(
         reverse("admin:tooling_sectiondefinition_add"),
-        {"key": "task", "title": "Task", "template": "Do $thing with ${other}",
-         "default_params": json.dumps({"thing": "x"}), "enabled": "on",
-         "position": 0,
-         "sectiontool_set-TOTAL_FORMS": 0, "sectiontool_set-INITIAL_FORMS": 0,
-         "sectionhostedtool_set-TOTAL_FORMS": 0,
-         "sectionhostedtool_set-INITIAL_FORMS": 0},
+        {
+            "key": "task",
+            "title": "Task",
+            "template": "Do $thing with ${other}",
+            "default_params": json.dumps({"thing": "x"}),
+            "enabled": "on",
+            "position": 0,
+            "sectiontool_set-TOTAL_FORMS": 0,
+            "sectiontool_set-INITIAL_FORMS": 0,
+            "sectionhostedtool_set-TOTAL_FORMS": 0,
+            "sectionhostedtool_set-INITIAL_FORMS": 0,
+        },
     )
     assert "Template references unknown placeholder &#x27;$other&#x27;" in _errors(
         response
@@ -93,20 +125,32 @@ def test_admin_section_with_unknown_placeholder_is_refused(admin_client):
     assert not SectionDefinition.objects.exists()
 
 
-def test_admin_policy_dependency_on_missing_tool_is_refused_at_prompt_level(admin_client):
+def test_admin_policy_dependency_on_missing_tool_is_refused_at_prompt_level(
+    admin_client,
+):
     section = SectionDefinitionFactory()
     attach(section, ToolDefinitionFactory(name="deploy"))
     policy = PolicyDefinition.objects.create(
-        name="order", kind="sequential_dependency",
+        name="order",
+        kind="sequential_dependency",
         config={"dependencies": {"deploy": ["build"]}},
     )
     response = admin_client.post(
         reverse("admin:tooling_prompttemplate_add"),
-        {"namespace": "ops", "key": "ship", "model": "gpt-5.4", "tool_choice": "auto",
-         "max_turns": 8, "enabled": "on", "policies": [policy.pk],
-         "prompt_sections-TOTAL_FORMS": 1, "prompt_sections-INITIAL_FORMS": 0,
-         "prompt_sections-MIN_NUM_FORMS": 1,
-         "prompt_sections-0-section": section.pk, "prompt_sections-0-position": 0},
+        {
+            "namespace": "ops",
+            "key": "ship",
+            "model": "gpt-5.4",
+            "tool_choice": "auto",
+            "max_turns": 8,
+            "enabled": "on",
+            "policies": [policy.pk],
+            "prompt_sections-TOTAL_FORMS": 1,
+            "prompt_sections-INITIAL_FORMS": 0,
+            "prompt_sections-MIN_NUM_FORMS": 1,
+            "prompt_sections-0-section": section.pk,
+            "prompt_sections-0-position": 0,
+        },
     )
     assert "refers to tool &#x27;build&#x27;" in _errors(response)
     assert not PromptTemplate.objects.exists()
@@ -119,11 +163,20 @@ def test_admin_prompt_with_duplicate_tool_names_is_refused(admin_client):
     attach(second, tool)
     response = admin_client.post(
         reverse("admin:tooling_prompttemplate_add"),
-        {"namespace": "ops", "key": "dups", "model": "gpt-5.4", "tool_choice": "auto",
-         "max_turns": 8, "enabled": "on",
-         "prompt_sections-TOTAL_FORMS": 2, "prompt_sections-INITIAL_FORMS": 0,
-         "prompt_sections-0-section": first.pk, "prompt_sections-0-position": 0,
-         "prompt_sections-1-section": second.pk, "prompt_sections-1-position": 1},
+        {
+            "namespace": "ops",
+            "key": "dups",
+            "model": "gpt-5.4",
+            "tool_choice": "auto",
+            "max_turns": 8,
+            "enabled": "on",
+            "prompt_sections-TOTAL_FORMS": 2,
+            "prompt_sections-INITIAL_FORMS": 0,
+            "prompt_sections-0-section": first.pk,
+            "prompt_sections-0-position": 0,
+            "prompt_sections-1-section": second.pk,
+            "prompt_sections-1-position": 1,
+        },
     )
     assert "Duplicate tool name &#x27;dup&#x27;" in _errors(response)
     assert not PromptTemplate.objects.exists()
@@ -133,16 +186,27 @@ def test_admin_prompt_with_duplicate_tool_names_is_refused(admin_client):
     ("fields", "message"),
     [
         ({"allowed_domains": "https://docs.python.org"}, "without a scheme"),
-        ({"allowed_domains": "\n".join(f"d{i}.example.com" for i in range(101))},
-         "at most 100 domains"),
+        (
+            {"allowed_domains": "\n".join(f"d{i}.example.com" for i in range(101))},
+            "at most 100 domains",
+        ),
         ({"country": "XX"}, "ISO 3166-1 alpha-2"),
         ({"timezone": "Mars/Olympus"}, "IANA timezone"),
     ],
 )
 def test_admin_web_search_config_is_validated(admin_client, fields, message):
-    data = {"name": "search", "kind": "web_search", "description": "Search.",
-            "enabled": "on", "allow_live_access": "on", "config": "{}", **fields}
-    response = admin_client.post(reverse("admin:tooling_hostedtooldefinition_add"), data)
+    data = {
+        "name": "search",
+        "kind": "web_search",
+        "description": "Search.",
+        "enabled": "on",
+        "allow_live_access": "on",
+        "config": "{}",
+        **fields,
+    }
+    response = admin_client.post(
+        reverse("admin:tooling_hostedtooldefinition_add"), data
+    )
     assert message in _errors(response)
     assert not HostedToolDefinition.objects.exists()
 
@@ -150,9 +214,16 @@ def test_admin_web_search_config_is_validated(admin_client, fields, message):
 def test_admin_web_search_typed_fields_are_saved_as_config(admin_client):
     response = admin_client.post(
         reverse("admin:tooling_hostedtooldefinition_add"),
-        {"name": "search", "kind": "web_search", "description": "Search.",
-         "enabled": "on", "allowed_domains": "docs.python.org\nwww.djangoproject.com",
-         "country": "de", "timezone": "Europe/Berlin", "config": "{}"},
+        {
+            "name": "search",
+            "kind": "web_search",
+            "description": "Search.",
+            "enabled": "on",
+            "allowed_domains": "docs.python.org\nwww.djangoproject.com",
+            "country": "de",
+            "timezone": "Europe/Berlin",
+            "config": "{}",
+        },
     )
     assert response.status_code == 302
     config = HostedToolDefinition.objects.get().config
@@ -203,13 +274,25 @@ def test_admin_preview_run_button_records_a_session(admin_client):
 
 def test_admin_changelists_render(admin_client):
     seed_demo_catalog()
-    for model in ("tooldefinition", "hostedtooldefinition", "policydefinition",
-                  "sectiondefinition", "prompttemplate", "modelcapability"):
-        assert admin_client.get(reverse(f"admin:tooling_{model}_changelist")).status_code == 200
+    for model in (
+        "tooldefinition",
+        "hostedtooldefinition",
+        "policydefinition",
+        "sectiondefinition",
+        "prompttemplate",
+        "modelcapability",
+    ):
+        assert (
+            admin_client.get(reverse(f"admin:tooling_{model}_changelist")).status_code
+            == 200
+        )
     prompt = PromptTemplate.objects.first()
-    assert admin_client.get(
-        reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
-    ).status_code == 200
+    assert (
+        admin_client.get(
+            reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+        ).status_code
+        == 200
+    )
     _ = PromptTemplateFactory, add_sections
 
 

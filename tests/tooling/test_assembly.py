@@ -35,10 +35,12 @@ def _catalog(sections: int, tools_per_section: int) -> PromptTemplate:
         SectionHostedTool.objects.create(
             section=child, hosted_tool=HostedToolDefinitionFactory()
         )
-        child.policies.add(PolicyDefinitionFactory(
-            kind="sequential_dependency",
-            config={"dependencies": {child.tools.first().name: []}},
-        ))
+        child.policies.add(
+            PolicyDefinitionFactory(
+                kind="sequential_dependency",
+                config={"dependencies": {child.tools.first().name: []}},
+            )
+        )
         roots.append(root)
     first = roots[0].children.first()
     attach_names = [t.name for t in first.tools.all()]
@@ -84,7 +86,9 @@ def test_assembly_refuses_duplicate_tool_names_across_sections():
     attach(second, tool)
     add_sections(prompt, first, second)
 
-    with pytest.raises(PromptValidationError, match=f"Duplicate tool name '{tool.name}'"):
+    with pytest.raises(
+        PromptValidationError, match=f"Duplicate tool name '{tool.name}'"
+    ):
         _assemble(prompt.ref)
 
 

@@ -31,7 +31,9 @@ def _assert_research_session(body: dict) -> None:
     citations = body["citations"]
     assert citations
     for citation in citations:
-        assert citation["domain"].endswith(("docs.python.org", "docs.djangoproject.com"))
+        assert citation["domain"].endswith(
+            ("docs.python.org", "docs.djangoproject.com")
+        )
         assert citation["cited_text"]
         assert body["output_text"][: len(body["output_text"])]  # output recorded
 
@@ -75,7 +77,8 @@ def test_api_run_of_the_release_prompt_shows_denial_and_recovery(api_client):
     assert body["status"] == "succeeded"
     denials = body["policy_denials"]
     assert any(
-        d["tool_name"] == "deploy" and d["reason"] == "Tool 'deploy' requires: build, test"
+        d["tool_name"] == "deploy"
+        and d["reason"] == "Tool 'deploy' requires: build, test"
         for d in denials
     )
     deploys = [c for c in body["tool_invocations"] if c["name"] == "deploy"]

@@ -42,7 +42,6 @@ __all__ = [
     "OfflineRequestError",
     "ScriptedModel",
     "build_response",
-    "classify_output",
     "error_payload",
     "parallel_calls_script",
     "search_sources",
@@ -130,7 +129,6 @@ class _Failure:
 
 @dataclasses.dataclass(slots=True)
 class _Call:
-    index: int
     call_id: str
     name: str
     arguments: str
@@ -175,7 +173,7 @@ def _args_key(arguments: str) -> str:
         return arguments
 
 
-def classify_output(text: str) -> _Failure | None:
+def _classify_output(text: str) -> _Failure | None:
     """``None`` when a tool output reads as success, else what kind of failure."""
     head = text.lstrip()
     match = _REQUIRES.match(head)
@@ -229,7 +227,6 @@ def _parse_history(raw: Any) -> _History:
             arguments = str(item.get("arguments") or "")
             history.calls.append(
                 _Call(
-                    index=index,
                     call_id=str(item.get("call_id") or item.get("id")),
                     name=str(item.get("name")),
                     arguments=arguments,
@@ -248,7 +245,7 @@ def _parse_history(raw: Any) -> _History:
                 "input",
             )
         call.output = text
-        call.failure = classify_output(text)
+        call.failure = _classify_output(text)
     for call in history.calls:
         if call.output is None:
             raise OfflineRequestError(
@@ -291,7 +288,8 @@ def _strip_markdown(line: str) -> str:
     line = re.sub(r"\[offline:[a-z_]+\]", "", line)
     line = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", line)
     line = re.sub(r"^\s*(#+|>|[-*+]|\d+\.)\s*", "", line)
-    line = re.sub(r"[*_`]+", "", line)
+    line = re.sub(r"\*\*|__|`", "", line)
+    line = re.sub(r"(?<!\w)[*_]|[*_](?!\w)", "", line)
     return " ".join(line.split())
 
 
@@ -663,6 +661,8 @@ def _plan_calls(
     for position, call in enumerate(calls):
         if call.failure is None or call.failure.kind == "other":
             continue
+        if call.name not in functions:
+            continue  # no longer offered
         later = calls[position + 1 :]
         if any(c.name == call.name and c.key == call.key for c in later):
             continue  # already retried

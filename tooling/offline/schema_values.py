@@ -30,6 +30,8 @@ _NAMED_STRINGS: Mapping[str, str] = {
     "text": "Drafted by the offline model.",
     "objective": "Complete the task",
     "title": "First step",
+    "new": "Revised by the offline model.",
+    "prefix": "",
 }
 
 _FORMATS: Mapping[str, str] = {

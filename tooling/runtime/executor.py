@@ -28,7 +28,13 @@ from .errors import (
     PromptEvaluationError,
     ToolValidationError,
 )
-from .events import EventSink, PolicyDenied, RejectedToolParams, StateChanged, ToolInvoked
+from .events import (
+    EventSink,
+    PolicyDenied,
+    RejectedToolParams,
+    StateChanged,
+    ToolInvoked,
+)
 from .policies import PolicyDecision, ToolPolicy
 from .prompt import Prompt, RenderedPrompt
 from .results import ToolResult
@@ -145,8 +151,13 @@ class ToolExecutor:
                 )
             else:
                 message = f"Tool '{call.name}' does not have a registered handler."
-            return self._finish(call, tool, RejectedToolParams(call.arguments, message),
-                                ToolResult.error(message), {})
+            return self._finish(
+                call,
+                tool,
+                RejectedToolParams(call.arguments, message),
+                ToolResult.error(message),
+                {},
+            )
         params_or_error = self._parse(tool, call)
         if isinstance(params_or_error, RejectedToolParams):
             result: ToolResult[Any] = ToolResult.error(params_or_error.error)
@@ -215,7 +226,9 @@ class ToolExecutor:
             try:
                 decision = policy.check(tool, params, context=context)
             except Exception as error:  # fail closed
-                logger.exception("Policy %s raised while checking %s", policy.name, tool.name)
+                logger.exception(
+                    "Policy %s raised while checking %s", policy.name, tool.name
+                )
                 decision = PolicyDecision.deny(
                     f"Policy '{policy.name}' could not decide: {error}"
                 )
@@ -261,7 +274,8 @@ class ToolExecutor:
             return ToolResult.error(f"Tool '{tool.name}' execution failed: {error}")
         if not isinstance(result, ToolResult):
             return ToolResult.error(
-                f"Tool '{tool.name}' returned {type(result).__name__}, not a ToolResult."
+                f"Tool '{tool.name}' returned {type(result).__name__}, "
+                "not a ToolResult."
             )
         if not result.success and result.value is not None:
             return dataclasses.replace(result, value=None)

@@ -152,7 +152,9 @@ class SequentialDependencyPolicy:
         state = load_state(self.name, context)
         if tool.name not in state.invoked_tools:
             save_state(
-                dataclasses.replace(state, invoked_tools=state.invoked_tools | {tool.name}),
+                dataclasses.replace(
+                    state, invoked_tools=state.invoked_tools | {tool.name}
+                ),
                 context,
             )
 
@@ -190,7 +192,8 @@ class ReadBeforeWritePolicy:
         overlap = self.read_tools & self.write_tools
         if overlap:
             raise PromptValidationError(
-                f"Tools cannot be both read and write tools: {', '.join(sorted(overlap))}."
+                "Tools cannot be both read and write tools: "
+                f"{', '.join(sorted(overlap))}."
             )
         self.mount_point = (mount_point or "").strip("/")
 

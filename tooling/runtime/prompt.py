@@ -41,9 +41,13 @@ class ToolChoice:
         if self.mode == "tool" and len(self.tools) != 1:
             raise PromptValidationError("tool_choice 'tool' names exactly one tool.")
         if self.mode == "allowed" and not self.tools:
-            raise PromptValidationError("tool_choice 'allowed' names at least one tool.")
+            raise PromptValidationError(
+                "tool_choice 'allowed' names at least one tool."
+            )
         if self.mode in ("auto", "none", "required") and self.tools:
-            raise PromptValidationError(f"tool_choice '{self.mode}' takes no tool names.")
+            raise PromptValidationError(
+                f"tool_choice '{self.mode}' takes no tool names."
+            )
 
     @classmethod
     def parse(cls, text: str) -> ToolChoice:
@@ -80,7 +84,9 @@ class StructuredOutput:
     strict: bool = True
 
     @classmethod
-    def from_dataclass(cls, output_type: type[Any], *, name: str = "") -> StructuredOutput:
+    def from_dataclass(
+        cls, output_type: type[Any], *, name: str = ""
+    ) -> StructuredOutput:
         schema = dataclass_schema(output_type)
         return cls(
             name=sanitize_schema_name(name or output_type.__name__),
@@ -208,7 +214,9 @@ class Prompt:
         self.tool_choice = tool_choice
         self._nodes = tuple(self._walk(self.sections, (), ()))
         self._tool_sections = self._check_tools()
-        self.param_descriptions = self._check_param_descriptions(param_descriptions or {})
+        self.param_descriptions = self._check_param_descriptions(
+            param_descriptions or {}
+        )
         self._check_policies()
         self._check_tool_choice()
         self.param_names = self._collect_param_names()
@@ -225,7 +233,9 @@ class Prompt:
         seen: set[str] = set()
         for section in sections:
             if not isinstance(section, Section):
-                raise PromptValidationError("Prompt sections must be Section instances.")
+                raise PromptValidationError(
+                    "Prompt sections must be Section instances."
+                )
             path = (*parent_path, section.key)
             if section.key in seen:
                 raise PromptValidationError(
@@ -273,9 +283,11 @@ class Prompt:
                 raise PromptValidationError(
                     f"Tool '{tool_name}' does not accept overrides."
                 )
-            known = {info.name for info in fields_of(tool.params_type)} if (
-                tool.params_type
-            ) else set()
+            known = (
+                {info.name for info in fields_of(tool.params_type)}
+                if (tool.params_type)
+                else set()
+            )
             for field_name in fields:
                 if field_name not in known:
                     raise PromptValidationError(
@@ -463,7 +475,9 @@ def _examples_block(section: Section) -> str:
         lines.append(f"- {tool.name}: {tool.description}")
         for example in tool.examples:
             lines.append(f"  - {example.description}")
-            lines.append(f"    input: {json.dumps(dump(example.input, exclude_none=True))}")
+            lines.append(
+                f"    input: {json.dumps(dump(example.input, exclude_none=True))}"
+            )
             output = render_tool_payload(example.output).splitlines() or [""]
             lines.append(f"    output: {output[0]}")
             lines.extend(f"      {line}" for line in output[1:])

@@ -26,7 +26,12 @@ EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {
     "additionalProperties": False,
 }
 
-_PRIMITIVES: Mapping[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_PRIMITIVES: Mapping[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+}
 _CONSTRAINTS: Mapping[str, str] = {
     "minimum": "minimum",
     "maximum": "maximum",
@@ -88,7 +93,7 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _type_schema(annotation: Any) -> dict[str, Any]:  # noqa: PLR0911
+def _type_schema(annotation: Any) -> dict[str, Any]:
     if annotation is Any or annotation is object:
         return {}
     inner, nullable = split_optional(annotation)
@@ -105,9 +110,10 @@ def _type_schema(annotation: Any) -> dict[str, Any]:  # noqa: PLR0911
         return dataclass_schema(annotation)
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [_type_schema(option) for option in get_args(annotation)]}
-    if origin in (list, tuple, collections.abc.Sequence) or annotation in (list, tuple):
-        args = [a for a in get_args(annotation) if a is not Ellipsis]
-        return {"type": "array", "items": _type_schema(args[0]) if args else {}}
+    sequences = (list, tuple, set, frozenset, collections.abc.Sequence)
+    if origin in sequences or annotation in sequences:
+        items = [a for a in get_args(annotation) if a is not Ellipsis]
+        return {"type": "array", "items": _type_schema(items[0]) if items else {}}
     if origin in (dict, collections.abc.Mapping) or annotation is dict:
         args = get_args(annotation)
         values = _type_schema(args[1]) if len(args) == 2 else {}

@@ -182,9 +182,13 @@ class Section:
             )
         parameters = inspect.signature(self.enabled).parameters.values()
         positional = [
-            p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            p
+            for p in parameters
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        session = any(p.name == "session" and p.kind is p.KEYWORD_ONLY for p in parameters)
+        session = any(
+            p.name == "session" and p.kind is p.KEYWORD_ONLY for p in parameters
+        )
         if len(positional) > 1:
             raise PromptValidationError(
                 "An enabled predicate takes (), (params), (*, session) or "
@@ -217,7 +221,9 @@ class Section:
         except KeyError as error:
             name = str(error.args[0])
             raise PromptRenderError(
-                "Missing placeholder during render.", section_path=path, placeholder=name
+                "Missing placeholder during render.",
+                section_path=path,
+                placeholder=name,
             ) from error
 
 

@@ -61,8 +61,13 @@ class FieldInfo:
         return self.default() if callable(self.default) else self.default
 
 
+def fields_of(cls: Any) -> tuple[FieldInfo, ...]:
+    """The init fields of a dataclass type, with resolved annotations."""
+    return _fields_of(cls)
+
+
 @lru_cache(maxsize=512)
-def fields_of(cls: type[Any]) -> tuple[FieldInfo, ...]:
+def _fields_of(cls: Any) -> tuple[FieldInfo, ...]:
     """The init fields of a dataclass type, with resolved annotations."""
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a dataclass type.")
@@ -141,7 +146,7 @@ def parse(cls: type[T], data: Any, *, path: str = "") -> T:
                 raise SerdeError(path, f"Missing required field: '{info.name}'")
             continue
         raw = data[info.name]
-        inner, nullable = split_optional(info.annotation)
+        _, nullable = split_optional(info.annotation)
         if raw is None and not nullable:
             if info.required:
                 raise SerdeError(field_path, "value cannot be None")
@@ -156,7 +161,7 @@ def parse(cls: type[T], data: Any, *, path: str = "") -> T:
         raise SerdeError(path, str(error)) from error
 
 
-def _parse_value(annotation: Any, raw: Any, path: str) -> Any:  # noqa: C901, PLR0911, PLR0912
+def _parse_value(annotation: Any, raw: Any, path: str) -> Any:
     if annotation is Any or annotation is object:
         return raw
     inner, nullable = split_optional(annotation)
@@ -221,15 +226,19 @@ def _parse_value(annotation: Any, raw: Any, path: str) -> Any:  # noqa: C901, PL
         items = [
             _parse_value(item_type, item, f"{path}[{i}]") for i, item in enumerate(raw)
         ]
-        if origin in (frozenset, set) or annotation in (frozenset, set):
-            return frozenset(items) if origin is frozenset else set(items)
+        if frozenset in (origin, annotation) or origin is collections.abc.Set:
+            return frozenset(items)
+        if set in (origin, annotation):
+            return set(items)
         return list(items) if origin is list or annotation is list else tuple(items)
     if origin in _MAPPING_ORIGINS or annotation in (dict,):
         if not isinstance(raw, Mapping):
             raise SerdeError(path, f"expected object, got {type_name(raw)}")
         args = get_args(annotation)
         value_type = args[1] if len(args) == 2 else Any
-        return {str(k): _parse_value(value_type, v, f"{path}.{k}") for k, v in raw.items()}
+        return {
+            str(k): _parse_value(value_type, v, f"{path}.{k}") for k, v in raw.items()
+        }
     raise SerdeError(path, f"unsupported type {annotation!r}")
 
 
@@ -250,7 +259,11 @@ def _check_constraints(metadata: Mapping[str, Any], value: Any, path: str) -> No
         if max_length is not None and len(value) > max_length:
             raise SerdeError(path, f"length must be <= {max_length}")
     pattern = metadata.get("pattern")
-    if pattern is not None and isinstance(value, str) and not re.fullmatch(pattern, value):
+    if (
+        pattern is not None
+        and isinstance(value, str)
+        and not re.fullmatch(pattern, value)
+    ):
         raise SerdeError(path, f"must match pattern {pattern!r}")
 
 

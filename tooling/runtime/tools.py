@@ -19,30 +19,33 @@ if TYPE_CHECKING:
 ParamsT = TypeVar("ParamsT")
 ResultT = TypeVar("ResultT")
 ParamsT_contra = TypeVar("ParamsT_contra", contravariant=True)
-ResultT_co = TypeVar("ResultT_co", covariant=True)
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
 DESCRIPTION_MAX = 200
 
 
-class ToolHandler(Protocol[ParamsT_contra, ResultT_co]):
+class ToolHandler(Protocol[ParamsT_contra, ResultT]):
     """``handler(params, *, context) -> ToolResult``."""
 
     def __call__(
         self, params: ParamsT_contra, *, context: ToolContext
-    ) -> ToolResult[ResultT_co]: ...
+    ) -> ToolResult[ResultT]: ...
 
 
 def validate_tool_name(name: str, *, owner: str = "Tool") -> str:
     """Apply the OpenAI function-name rules; return the name unchanged."""
     if not isinstance(name, str):
-        raise PromptValidationError(f"{owner} name must be a string.", placeholder="name")
+        raise PromptValidationError(
+            f"{owner} name must be a string.", placeholder="name"
+        )
     if name != name.strip():
         raise PromptValidationError(
             f"{owner} name must not contain surrounding whitespace.", placeholder="name"
         )
     if not name:
-        raise PromptValidationError(f"{owner} name must not be empty.", placeholder="name")
+        raise PromptValidationError(
+            f"{owner} name must not be empty.", placeholder="name"
+        )
     if not NAME_PATTERN.fullmatch(name):
         raise PromptValidationError(
             f"{owner} name '{name}' must match ^[a-z0-9_-]{{1,64}}$: 1-64 lowercase "
@@ -97,7 +100,7 @@ def _normalise_result_type(
     result_type: Any,
 ) -> tuple[type[Any] | None, Literal["object", "array"]]:
     origin = typing.get_origin(result_type)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if origin in (typing.Union, __import__("types").UnionType):
         options = [a for a in get_args(result_type) if a is not type(None)]
         result_type = options[0] if options else None
         origin = typing.get_origin(result_type)
@@ -162,8 +165,10 @@ class Tool(Generic[ParamsT, ResultT]):
         validate_tool_name(self.name)
         object.__setattr__(self, "description", validate_description(self.description))
         params_type, result_type = self.params_type, self.result_type
-        if self.handler is not None and params_type is None and result_type is None:
-            params_type, result_type = _types_from_handler(self.handler)
+        if self.handler is not None and (params_type is None or result_type is None):
+            inferred_params, inferred_result = _types_from_handler(self.handler)
+            params_type = params_type if params_type is not None else inferred_params
+            result_type = result_type if result_type is not None else inferred_result
         if params_type is type(None):
             params_type = None
         if params_type is not None and not _is_dataclass_type(params_type):
@@ -227,7 +232,8 @@ class Tool(Generic[ParamsT, ResultT]):
         """A copy with another description, if the tool accepts overrides."""
         if not self.accepts_overrides:
             raise PromptValidationError(
-                f"Tool '{self.name}' does not accept overrides.", placeholder="description"
+                f"Tool '{self.name}' does not accept overrides.",
+                placeholder="description",
             )
         return dataclasses.replace(self, description=description)
 
@@ -241,7 +247,10 @@ class Tool(Generic[ParamsT, ResultT]):
                 "Tool.wrap needs a handler with a docstring.", placeholder="description"
             )
         parameters = list(inspect.signature(fn).parameters.values())
-        if len(parameters) != 2 or parameters[1].kind is not inspect.Parameter.KEYWORD_ONLY:
+        if (
+            len(parameters) != 2
+            or parameters[1].kind is not inspect.Parameter.KEYWORD_ONLY
+        ):
             raise PromptValidationError(
                 "Tool handler must take one positional params argument and a "
                 "keyword-only 'context'.",

@@ -31,7 +31,8 @@ class Command(BaseCommand):
                     continue
                 session = services.start_session(prompt_ref=prompt.ref, params={})
                 self.stdout.write(
-                    f"Recorded demo session {session.pk} ({prompt.ref}): {session.status}"
+                    f"Recorded demo session {session.pk} ({prompt.ref}): "
+                    f"{session.status}"
                 )
         if settings.DEBUG:
             self._demo_superuser()
@@ -41,7 +42,9 @@ class Command(BaseCommand):
         password = os.environ.get("WINK_DEMO_PASSWORD", "admin")
         user_model = get_user_model()
         if not user_model.objects.filter(username=username).exists():
-            user_model.objects.create_superuser(username, "admin@example.invalid", password)
+            user_model.objects.create_superuser(
+                username, "admin@example.invalid", password
+            )
             self.stdout.write(
                 self.style.WARNING(
                     f"Demo superuser (DEBUG only): username '{username}', "

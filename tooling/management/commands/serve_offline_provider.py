@@ -20,11 +20,15 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8001)
         parser.add_argument("--verbose", action="store_true", help="Log each request.")
 
-    def handle(self, *args: Any, host: str, port: int, verbose: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, host: str, port: int, verbose: bool, **options: Any
+    ) -> None:
         server = OfflineServer(ScriptedModel(), host=host, port=port, verbose=verbose)
         self.stdout.write(f"Offline provider listening on {server.base_url}")
-        self.stdout.write("Use: WINK_PROVIDER=openai OPENAI_API_KEY=sk-offline "
-                          f"OPENAI_BASE_URL={server.base_url}")
+        self.stdout.write(
+            "Use: WINK_PROVIDER=openai OPENAI_API_KEY=sk-offline "
+            f"OPENAI_BASE_URL={server.base_url}"
+        )
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -1,6 +1,40 @@
 """Hosted (provider-executed) tools: the base type and one module per kind."""
 
 from .base import HostedTool, HostedToolConfig, HostedToolOutput
+from .code_interpreter import (
+    CodeInterpreterConfig,
+    CodeInterpreterResult,
+    CodeInterpreterSection,
+    CodeRun,
+    ContainerFile,
+    code_interpreter_tool,
+)
+from .file_search import (
+    ComparisonFilter,
+    CompoundFilter,
+    FileSearchCall,
+    FileSearchConfig,
+    FileSearchHit,
+    FileSearchResult,
+    FileSearchSection,
+    RankingOptions,
+    file_search_tool,
+)
+from .image_generation import (
+    GeneratedImage,
+    ImageGenerationConfig,
+    ImageGenerationResult,
+    ImageGenerationSection,
+    image_generation_tool,
+)
+from .mcp import (
+    McpApprovalRequest,
+    McpConfig,
+    McpResult,
+    McpSection,
+    McpToolCall,
+    mcp_tool,
+)
 from .web_search import (
     Citation,
     DomainFilter,
@@ -13,13 +47,39 @@ from .web_search import (
 
 __all__ = [
     "Citation",
+    "CodeInterpreterConfig",
+    "CodeInterpreterResult",
+    "CodeInterpreterSection",
+    "CodeRun",
+    "ComparisonFilter",
+    "CompoundFilter",
+    "ContainerFile",
     "DomainFilter",
+    "FileSearchCall",
+    "FileSearchConfig",
+    "FileSearchHit",
+    "FileSearchResult",
+    "FileSearchSection",
+    "GeneratedImage",
     "GeoHint",
     "HostedTool",
     "HostedToolConfig",
     "HostedToolOutput",
+    "ImageGenerationConfig",
+    "ImageGenerationResult",
+    "ImageGenerationSection",
+    "McpApprovalRequest",
+    "McpConfig",
+    "McpResult",
+    "McpSection",
+    "McpToolCall",
+    "RankingOptions",
     "WebSearchCall",
     "WebSearchConfig",
     "WebSearchResult",
+    "code_interpreter_tool",
+    "file_search_tool",
+    "image_generation_tool",
+    "mcp_tool",
     "web_search_tool",
 ]

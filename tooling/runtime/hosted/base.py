@@ -38,7 +38,9 @@ class HostedTool(Generic[ConfigT]):
     def __post_init__(self) -> None:
         validate_tool_name(self.name, owner="HostedTool")
         object.__setattr__(
-            self, "description", validate_description(self.description, owner="HostedTool")
+            self,
+            "description",
+            validate_description(self.description, owner="HostedTool"),
         )
         if not isinstance(self.kind, str) or not self.kind.strip():
             raise PromptValidationError("HostedTool kind must be a non-empty string.")

@@ -1,6 +1,6 @@
 """The OpenAI Responses adapter and its hosted tool codecs."""
 
-from .adapter import OpenAIAdapter
+from .adapter import OpenAIAdapter, redact_request, redact_tools
 from .codecs import HostedToolCodec, NativeCall, OpenAIWebSearchCodec, default_codecs
 
 __all__ = [
@@ -9,4 +9,6 @@ __all__ = [
     "OpenAIAdapter",
     "OpenAIWebSearchCodec",
     "default_codecs",
+    "redact_request",
+    "redact_tools",
 ]

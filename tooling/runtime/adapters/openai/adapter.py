@@ -58,6 +58,33 @@ _IGNORED_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
 _JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+REDACTED = "[redacted]"
+_SECRET_TOOL_KEYS = ("headers", "authorization")
+
+
+def redact_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of ``tools`` with credentials (MCP headers, authorization) masked."""
+    redacted: list[dict[str, Any]] = []
+    for tool in tools:
+        copy = dict(tool)
+        for key in _SECRET_TOOL_KEYS:
+            value = copy.get(key)
+            if isinstance(value, Mapping):
+                copy[key] = {name: REDACTED for name in value}
+            elif value is not None:
+                copy[key] = REDACTED
+        redacted.append(copy)
+    return redacted
+
+
+def redact_request(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a request body that is safe to record, show or log."""
+    copy = dict(body)
+    if "tools" in copy:
+        copy["tools"] = redact_tools(copy["tools"])
+    return copy
+
+
 def _counter() -> Iterator[int]:
     return itertools.count(1)
 
@@ -92,7 +119,9 @@ class OpenAIAdapter:
         self.client = client
         self.model = model.strip()
         self.hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] = (
-            dict(hosted_tool_codecs) if hosted_tool_codecs is not None else default_codecs()
+            dict(hosted_tool_codecs)
+            if hosted_tool_codecs is not None
+            else default_codecs()
         )
         self.model_capabilities = model_capabilities
         self.max_turns = max_turns
@@ -295,7 +324,9 @@ class _Run:
         self.all_items: list[Any] = []
         self.citations: list[Any] = []
 
-    def _fail(self, message: str, phase: Any, payload: Mapping[str, Any] | None = None) -> PromptEvaluationError:
+    def _fail(
+        self, message: str, phase: Any, payload: Mapping[str, Any] | None = None
+    ) -> PromptEvaluationError:
         return PromptEvaluationError(
             message, prompt_name=self.prompt.name, phase=phase, provider_payload=payload
         )
@@ -307,7 +338,7 @@ class _Run:
             PromptRendered(
                 prompt_name=rendered.prompt_name,
                 text=rendered.text,
-                tools_payload=tuple(body.get("tools", ())),
+                tools_payload=tuple(redact_tools(body.get("tools", ()))),
                 params=rendered.params,
                 session_id=self.session.session_id,
             )
@@ -349,7 +380,9 @@ class _Run:
                 elif item_type in hosted_by_type:
                     self._record_native(item, hosted_by_type[item_type], rendered, turn)
                 elif item_type not in _IGNORED_ITEM_TYPES:
-                    logger.warning("Unknown output item type %r at %d", item_type, position)
+                    logger.warning(
+                        "Unknown output item type %r at %d", item_type, position
+                    )
             history.extend(raw_output)
             if not calls:
                 return self._finish(rendered, response, turn)
@@ -394,11 +427,12 @@ class _Run:
         self, body: dict[str, Any], history: list[Any], sent: int, turn: int
     ) -> tuple[Any, dict[str, Any]]:
         request = {**body, "input": history}
-        record = {**body, "input": history[sent:]}
+        record = redact_request({**body, "input": history[sent:]})
         started = time.perf_counter()
         try:
             raw = self.adapter.client.responses.with_raw_response.create(
-                model=body["model"], extra_body={k: v for k, v in request.items() if k != "model"}
+                model=body["model"],
+                extra_body={k: v for k, v in request.items() if k != "model"},
             )
             response = raw.parse()
             data = raw.http_response.json()
@@ -416,7 +450,8 @@ class _Run:
         for codec in self.adapter.hosted_tool_codecs.values():
             known.update(codec.item_types)
         unknown = tuple(
-            str(item.get("type")) for item in data.get("output") or []
+            str(item.get("type"))
+            for item in data.get("output") or []
             if item.get("type") not in known
         )
         self.sink.emit(
@@ -438,12 +473,13 @@ class _Run:
         )
         status = data.get("status")
         if status == "failed":
-            error = data.get("error") or {}
+            failure = data.get("error") or {}
             raise self._fail(
                 f"The provider reported the response as failed: "
-                f"{error.get('code') or 'error'}: {error.get('message') or 'no message'}",
+                f"{failure.get('code') or 'error'}: "
+                f"{failure.get('message') or 'no message'}",
                 "response",
-                {"response_id": data.get("id"), "error": error},
+                {"response_id": data.get("id"), "error": failure},
             )
         if status == "incomplete":
             reason = (data.get("incomplete_details") or {}).get("reason") or "unknown"
@@ -531,7 +567,9 @@ class _Run:
             )
         )
 
-    def _finish(self, rendered: RenderedPrompt, response: Any, turns: int) -> PromptResponse:
+    def _finish(
+        self, rendered: RenderedPrompt, response: Any, turns: int
+    ) -> PromptResponse:
         self._check_limits("Deadline expired while finalizing provider response.")
         text = response.output_text or ""
         output: Any = None
@@ -570,7 +608,9 @@ class _Run:
         if decoded is _NOTHING:
             raise self._fail("No JSON object found in the model's answer.", "response")
         if not isinstance(decoded, dict):
-            raise self._fail("The model's answer is JSON but not an object.", "response")
+            raise self._fail(
+                "The model's answer is JSON but not an object.", "response"
+            )
         output_type = rendered.output.output_type
         if output_type is not None:
             try:
@@ -580,7 +620,9 @@ class _Run:
                     f"The model's answer does not match the output type: {error}",
                     "response",
                 ) from error
-        missing = [k for k in rendered.output.schema.get("required", []) if k not in decoded]
+        missing = [
+            k for k in rendered.output.schema.get("required", []) if k not in decoded
+        ]
         if missing:
             raise self._fail(
                 f"The model's answer lacks required key(s): {', '.join(missing)}.",

@@ -49,7 +49,9 @@ def _span(annotation: Any, text: str) -> tuple[tuple[int, int] | None, str]:
     return None, ""
 
 
-def _citation(annotation: Any, text: str, message_id: Any, index: int) -> Citation | None:
+def _citation(
+    annotation: Any, text: str, message_id: Any, index: int
+) -> Citation | None:
     kind = field(annotation, "type")
     if kind == "url_citation":
         span, cited = _span(annotation, text)

@@ -71,7 +71,11 @@ class OpenAIWebSearchCodec:
     def tool_choice(self, tool: HostedTool[Any]) -> dict[str, Any]:
         # The SDK's hosted tool_choice literal lists only web_search_preview;
         # allowed_tools with mode "required" is the documented way to force it.
-        return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "web_search"}]}
+        return {
+            "type": "allowed_tools",
+            "mode": "required",
+            "tools": [{"type": "web_search"}],
+        }
 
     def matches(self, item: Any, tool: HostedTool[Any]) -> bool:
         return True
@@ -91,7 +95,9 @@ class OpenAIWebSearchCodec:
         if call.sources:
             summary += f"; {len(call.sources)} source(s)"
         success = status_ok(call.status)
-        message = summary if success else f"Web search call {call.call_id} {call.status}."
+        message = (
+            summary if success else f"Web search call {call.call_id} {call.status}."
+        )
         rendered = "\n".join([summary, *(f"- {url}" for url in call.sources)])
         return NativeCall(call.call_id, params, call, success, message, rendered)
 
