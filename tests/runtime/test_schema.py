@@ -134,14 +134,25 @@ def test_schema_enum_class_gives_value_enum() -> None:
         (tuple[str, ...], {"type": "array", "items": {"type": "string"}}),
         (Sequence[bool], {"type": "array", "items": {"type": "boolean"}}),
         (list, {"type": "array", "items": {}}),
-        (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
+        (
+            dict[str, int],
+            {"type": "object", "additionalProperties": {"type": "integer"}},
+        ),
         (dict, {"type": "object", "additionalProperties": {}}),
         (int | str, {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
         (
             int | str | None,
             {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
         ),
-        (list[int] | None, {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}),
+        (
+            list[int] | None,
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "integer"}},
+                    {"type": "null"},
+                ]
+            },
+        ),
         (list[int | None], {"type": "array", "items": {"type": ["integer", "null"]}}),
     ],
 )

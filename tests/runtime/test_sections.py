@@ -82,7 +82,12 @@ def render(*sections: Section, **kwargs: Any) -> str:
 
 @pytest.mark.parametrize(
     ("key", "expected"),
-    [("  Intro ", "intro"), ("a.b-c_d", "a.b-c_d"), ("9lives", "9lives"), ("k" * 64, "k" * 64)],
+    [
+        ("  Intro ", "intro"),
+        ("a.b-c_d", "a.b-c_d"),
+        ("9lives", "9lives"),
+        ("k" * 64, "k" * 64),
+    ],
 )
 def test_sections_key_is_stripped_and_lowercased(key: str, expected: str) -> None:
     assert normalise_section_key(key) == expected
@@ -339,7 +344,9 @@ def test_sections_raising_predicate_fails_prompt_render() -> None:
     def predicate() -> bool:
         raise ValueError("bad")
 
-    with pytest.raises(PromptRenderError, match="Section enabled predicate failed: bad"):
+    with pytest.raises(
+        PromptRenderError, match="Section enabled predicate failed: bad"
+    ):
         render(section("a", enabled=predicate))
 
 
@@ -385,9 +392,7 @@ def test_sections_numbering_has_no_gaps_for_disabled_sections() -> None:
         ),
         section("last", title="Last"),
     )
-    assert text == (
-        "## 1. On (on)\n\n### 1.1. Shown (on.shown)\n\n## 2. Last (last)"
-    )
+    assert text == ("## 1. On (on)\n\n### 1.1. Shown (on.shown)\n\n## 2. Last (last)")
 
 
 def test_sections_disabled_branch_hides_descendants_and_their_tools() -> None:
@@ -423,7 +428,9 @@ def test_sections_predicate_sees_session_during_render() -> None:
     session.put_state("flag", True)
     text = render(
         section("a", title="A", enabled=lambda *, session: session.get_state("flag")),
-        section("b", title="B", enabled=lambda *, session: not session.get_state("flag")),
+        section(
+            "b", title="B", enabled=lambda *, session: not session.get_state("flag")
+        ),
         session=session,
     )
     assert text == "## 1. A (a)"

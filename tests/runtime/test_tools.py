@@ -132,11 +132,14 @@ def test_tools_description_accepts_1_to_200_characters(length: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("description", "got"), [("", 0), ("   ", 0), ("d" * 201, 201), (" " + "d" * 201, 201)]
+    ("description", "got"),
+    [("", 0), ("   ", 0), ("d" * 201, 201), (" " + "d" * 201, 201)],
 )
 def test_tools_description_rejects_bad_lengths(description: str, got: int) -> None:
     error = rejected(description=description)
-    assert error.message == f"Tool description must be 1-200 ASCII characters (got {got})."
+    assert (
+        error.message == f"Tool description must be 1-200 ASCII characters (got {got})."
+    )
     assert error.placeholder == "description"
 
 
@@ -337,7 +340,9 @@ def test_tools_example_array_output_accepts_sequence_of_exact_items() -> None:
     "output", [[Result(1), SubResult(2)], Result(1), "not a sequence"]
 )
 def test_tools_example_array_output_rejects_other_values(output: Any) -> None:
-    error = rejected(handler=list_search, examples=[ToolExample("d", Params("q"), output)])
+    error = rejected(
+        handler=list_search, examples=[ToolExample("d", Params("q"), output)]
+    )
     assert error.message == (
         "Example output for tool 'search' must be a sequence of Result."
     )
@@ -375,7 +380,9 @@ def test_tools_wrap_requires_keyword_only_context() -> None:
 
 
 def test_tools_wrap_rejects_extra_parameters() -> None:
-    def extra(params: Params, other: int, *, context: ToolContext) -> ToolResult[Result]:
+    def extra(
+        params: Params, other: int, *, context: ToolContext
+    ) -> ToolResult[Result]:
         """Too many."""
         return ToolResult.ok(Result(1))
 
