@@ -50,7 +50,7 @@ format: setup
 	$(BIN)/ruff format .
 
 typecheck: setup
-	$(BIN)/mypy tooling/runtime
+	DEBUG=1 $(BIN)/mypy tooling/runtime
 
 bench: setup  ## Three-way agent-loop benchmark against the offline provider
 	$(BIN)/python bench/agent_loop.py

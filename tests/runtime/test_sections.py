@@ -168,12 +168,6 @@ def test_sections_invalid_placeholder_snippet_stops_at_line_end() -> None:
     assert info.value.placeholder == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="a template ending with a lone '$' crashes template_placeholders with "
-    "IndexError ('' .splitlines()[0]) instead of raising PromptValidationError",
-)
 def test_sections_trailing_lone_dollar_is_a_validation_error() -> None:
     with pytest.raises(PromptValidationError, match="Invalid placeholder"):
         section("price", template="Price: $", params_type=Greeting)

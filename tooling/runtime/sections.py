@@ -46,7 +46,7 @@ def template_placeholders(template: str) -> tuple[str, ...]:
     for match in string.Template.pattern.finditer(template):
         if match.group("invalid") is not None:
             start = match.start("invalid")
-            snippet = template[start : start + 12].splitlines()[0] if template else ""
+            snippet = (template[start : start + 12].splitlines() or [""])[0]
             raise PromptValidationError(
                 f"Invalid placeholder at character {start}: '{snippet}'. Use $name "
                 "or ${name} with a letter or underscore first, and $$ for a "
