@@ -450,12 +450,6 @@ def test_adapter_native_function_tool_is_rejected_before_any_request() -> None:
     assert provider.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="a params type the schema builder cannot describe escapes evaluate() as a "
-    "raw TypeError instead of PromptEvaluationError(phase='render')",
-)
 def test_adapter_unsupported_param_type_fails_with_phase_render() -> None:
     provider = FakeProvider()
     blob = Tool(
@@ -585,11 +579,6 @@ def test_adapter_non_forcing_tool_choice_is_kept() -> None:
     assert first["mode"] == "auto"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forcing allowed_tools choice is relaxed to plain 'auto', which drops "
-    "the allowed-tools restriction from the second turn on",
-)
 def test_adapter_forced_allowed_tools_keeps_its_restriction_when_relaxed() -> None:
     provider = FakeProvider(response(function_call()), response(message()))
     prompt = make_prompt(
@@ -1055,12 +1044,6 @@ def test_adapter_deadline_expiring_during_the_last_request_fails_finalisation() 
     assert error.provider_payload == deadline.payload()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_check_limits always uses phase 'request'; a deadline that expires "
-    "while finalising the provider's answer should report phase 'response' "
-    "(anchor A.10 #76)",
-)
 def test_adapter_deadline_expiring_at_finalisation_has_response_phase() -> None:
     clock = FakeClock()
     deadline = Deadline.after(10, clock=clock)

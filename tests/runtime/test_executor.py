@@ -297,11 +297,6 @@ def test_executor_handler_may_use_session_transactions() -> None:
     assert harness.session.get_state("scratch") is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_TrackingSession records every put_state, so a write the handler "
-    "undid with a nested transaction rollback is still announced as StateChanged",
-)
 def test_executor_state_changed_skips_writes_undone_by_nested_rollback() -> None:
     def body(params: Any, context: ToolContext) -> ToolResult[None]:
         with context.session.transaction() as transaction:
@@ -554,11 +549,6 @@ def test_executor_policy_state_is_recorded_and_announced() -> None:
     assert harness.run("deploy", {"query": "q"}).result.success is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an exception from a policy's on_result escapes ToolExecutor.execute "
-    "(the evaluation aborts with a raw exception) instead of failing the call",
-)
 def test_executor_raising_on_result_fails_the_call_and_rolls_back() -> None:
     class BrokenRecorder(ScriptedPolicy):
         def on_result(

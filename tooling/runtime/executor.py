@@ -87,8 +87,31 @@ class _TrackingSession:
         self.written[key] = value
         self.inner.put_state(key, value)
 
-    def transaction(self) -> contextlib.AbstractContextManager[Transaction]:
-        return self.inner.transaction()
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """A nested transaction; writes it rolls back are forgotten too."""
+        before = dict(self.written)
+        handle = _WatchedTransaction()
+        try:
+            with self.inner.transaction() as inner:
+                handle.inner = inner
+                yield handle
+        except BaseException:
+            self.written = before
+            raise
+        if handle.rolled_back:
+            self.written = before
+
+
+class _WatchedTransaction:
+    def __init__(self) -> None:
+        self.inner: Transaction | None = None
+        self.rolled_back = False
+
+    def rollback(self) -> None:
+        self.rolled_back = True
+        if self.inner is not None:
+            self.inner.rollback()
 
 
 class ToolExecutor:
@@ -184,9 +207,8 @@ class ToolExecutor:
         with self.session.transaction() as transaction:
             result = self._run_handler(tool, params, context)
             if result.success:
-                for policy in policies:
-                    policy.on_result(tool, params, result, context=context)
-            else:
+                result = self._record_result(tool, params, result, policies, context)
+            if not result.success:
                 transaction.rollback()
         written = tracking.written if result.success else {}
         return self._finish(call, tool, params, result, written)
@@ -248,6 +270,24 @@ class ToolExecutor:
                 )
                 return reason
         return None
+
+    def _record_result(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        result: ToolResult[Any],
+        policies: tuple[ToolPolicy, ...],
+        context: ToolContext,
+    ) -> ToolResult[Any]:
+        for policy in policies:
+            try:
+                policy.on_result(tool, params, result, context=context)
+            except Exception as error:  # the call fails rather than the run
+                logger.exception("Policy %s raised in on_result", policy.name)
+                return ToolResult.error(
+                    f"Policy '{policy.name}' could not record the result: {error}"
+                )
+        return result
 
     def _run_handler(
         self, tool: Tool[Any, Any], params: Any, context: ToolContext

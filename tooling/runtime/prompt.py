@@ -67,6 +67,13 @@ class ToolChoice:
             "allowed:<names>, allowed-required:<names>."
         )
 
+    def relaxed(self) -> ToolChoice:
+        """What a forcing choice becomes after the first turn, so the loop can
+        end: ``auto``, keeping an ``allowed`` restriction."""
+        if self.mode == "allowed":
+            return ToolChoice(mode="allowed", tools=self.tools, required=False)
+        return ToolChoice(mode="auto")
+
     @property
     def forcing(self) -> bool:
         return self.mode in ("required", "tool") or (

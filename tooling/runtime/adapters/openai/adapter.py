@@ -25,6 +25,7 @@ import openai
 from ...deadlines import Budget, BudgetTracker, Deadline, TokenUsage
 from ...errors import (
     BudgetExceededError,
+    EvaluationPhase,
     PromptEvaluationError,
     PromptRenderError,
     PromptValidationError,
@@ -168,7 +169,15 @@ class OpenAIAdapter:
                     prompt_name=rendered.prompt_name,
                     phase="render",
                 )
-            schema = rendered.tool_schema(tool)
+            try:
+                schema = rendered.tool_schema(tool)
+            except TypeError as error:
+                raise PromptEvaluationError(
+                    f"Tool '{tool.name}' has parameters no JSON schema can describe: "
+                    f"{error}",
+                    prompt_name=rendered.prompt_name,
+                    phase="render",
+                ) from error
             payload.append(
                 {
                     "type": "function",
@@ -396,7 +405,9 @@ class _Run:
                     }
                 )
             if rendered.tool_choice is not None and rendered.tool_choice.forcing:
-                body["tool_choice"] = "auto"
+                body["tool_choice"] = self.adapter.tool_choice_payload(
+                    rendered.tool_choice.relaxed(), rendered
+                )
         raise self._fail(
             f"The model did not answer within the maximum of {max_turns} turn(s).",
             "limit",
@@ -412,11 +423,13 @@ class _Run:
                 mapping.setdefault(item_type, []).append(hosted)
         return mapping
 
-    def _check_limits(self, deadline_message: str) -> None:
+    def _check_limits(
+        self, deadline_message: str, phase: EvaluationPhase = "request"
+    ) -> None:
         if self.heartbeat is not None:
             self.heartbeat()
         if self.deadline is not None and self.deadline.expired():
-            raise self._fail(deadline_message, "request", self.deadline.payload())
+            raise self._fail(deadline_message, phase, self.deadline.payload())
         if self.tracker is not None:
             try:
                 self.tracker.check()
@@ -570,7 +583,9 @@ class _Run:
     def _finish(
         self, rendered: RenderedPrompt, response: Any, turns: int
     ) -> PromptResponse:
-        self._check_limits("Deadline expired while finalizing provider response.")
+        self._check_limits(
+            "Deadline expired while finalizing provider response.", "response"
+        )
         text = response.output_text or ""
         output: Any = None
         if rendered.output is not None:
