@@ -15,6 +15,7 @@ from django.utils.html import format_html
 from tooling import services
 from tooling.forms import (
     HostedToolDefinitionForm,
+    ModelCapabilityForm,
     PolicyDefinitionForm,
     PreviewForm,
     PromptSectionFormSet,
@@ -58,17 +59,68 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "enabled", "updated_at"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "description"]
+    readonly_fields = ["stored_config"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
-        ("Web search", {"fields": list(HostedToolDefinitionForm.web_search_fields)}),
         (
-            "Other kinds",
+            "Web search",
             {
-                "fields": ["config"],
-                "description": "JSON configuration for kinds without typed fields.",
+                "fields": list(HostedToolDefinitionForm.web_search_fields),
+                "description": "Used when the kind is web_search: allowed domains, "
+                "an approximate user location and live access.",
+            },
+        ),
+        (
+            "File search",
+            {
+                "fields": list(HostedToolDefinitionForm.file_search_fields),
+                "description": "Used when the kind is file_search: the vector "
+                "stores to search, how many results, attribute filters and "
+                "ranking.",
+            },
+        ),
+        (
+            "Code interpreter",
+            {
+                "fields": list(HostedToolDefinitionForm.code_interpreter_fields),
+                "description": "Used when the kind is code_interpreter: either an "
+                "existing container id, or an auto container with a memory limit "
+                "and files.",
+            },
+        ),
+        (
+            "Image generation",
+            {
+                "fields": list(HostedToolDefinitionForm.image_generation_fields),
+                "description": "Used when the kind is image_generation; empty "
+                "fields leave the provider's default.",
+            },
+        ),
+        (
+            "MCP server",
+            {
+                "fields": list(HostedToolDefinitionForm.mcp_fields),
+                "description": "Used when the kind is mcp. Header values are "
+                "secrets: only the names of the environment variables holding "
+                "them are stored, and the values are never shown.",
+            },
+        ),
+        (
+            "Stored configuration",
+            {
+                "fields": ["stored_config"],
+                "classes": ["collapse"],
+                "description": "The JSON the typed fields above are saved as "
+                "(read-only; it never holds a secret).",
             },
         ),
     ]
+
+    @admin.display(description="Config")
+    def stored_config(self, obj: HostedToolDefinition) -> str:
+        if obj.pk is None:
+            return "-"
+        return format_html("<pre>{}</pre>", pretty(obj.config))
 
 
 @admin.register(PolicyDefinition)
@@ -196,5 +248,6 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 @admin.register(ModelCapability)
 class ModelCapabilityAdmin(admin.ModelAdmin):
+    form = ModelCapabilityForm
     list_display = ["model", "hosted_kinds", "updated_at"]
     search_fields = ["model"]
