@@ -1253,6 +1253,30 @@ def test_adapter_citations_are_collected_from_every_message_part_and_turn() -> N
     assert len(second.citations) == 4
 
 
+def test_adapter_links_a_citation_to_the_search_call_of_an_earlier_turn() -> None:
+    turn_one = response(
+        web_search_call("ws_a", sources=["https://a.example/doc"]),
+        web_search_call("ws_b", sources=["https://b.example/"]),
+        function_call(),
+    )
+    turn_two = response(
+        message(
+            "Alpha beta.",
+            url_citation("https://a.example/doc?utm_source=openai", 0, 5),
+            url_citation("https://b.example/?utm_source=openai", 6, 10),
+        )
+    )
+    provider = FakeProvider(turn_one, turn_two)
+    tools = [lookup_tool()]
+    hosted = (web_search_tool(),)
+
+    result, sink = evaluate(provider, make_prompt(tools=tools, hosted=hosted))
+
+    assert [c.search_call_id for c in result.citations] == ["ws_a", "ws_b"]
+    _, second = sink.of_type(ProviderCallCompleted)
+    assert [c.search_call_id for c in second.citations] == ["ws_a", "ws_b"]
+
+
 def test_adapter_file_citations_are_collected() -> None:
     annotations = [
         {

@@ -25,6 +25,7 @@ from tooling.runtime.hosted.web_search import (
     WebSearchCall,
     WebSearchConfig,
     WebSearchResult,
+    source_key,
     validate_domain,
     web_search_tool,
 )
@@ -464,9 +465,24 @@ def test_web_search_codec_parse_output_collects_the_run() -> None:
         "https://moon.example",
         "https://sun.example",
     )
+    # ws_2 comes after the message, so both citations come from ws_1.
     assert result.citations == (
-        Citation("https://tides.example/b", "B", (0, 5), "Tides", message_id="msg_1"),
-        Citation("https://moon.example", "Moon", (17, 21), "moon", message_id="msg_1"),
+        Citation(
+            "https://tides.example/b",
+            "B",
+            (0, 5),
+            "Tides",
+            message_id="msg_1",
+            search_call_id="ws_1",
+        ),
+        Citation(
+            "https://moon.example",
+            "Moon",
+            (17, 21),
+            "moon",
+            message_id="msg_1",
+            search_call_id="ws_1",
+        ),
     )
     assert [call.call_id for call in result.calls] == ["ws_1", "ws_2"]
 
@@ -479,6 +495,18 @@ def test_web_search_codec_parse_output_adds_cited_urls_to_sources() -> None:
     result = CODEC.parse_output(items, web_search_tool())
     assert result is not None
     assert result.source_urls == ("https://only-cited.example",)
+
+
+def test_web_search_codec_parse_output_knows_a_tracked_url_is_a_listed_source() -> None:
+    items = [
+        search_item("ws_1", action=_sources_action("q", "https://a.example/doc")),
+        message_item(
+            "Cited.", url_citation("https://a.example/doc?utm_source=openai", 0, 5)
+        ),
+    ]
+    result = CODEC.parse_output(items, web_search_tool())
+    assert result is not None
+    assert result.source_urls == ("https://a.example/doc",)
 
 
 def test_web_search_codec_parse_output_without_calls_is_none() -> None:
@@ -523,6 +551,72 @@ def test_web_search_message_text_joins_all_output_text() -> None:
         },
     ]
     assert message_text(items) == "One. Two."
+
+
+def _sources_action(query: str, *urls: str) -> dict[str, Any]:
+    return {
+        "type": "search",
+        "query": query,
+        "sources": [{"type": "url", "url": url} for url in urls],
+    }
+
+
+def test_web_search_citation_links_to_the_call_that_listed_its_url() -> None:
+    items = [
+        search_item("ws_1", action=_sources_action("a", "https://a.example/doc")),
+        search_item("ws_2", action=_sources_action("b", "https://b.example/")),
+        message_item(
+            "Alpha beta.",
+            url_citation("https://a.example/doc?utm_source=openai", 0, 5),
+            url_citation("https://b.example?utm_source=openai", 6, 10),
+            url_citation("https://elsewhere.example/", 0, 11),
+        ),
+    ]
+
+    citations = citations_from_items(items)
+
+    # a.example came from ws_1 although ws_2 is later; an unlisted URL falls
+    # back to the latest earlier call.
+    assert [c.search_call_id for c in citations] == ["ws_1", "ws_2", "ws_2"]
+
+
+def test_web_search_citation_links_to_a_call_of_an_earlier_turn() -> None:
+    earlier = [search_item("ws_9", action=_sources_action("q", "https://a.example"))]
+    items = [message_item("Alpha.", url_citation("https://a.example", 0, 5))]
+
+    (citation,) = citations_from_items(items, earlier=earlier)
+
+    assert citation.search_call_id == "ws_9"
+
+
+def test_web_search_citation_without_a_search_call_has_no_link() -> None:
+    items = [
+        message_item("Alpha.", url_citation("https://a.example", 0, 5)),
+        search_item("ws_later"),
+    ]
+
+    (citation,) = citations_from_items(items)
+
+    assert citation.search_call_id is None
+
+
+@pytest.mark.parametrize(
+    ("cited", "listed"),
+    [
+        ("https://a.example/x?utm_source=openai", "https://a.example/x"),
+        ("https://A.Example/x/", "https://a.example/x"),
+        ("https://a.example/x#part", "https://a.example/x"),
+        ("https://a.example/x?q=1&utm_source=openai", "https://a.example/x?q=1"),
+    ],
+)
+def test_web_search_source_key_ignores_tracking_case_and_fragments(
+    cited: str, listed: str
+) -> None:
+    assert source_key(cited) == source_key(listed)
+
+
+def test_web_search_source_key_keeps_real_query_parameters() -> None:
+    assert source_key("https://a.example/x?q=1") != source_key("https://a.example/x")
 
 
 def test_web_search_citations_skip_non_messages_and_unknown_annotations() -> None:

@@ -83,10 +83,12 @@ from .hosted import (
     WebSearchCall,
     WebSearchConfig,
     WebSearchResult,
+    WebSearchSection,
     code_interpreter_tool,
     file_search_tool,
     image_generation_tool,
     mcp_tool,
+    source_key,
     web_search_tool,
 )
 from .policies import (
@@ -113,6 +115,7 @@ from .session import (
     SessionProtocol,
 )
 from .tools import NativeTool, Tool, ToolExample, ToolHandler
+from .trust import TrustLevel, WithheldTool
 
 __all__ = [
     "Budget",
@@ -203,14 +206,18 @@ __all__ = [
     "ToolPolicy",
     "ToolResult",
     "ToolValidationError",
+    "TrustLevel",
     "WebSearchCall",
     "WebSearchConfig",
     "WebSearchResult",
+    "WebSearchSection",
     "WinkError",
+    "WithheldTool",
     "code_interpreter_tool",
     "default_codecs",
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",
+    "source_key",
     "web_search_tool",
 ]

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from .deadlines import TokenUsage
 from .hosted.web_search import Citation
 from .results import ToolResult
+from .trust import TrustLevel, WithheldTool
 
 
 def _now() -> datetime:
@@ -40,6 +41,8 @@ class PromptRendered:
     text: str
     tools_payload: tuple[Mapping[str, Any], ...]
     params: Mapping[str, Any]
+    trust_level: TrustLevel = TrustLevel.STANDARD
+    withheld_hosted_tools: tuple[WithheldTool, ...] = ()
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)

@@ -18,6 +18,7 @@ from .schema import dataclass_schema, is_strict_compatible
 from .sections import Section
 from .serde import dump, fields_of
 from .tools import Tool
+from .trust import TrustLevel, WithheldTool
 
 ToolChoiceMode = Literal["auto", "none", "required", "tool", "allowed"]
 
@@ -143,6 +144,8 @@ class RenderedPrompt:
     output: StructuredOutput | None
     tool_choice: ToolChoice | None
     params: Mapping[str, Any]
+    trust_level: TrustLevel = TrustLevel.STANDARD
+    withheld_hosted_tools: tuple[WithheldTool, ...] = ()
 
     def tool(self, name: str) -> Tool[Any, Any] | None:
         for tool in self.tools:
@@ -356,12 +359,16 @@ class Prompt:
         *bound: Any,
         values: Mapping[str, Any] | None = None,
         session: Any = None,
+        trust_level: TrustLevel | str = TrustLevel.STANDARD,
     ) -> RenderedPrompt:
         """Render with dataclass params (``bound``) and/or a flat mapping.
 
         ``values`` maps parameter names to values; every key must be a
-        parameter of some section.
+        parameter of some section. Hosted tools that need a higher
+        ``trust_level`` are left out and listed in ``withheld_hosted_tools``;
+        a ``tool_choice`` naming one of them is an error.
         """
+        trust = TrustLevel.parse(trust_level)
         by_type = self._bind(bound)
         values = dict(values or {})
         unknown = sorted(set(values) - self.param_names)
@@ -375,6 +382,7 @@ class Prompt:
         blocks: list[str] = []
         tools: list[Tool[Any, Any]] = []
         hosted: list[HostedTool[Any]] = []
+        withheld: list[WithheldTool] = []
         used: dict[str, Any] = {}
         policies: dict[str, tuple[ToolPolicy, ...]] = {}
         counters: list[int] = []
@@ -403,9 +411,21 @@ class Prompt:
             if params is not None:
                 used.update(dump(params))
             tools.extend(section.tools)
-            hosted.extend(section.hosted_tools())
+            for hosted_tool in section.hosted_tools():
+                if hosted_tool.min_trust > trust:
+                    withheld.append(
+                        WithheldTool(
+                            name=hosted_tool.name,
+                            kind=hosted_tool.kind,
+                            min_trust=hosted_tool.min_trust,
+                            trust_level=trust,
+                        )
+                    )
+                else:
+                    hosted.append(hosted_tool)
             for tool_name in [t.name for t in section.tools]:
                 policies[tool_name] = self.policies_for_tool(tool_name)
+        self._check_choice_not_withheld(withheld)
         return RenderedPrompt(
             prompt_name=self.name,
             text="\n\n".join(blocks),
@@ -416,7 +436,20 @@ class Prompt:
             output=self.output,
             tool_choice=self.tool_choice,
             params=MappingProxyType(used),
+            trust_level=trust,
+            withheld_hosted_tools=tuple(withheld),
         )
+
+    def _check_choice_not_withheld(self, withheld: Sequence[WithheldTool]) -> None:
+        if self.tool_choice is None:
+            return
+        for tool in withheld:
+            if tool.name in self.tool_choice.tools:
+                raise PromptRenderError(
+                    f"tool_choice names '{tool.name}', which is withheld: "
+                    f"{tool.reason}",
+                    placeholder=tool.name,
+                )
 
     def _bind(self, bound: Sequence[Any]) -> dict[type[Any], Any]:
         by_type: dict[type[Any], Any] = {}

@@ -42,6 +42,8 @@ from .web_search import (
     WebSearchCall,
     WebSearchConfig,
     WebSearchResult,
+    WebSearchSection,
+    source_key,
     web_search_tool,
 )
 
@@ -77,9 +79,11 @@ __all__ = [
     "WebSearchCall",
     "WebSearchConfig",
     "WebSearchResult",
+    "WebSearchSection",
     "code_interpreter_tool",
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",
+    "source_key",
     "web_search_tool",
 ]

@@ -7,6 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import PromptValidationError
 from ..tools import validate_description, validate_tool_name
+from ..trust import TrustLevel
 
 
 @runtime_checkable
@@ -27,15 +28,19 @@ class HostedTool(Generic[ConfigT]):
     """A provider-executed tool: ``kind`` picks the codec, ``config`` its options.
 
     Names share one namespace with function tools in a prompt. There is no
-    handler: a hosted tool can never run locally.
+    handler: a hosted tool can never run locally. ``min_trust`` is the lowest
+    session trust level it is offered at (a label such as ``"trusted"`` is
+    accepted too).
     """
 
     kind: str
     name: str
     description: str
     config: ConfigT
+    min_trust: TrustLevel = TrustLevel.STANDARD
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "min_trust", TrustLevel.parse(self.min_trust))
         validate_tool_name(self.name, owner="HostedTool")
         object.__setattr__(
             self,

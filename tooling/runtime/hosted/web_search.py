@@ -6,9 +6,11 @@ import dataclasses
 import re
 import zoneinfo
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import PromptValidationError
+from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool, frozen_tuple
 from .countries import ISO_3166_ALPHA2
 
@@ -128,6 +130,36 @@ class Citation:
     container_id: str | None = None
     message_id: str | None = None
     content_index: int = 0
+    search_call_id: str | None = None
+    """The ``web_search_call`` this URL citation most likely came from: the
+    latest earlier call that listed the URL among its sources, else the latest
+    earlier call (the API does not link them itself)."""
+
+
+# Query parameters the provider adds to cited URLs (not part of the source).
+_TRACKING_PARAMS = frozenset({"utm_source"})
+
+
+def source_key(url: str) -> str:
+    """``url`` reduced for comparing a citation with a search's sources.
+
+    Citations often come back as ``...?utm_source=openai`` while the search
+    listed the bare URL; scheme and host case, the fragment and a trailing
+    slash do not name a different source either.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url.strip()
+    query = urlencode(
+        [
+            (k, v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if k not in _TRACKING_PARAMS
+        ]
+    )
+    path = parts.path.rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, query, ""))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -174,3 +206,37 @@ def web_search_tool(
         description=description,
         config=config or WebSearchConfig(),
     )
+
+
+WEB_SEARCH_TEMPLATE = """\
+Use the web_search tool for facts that may have changed or that you are not sure
+of. Cite every source you rely on inline; do not cite pages you did not open."""
+
+
+class WebSearchSection(MarkdownSection):
+    """A section that documents and exposes the web_search hosted tool."""
+
+    def __init__(
+        self,
+        config: WebSearchConfig | None = None,
+        *,
+        key: str = "web_search",
+        name: str = "web_search",
+        title: str = "Web Search",
+        enabled: bool | EnabledPredicate = True,
+    ) -> None:
+        self._tool = web_search_tool(config, name=name)
+        super().__init__(
+            title=title,
+            key=key,
+            template=WEB_SEARCH_TEMPLATE,
+            enabled=enabled,
+            hosted_tools=(self._tool,),
+        )
+
+    @property
+    def tool(self) -> HostedTool[WebSearchConfig]:
+        return self._tool
+
+    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
+        return (self._tool,)

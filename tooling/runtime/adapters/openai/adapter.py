@@ -47,6 +47,7 @@ from ...results import ToolResult
 from ...schema import is_strict_compatible
 from ...serde import SerdeError, parse
 from ...session import InMemorySession, SessionProtocol
+from ...trust import TrustLevel
 from .codecs import HostedToolCodec, default_codecs
 from .codecs.base import field
 from .parsing import citations_from_items
@@ -272,8 +273,13 @@ class OpenAIAdapter:
         max_turns: int | None = None,
         heartbeat: Callable[[], None] | None = None,
         rendered: RenderedPrompt | None = None,
+        trust_level: TrustLevel | str = TrustLevel.STANDARD,
     ) -> PromptResponse:
-        """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer."""
+        """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer.
+
+        ``trust_level`` decides which hosted tools the run is offered (see
+        ``Prompt.render``).
+        """
         session = session if session is not None else InMemorySession()
         sink = sink if sink is not None else NullSink()
         tracker = BudgetTracker(budget) if budget is not None else None
@@ -288,7 +294,9 @@ class OpenAIAdapter:
                 )
             if rendered is None:
                 try:
-                    rendered = prompt.render(*bound, values=values, session=session)
+                    rendered = prompt.render(
+                        *bound, values=values, session=session, trust_level=trust_level
+                    )
                 except (PromptRenderError, PromptValidationError) as error:
                     raise PromptEvaluationError(
                         error.message, prompt_name=prompt.name, phase="render"
@@ -349,6 +357,8 @@ class _Run:
                 text=rendered.text,
                 tools_payload=tuple(redact_tools(body.get("tools", ()))),
                 params=rendered.params,
+                trust_level=rendered.trust_level,
+                withheld_hosted_tools=rendered.withheld_hosted_tools,
                 session_id=self.session.session_id,
             )
         )
@@ -457,7 +467,9 @@ class _Run:
         self.usage = self.usage + usage
         if self.tracker is not None:
             self.tracker.record(usage)
-        citations = citations_from_items(list(response.output or []))
+        citations = citations_from_items(
+            list(response.output or []), earlier=self.all_items
+        )
         self.citations.extend(citations)
         known = set(_IGNORED_ITEM_TYPES)
         for codec in self.adapter.hosted_tool_codecs.values():

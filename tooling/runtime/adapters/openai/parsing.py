@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...hosted.web_search import Citation
+from ...hosted.web_search import Citation, source_key
 from .codecs.base import field
 
 
@@ -26,17 +26,56 @@ def message_text(items: Sequence[Any]) -> str:
     return "".join(chunks)
 
 
-def citations_from_items(items: Sequence[Any]) -> list[Citation]:
-    """Every citation annotation of every text part of every message."""
+class _SearchLog:
+    """The ``web_search_call`` items seen so far, to tell where a URL came from."""
+
+    def __init__(self) -> None:
+        self._calls: list[tuple[str, frozenset[str]]] = []
+
+    def add(self, item: Any) -> bool:
+        """Remember ``item`` if it is a web search call; say whether it was."""
+        if field(item, "type") != "web_search_call":
+            return False
+        action = field(item, "action")
+        sources = field(action, "sources", []) if action is not None else []
+        keys = frozenset(
+            source_key(url)
+            for url in (field(source, "url") for source in sources)
+            if isinstance(url, str) and url
+        )
+        self._calls.append((str(field(item, "id", "")), keys))
+        return True
+
+    def origin_of(self, url: str) -> str | None:
+        """The latest call that listed ``url``, else the latest call, if any."""
+        key = source_key(url)
+        for call_id, keys in reversed(self._calls):
+            if key in keys:
+                return call_id or None
+        return (self._calls[-1][0] or None) if self._calls else None
+
+
+def citations_from_items(
+    items: Sequence[Any], *, earlier: Sequence[Any] = ()
+) -> list[Citation]:
+    """Every citation annotation of every text part of every message.
+
+    URL citations are linked to the web search call they came from, looking at
+    the calls before the message in ``items`` and in ``earlier`` (the run's
+    previous output items).
+    """
+    searches = _SearchLog()
+    for item in earlier:
+        searches.add(item)
     citations: list[Citation] = []
     for item in items:
-        if field(item, "type") != "message":
+        if searches.add(item) or field(item, "type") != "message":
             continue
         message_id = field(item, "id")
         for index, part in _text_parts(item):
             text = str(field(part, "text", ""))
             for annotation in field(part, "annotations", []) or []:
-                citation = _citation(annotation, text, message_id, index)
+                citation = _citation(annotation, text, message_id, index, searches)
                 if citation is not None:
                     citations.append(citation)
     return citations
@@ -50,19 +89,21 @@ def _span(annotation: Any, text: str) -> tuple[tuple[int, int] | None, str]:
 
 
 def _citation(
-    annotation: Any, text: str, message_id: Any, index: int
+    annotation: Any, text: str, message_id: Any, index: int, searches: _SearchLog
 ) -> Citation | None:
     kind = field(annotation, "type")
     if kind == "url_citation":
         span, cited = _span(annotation, text)
+        url = str(field(annotation, "url", ""))
         return Citation(
-            url=str(field(annotation, "url", "")),
+            url=url,
             title=str(field(annotation, "title", "")),
             span=span,
             cited_text=cited,
             kind=kind,
             message_id=message_id,
             content_index=index,
+            search_call_id=searches.origin_of(url),
         )
     if kind == "container_file_citation":
         span, cited = _span(annotation, text)

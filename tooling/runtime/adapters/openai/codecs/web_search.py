@@ -6,7 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ....hosted.base import HostedTool
-from ....hosted.web_search import WebSearchCall, WebSearchConfig, WebSearchResult
+from ....hosted.web_search import (
+    WebSearchCall,
+    WebSearchConfig,
+    WebSearchResult,
+    source_key,
+)
 from ..parsing import citations_from_items, message_text
 from .base import NativeCall, field, status_ok
 
@@ -117,8 +122,10 @@ class OpenAIWebSearchCodec:
         citations = tuple(
             c for c in citations_from_items(response_items) if c.kind == "url_citation"
         )
+        known = {source_key(url) for url in sources}
         for citation in citations:
-            if citation.url not in sources:
+            if source_key(citation.url) not in known:
+                known.add(source_key(citation.url))
                 sources.append(citation.url)
         return WebSearchResult(
             text=message_text(response_items),
