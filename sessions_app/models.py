@@ -18,6 +18,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from tooling.models import TrustLevel
+
 
 class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def with_counts(self) -> AgentSessionQuerySet:
@@ -46,10 +48,19 @@ class AgentSession(models.Model):
         max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
     )
     params = models.JSONField(default=dict, blank=True)
+    trust_level = models.CharField(
+        max_length=16, choices=TrustLevel.choices, default=TrustLevel.STANDARD
+    )
     model = models.CharField(max_length=100)
     provider = models.CharField(max_length=20)
     rendered_prompt = models.TextField(blank=True)
     tools_payload = models.JSONField(default=list, blank=True)
+    withheld_tools = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Hosted tools left out for the session's trust level: "
+        "[{name, kind, min_trust_level, reason}].",
+    )
     request_options = models.JSONField(
         default=dict,
         blank=True,
@@ -79,6 +90,9 @@ class AgentSession(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [
+            ("start_trusted_session", "Can start sessions at the trusted level"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.prompt_ref} {self.id}"
@@ -204,6 +218,11 @@ class Citation(models.Model):
     container_id = models.CharField(max_length=100, blank=True)
     message_id = models.CharField(max_length=100, blank=True)
     content_index = models.PositiveIntegerField(default=0)
+    search_call_id = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The web_search_call this citation most likely came from.",
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     objects = CitationQuerySet.as_manager()

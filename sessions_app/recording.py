@@ -45,7 +45,8 @@ def _params(value: Any) -> Any:
 def record_prompt_rendered(*, session: AgentSession, event: PromptRendered) -> None:
     session.rendered_prompt = event.text
     session.tools_payload = list(event.tools_payload)
-    session.save(update_fields=["rendered_prompt", "tools_payload"])
+    session.withheld_tools = [tool.as_dict() for tool in event.withheld_hosted_tools]
+    session.save(update_fields=["rendered_prompt", "tools_payload", "withheld_tools"])
 
 
 def record_provider_call(
@@ -84,6 +85,7 @@ def record_provider_call(
             container_id=citation.container_id or "",
             message_id=citation.message_id or "",
             content_index=citation.content_index,
+            search_call_id=citation.search_call_id or "",
             created_at=event.created_at,
         )
         for citation in event.citations

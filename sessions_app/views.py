@@ -25,6 +25,7 @@ from sessions_app.models import (
     StateChange,
     ToolInvocation,
 )
+from tooling.runtime import source_key
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -109,8 +110,12 @@ def build_timeline(
 def consulted_sources(
     tool_invocations: Iterable[ToolInvocation], citations: Iterable[Citation]
 ) -> list[str]:
-    """Source URLs native web searches returned that no citation cites."""
-    cited = {citation.url for citation in citations}
+    """Source URLs native web searches returned that no citation cites.
+
+    URLs are compared by ``source_key``: a citation of ``...?utm_source=openai``
+    cites the source the search listed without it.
+    """
+    seen = {source_key(citation.url) for citation in citations}
     sources: list[str] = []
     for invocation in tool_invocations:
         value = invocation.value
@@ -118,9 +123,24 @@ def consulted_sources(
             continue
         for source in value.get("sources") or ():
             url = source.get("url") if isinstance(source, dict) else source
-            if isinstance(url, str) and url and url not in cited and url not in sources:
+            if isinstance(url, str) and url and source_key(url) not in seen:
+                seen.add(source_key(url))
                 sources.append(url)
     return sources
+
+
+def link_search_calls(
+    citations: Iterable[Citation], tool_invocations: Iterable[ToolInvocation]
+) -> None:
+    """Give each citation ``search_call``: the native web search invocation it
+    came from (or ``None``), for the sources list to show and link."""
+    searches = {
+        invocation.call_id: invocation
+        for invocation in tool_invocations
+        if invocation.native and invocation.call_id
+    }
+    for citation in citations:
+        citation.search_call = searches.get(citation.search_call_id)
 
 
 class SessionListView(LoginRequiredMixin, ListView):
@@ -158,6 +178,7 @@ class SessionDetailView(LoginRequiredMixin, DetailView):
         session: AgentSession = self.object
         invocations = list(session.tool_invocations.all())
         citations = list(session.citations.all())
+        link_search_calls(citations, invocations)
         context.update(
             timeline=build_timeline(
                 provider_calls=session.provider_calls.all(),

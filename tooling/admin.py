@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -35,6 +35,7 @@ from tooling.models import (
     SectionHostedTool,
     SectionTool,
     ToolDefinition,
+    TrustLevel,
 )
 
 
@@ -56,12 +57,15 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
 @admin.register(HostedToolDefinition)
 class HostedToolDefinitionAdmin(admin.ModelAdmin):
     form = HostedToolDefinitionForm
-    list_display = ["name", "kind", "enabled", "updated_at"]
-    list_filter = ["kind", "enabled"]
+    list_display = ["name", "kind", "min_trust_level", "enabled", "updated_at"]
+    list_filter = ["kind", "min_trust_level", "enabled"]
     search_fields = ["name", "description"]
     readonly_fields = ["stored_config"]
     fieldsets = [
-        (None, {"fields": ["name", "kind", "description", "enabled"]}),
+        (
+            None,
+            {"fields": ["name", "kind", "description", "min_trust_level", "enabled"]},
+        ),
         (
             "Web search",
             {
@@ -206,21 +210,31 @@ class PromptTemplateAdmin(admin.ModelAdmin):
     def preview_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         template = get_object_or_404(PromptTemplate.objects.with_catalog(), pk=pk)
         if not self.has_view_permission(request, template):
-            raise PermissionError
+            raise PermissionDenied
         form = PreviewForm(request.POST or None, initial={"params": {}})
         preview = None
         errors: list[str] = []
         params: dict[str, Any] = {}
+        trust_level: str = TrustLevel.STANDARD
         if request.method == "POST" and form.is_valid():
             params = form.cleaned_data["params"]
+            trust_level = form.cleaned_data["trust_level"]
         try:
-            preview = services.preview_prompt(template=template, params=params)
+            preview = services.preview_prompt(
+                template=template, params=params, trust_level=trust_level
+            )
         except ValidationError as error:
             errors = error.messages
-        if preview is not None and request.method == "POST" and "run" in request.POST:
+        running = request.method == "POST" and "run" in request.POST
+        if running and not services.may_start_at(request.user, trust_level):
+            errors = [f"You may not start sessions at trust level '{trust_level}'."]
+        elif preview is not None and running:
             try:
                 session = services.start_session(
-                    prompt_ref=template.ref, params=params, user=request.user
+                    prompt_ref=template.ref,
+                    params=params,
+                    user=request.user,
+                    trust_level=trust_level,
                 )
             except ValidationError as error:
                 errors = error.messages

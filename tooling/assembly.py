@@ -349,7 +349,10 @@ def build_hosted_tool(definition: HostedToolDefinition) -> HostedTool[Any]:
             "Config must be a JSON object.", placeholder="config"
         )
     try:
-        return builder(definition)
+        tool = builder(definition)
+        return dataclasses.replace(
+            tool, min_trust=definition.min_trust_level or tool.min_trust
+        )
     except (TypeError, ValueError) as error:
         if isinstance(error, PromptValidationError):
             raise

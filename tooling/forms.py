@@ -19,6 +19,7 @@ from tooling.models import (
     PromptTemplate,
     SectionDefinition,
     ToolDefinition,
+    TrustLevel,
 )
 from tooling.runtime import PromptError, ToolChoice
 from tooling.runtime.hosted.code_interpreter import MEMORY_LIMITS
@@ -394,7 +395,7 @@ class HostedToolDefinitionForm(forms.ModelForm):
 
     class Meta:
         model = HostedToolDefinition
-        fields = ["name", "kind", "description", "enabled"]
+        fields = ["name", "kind", "description", "min_trust_level", "enabled"]
         help_texts = {
             "kind": "Fill in the section of this kind below; the other sections "
             "are ignored."
@@ -402,10 +403,15 @@ class HostedToolDefinitionForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Left out (a script posting the form), it keeps the model's default.
+        self.fields["min_trust_level"].required = False
         instance = self.instance
         if instance.pk and instance.kind in self.kind_fields:
             config = instance.config if isinstance(instance.config, dict) else {}
             self.initial.update(self._initial_from(instance.kind, config))
+
+    def clean_min_trust_level(self) -> str:
+        return self.cleaned_data.get("min_trust_level") or TrustLevel.STANDARD
 
     def _initial_from(self, kind: str, config: dict[str, Any]) -> dict[str, Any]:
         initial: dict[str, Any] = {}
@@ -641,6 +647,16 @@ class PreviewForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
         help_text="Sample parameters as a JSON object.",
     )
+    trust_level = forms.ChoiceField(
+        choices=TrustLevel.choices,
+        initial=TrustLevel.STANDARD,
+        required=False,
+        help_text="The session's trust level: hosted tools that need a higher "
+        "level are withheld.",
+    )
+
+    def clean_trust_level(self) -> str:
+        return self.cleaned_data.get("trust_level") or TrustLevel.STANDARD
 
     def clean_params(self) -> dict[str, Any]:
         value = self.cleaned_data.get("params")

@@ -74,6 +74,14 @@ class HostedToolDefinitionQuerySet(models.QuerySet["HostedToolDefinition"]):
         return self.filter(enabled=True)
 
 
+class TrustLevel(models.TextChoices):
+    """The runtime's trust levels (``tooling.runtime.TrustLevel``), lowest first."""
+
+    UNTRUSTED = "untrusted", "Untrusted"
+    STANDARD = "standard", "Standard"
+    TRUSTED = "trusted", "Trusted"
+
+
 class HostedToolDefinition(TimestampedModel):
     """A provider-executed tool (web search, file search ...) with its config."""
 
@@ -88,6 +96,14 @@ class HostedToolDefinition(TimestampedModel):
     kind = models.CharField(max_length=32, choices=Kind.choices)
     description = models.CharField(max_length=200)
     config = models.JSONField(default=dict, blank=True)
+    min_trust_level = models.CharField(
+        "minimum trust level",
+        max_length=16,
+        choices=TrustLevel.choices,
+        default=TrustLevel.STANDARD,
+        help_text="Sessions below this trust level are not offered this tool "
+        "(it is left out of the request and listed as withheld on the session).",
+    )
     enabled = models.BooleanField(default=True)
 
     objects = HostedToolDefinitionQuerySet.as_manager()

@@ -22,7 +22,7 @@ from sessions_app.models import AgentSession
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
 from tooling import assembly
-from tooling.models import PromptTemplate
+from tooling.models import PromptTemplate, TrustLevel
 from tooling.providers import build_client
 from tooling.runtime import (
     Budget,
@@ -45,6 +45,11 @@ class PromptPreview:
     prompt: Prompt
     rendered: RenderedPrompt
     request: dict[str, Any]
+
+    @property
+    def withheld_tools(self) -> list[dict[str, str]]:
+        """The hosted tools the trust level left out, as stored on a session."""
+        return [tool.as_dict() for tool in self.rendered.withheld_hosted_tools]
 
     @property
     def text(self) -> str:
@@ -73,11 +78,22 @@ def build_adapter(
 
 
 def preview_prompt(
-    *, template: PromptTemplate, params: Mapping[str, Any] | None = None
+    *,
+    template: PromptTemplate,
+    params: Mapping[str, Any] | None = None,
+    trust_level: str = TrustLevel.STANDARD,
 ) -> PromptPreview:
-    """Build, render and serialise ``template`` without calling the provider."""
+    """Build, render and serialise ``template`` without calling the provider,
+    for a session at ``trust_level``."""
     if params is not None and not isinstance(params, Mapping):
         raise ValidationError({"params": "Params must be a JSON object."})
+    if trust_level not in TrustLevel.values:
+        raise ValidationError(
+            {
+                "trust_level": f"Unknown trust level '{trust_level}'; expected one "
+                f"of: {', '.join(TrustLevel.values)}."
+            }
+        )
     try:
         prompt = assembly.build_prompt(template)
     except PromptError as error:
@@ -85,7 +101,7 @@ def preview_prompt(
             f"The catalog entry is invalid: {error.message}"
         ) from error
     try:
-        rendered = prompt.render(values=params or {})
+        rendered = prompt.render(values=params or {}, trust_level=trust_level)
     except PromptError as error:
         raise ValidationError({"params": error.message}) from error
     adapter = build_adapter(template=template, client=_NO_CLIENT)
@@ -100,21 +116,33 @@ _NO_CLIENT: Any = object()  # previews never send
 
 
 def start_session(
-    *, prompt_ref: str, params: Mapping[str, Any] | None = None, user: Any = None
+    *,
+    prompt_ref: str,
+    params: Mapping[str, Any] | None = None,
+    user: Any = None,
+    trust_level: str = TrustLevel.STANDARD,
 ) -> AgentSession:
     """Validate, snapshot and record a new session, then run it (inline without a
-    broker, on a worker otherwise)."""
+    broker, on a worker otherwise).
+
+    ``trust_level`` decides which hosted tools the run is offered; callers
+    check who may ask for ``trusted`` (see ``may_start_at``).
+    """
     try:
         template = assembly.load_template(prompt_ref)
     except PromptTemplate.DoesNotExist:
         raise ValidationError(
             {"prompt": f"No enabled prompt template is named '{prompt_ref}'."}
         ) from None
-    preview = preview_prompt(template=template, params=params or {})
+    preview = preview_prompt(
+        template=template, params=params or {}, trust_level=trust_level
+    )
     session = AgentSession.objects.create(
         prompt=template,
         prompt_ref=template.ref,
         params=dict(params or {}),
+        trust_level=trust_level,
+        withheld_tools=preview.withheld_tools,
         model=template.model,
         provider=settings.WINK_PROVIDER,
         rendered_prompt=preview.text,
@@ -166,6 +194,7 @@ def run_session(
             values=session.params,
             session=DatabaseSession(session),
             sink=DatabaseSink(session),
+            trust_level=session.trust_level,
             deadline=(
                 Deadline(timezone.now() + timedelta(seconds=template.deadline_seconds))
                 if template.deadline_seconds
@@ -184,6 +213,17 @@ def run_session(
         return _fail(session, "internal", f"{type(error).__name__}: {error}")
     session.refresh_from_db()
     return session
+
+
+def may_start_at(user: Any, trust_level: str) -> bool:
+    """Whether ``user`` may start a session at ``trust_level``: anyone may
+    lower the level; ``trusted`` needs the ``start_trusted_session``
+    permission."""
+    if trust_level != TrustLevel.TRUSTED:
+        return True
+    return bool(
+        user is not None and user.has_perm("sessions_app.start_trusted_session")
+    )
 
 
 def _fail(session: AgentSession, phase: str, message: str) -> AgentSession:

@@ -17,6 +17,7 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
+from tooling.models import TrustLevel
 
 # Mirrors PromptTemplate: namespace and key are each at most 100 characters.
 PROMPT_REF_RE = re.compile(r"^[^/\s]{1,100}/[^/\s]{1,100}$")
@@ -100,6 +101,7 @@ class CitationSerializer(serializers.ModelSerializer[Citation]):
             "container_id",
             "message_id",
             "content_index",
+            "search_call_id",
             "turn",
             "created_at",
         ]
@@ -157,6 +159,7 @@ SESSION_SUMMARY_FIELDS = [
     "id",
     "prompt_ref",
     "status",
+    "trust_level",
     "model",
     "provider",
     "turns",
@@ -200,6 +203,7 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
             "params",
             "rendered_prompt",
             "tools_payload",
+            "withheld_tools",
             "request_options",
             "catalog_hash",
             "output_text",
@@ -228,6 +232,13 @@ class AgentSessionCreateSerializer(serializers.Serializer[Any]):
         default=dict,
         child=serializers.JSONField(),
         help_text="Values for the prompt's $placeholders (a JSON object).",
+    )
+    trust_level = serializers.ChoiceField(
+        choices=TrustLevel.choices,
+        default=TrustLevel.STANDARD,
+        help_text="Hosted tools that need a higher level are withheld from the "
+        "run. 'trusted' needs the 'Can start sessions at the trusted level' "
+        "permission.",
     )
 
     def validate_prompt(self, value: str) -> str:

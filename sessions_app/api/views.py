@@ -10,7 +10,7 @@ from django.db.models import F, Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.fields import get_error_detail
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -134,16 +134,26 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 description="Invalid input: unknown prompt, bad params or an "
                 "invalid catalog; messages keyed by field or non_field_errors."
             ),
+            403: OpenApiResponse(
+                description="Not allowed to start a session at the requested "
+                "trust level."
+            ),
         },
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = AgentSessionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        trust_level = serializer.validated_data["trust_level"]
+        if not services.may_start_at(request.user, trust_level):
+            raise PermissionDenied(
+                f"You may not start sessions at trust level '{trust_level}'."
+            )
         try:
             session = services.start_session(
                 prompt_ref=serializer.validated_data["prompt"],
                 params=serializer.validated_data["params"],
                 user=request.user,
+                trust_level=trust_level,
             )
         except DjangoValidationError as exc:
             raise ValidationError(_validation_error_detail(exc)) from exc

@@ -272,8 +272,15 @@ def test_session_provider_calls_include_request_and_response(api_client):
 def fake_start_session(monkeypatch):
     calls = []
 
-    def start_session(*, prompt_ref, params, user):
-        calls.append({"prompt_ref": prompt_ref, "params": params, "user": user})
+    def start_session(*, prompt_ref, params, user, trust_level):
+        calls.append(
+            {
+                "prompt_ref": prompt_ref,
+                "params": params,
+                "user": user,
+                "trust_level": trust_level,
+            }
+        )
         session = AgentSessionFactory(prompt_ref=prompt_ref, params=params)
         ToolInvocationFactory(session=session)
         return session
@@ -291,7 +298,12 @@ def test_session_create_starts_a_run(api_client, user, fake_start_session):
 
     assert response.status_code == 201
     assert fake_start_session == [
-        {"prompt_ref": "demo/research", "params": {"topic": "tides"}, "user": user}
+        {
+            "prompt_ref": "demo/research",
+            "params": {"topic": "tides"},
+            "user": user,
+            "trust_level": "standard",
+        }
     ]
     data = response.json()
     assert data["prompt_ref"] == "demo/research"

@@ -52,6 +52,15 @@ class WithheldTool:
     min_trust: TrustLevel
     trust_level: TrustLevel
 
+    def as_dict(self) -> dict[str, str]:
+        """The JSON form the audit trail stores."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "min_trust_level": self.min_trust.label,
+            "reason": self.reason,
+        }
+
     @property
     def reason(self) -> str:
         return (

@@ -1,0 +1,78 @@
+"""A session's sources: each citation names the web search call it came from,
+and sources consulted but not cited are listed apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.models import Citation, ToolInvocation
+from sessions_app.views import consulted_sources
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    CitationFactory,
+    ToolInvocationFactory,
+)
+from tooling import services
+from tooling.demo import seed_demo_catalog
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _offline(settings):
+    settings.WINK_PROVIDER = "offline"
+
+
+def test_research_citations_are_linked_to_their_web_search_call(api_client):
+    seed_demo_catalog()
+
+    session = services.start_session(prompt_ref="demo/research")
+
+    searches = set(
+        ToolInvocation.objects.filter(
+            session=session, native=True, kind="web_search"
+        ).values_list("call_id", flat=True)
+    )
+    citations = list(Citation.objects.filter(session=session, kind="url_citation"))
+    assert citations and searches
+    assert {citation.search_call_id for citation in citations} <= searches
+    body = api_client.get(f"/api/sessions/{session.pk}/").json()
+    assert {c["search_call_id"] for c in body["citations"]} <= searches
+
+
+def test_session_page_links_each_citation_to_its_search_call(admin_client):
+    seed_demo_catalog()
+    session = services.start_session(prompt_ref="demo/research")
+    citation = Citation.objects.filter(session=session).first()
+
+    page = admin_client.get(session.get_absolute_url()).content.decode()
+
+    call_id = citation.search_call_id
+    assert f'id="call-{call_id}"' in page  # the timeline entry
+    assert f'href="#call-{call_id}"' in page  # the source that points at it
+
+
+def test_a_citation_whose_call_was_not_recorded_still_names_it(admin_client):
+    session = AgentSessionFactory(output_text="Tides rise.")
+    CitationFactory(session=session, search_call_id="ws_gone")
+
+    page = admin_client.get(session.get_absolute_url()).content.decode()
+
+    assert "from web search <code>ws_gone</code>" in page
+
+
+def test_consulted_sources_treat_a_tracked_url_as_cited():
+    session = AgentSessionFactory()
+    search = ToolInvocationFactory(
+        session=session,
+        native=True,
+        kind="web_search",
+        value={
+            "sources": ["https://a.example/doc", "https://b.example/"],
+        },
+    )
+    cited = CitationFactory(
+        session=session, url="https://a.example/doc?utm_source=openai"
+    )
+
+    assert consulted_sources([search], [cited]) == ["https://b.example/"]
