@@ -38,6 +38,7 @@ from tooling.runtime import (
     ImageGenerationConfig,
     MarkdownSection,
     McpConfig,
+    PlanningStrategy,
     Prompt,
     PromptValidationError,
     RankingOptions,
@@ -53,6 +54,8 @@ from tooling.runtime import (
     file_search_tool,
     image_generation_tool,
     mcp_tool,
+    planning_template,
+    planning_tools,
     web_search_tool,
 )
 from tooling.runtime.serde import SerdeError, parse
@@ -475,11 +478,18 @@ def build_section(
     enabled: Any = definition.enabled
     if definition.enabled and enabled_when:
         enabled = _param_is_set(enabled_when)
+    template = definition.template or ""
+    if definition.planning_strategy:
+        strategy = _planning_strategy(definition.planning_strategy)
+        template = "\n\n".join(
+            part for part in (template.strip(), planning_template(strategy)) if part
+        )
+        tools = [*planning_tools(), *tools]
 
     return MarkdownSection(
         title=definition.title,
         key=definition.key,
-        template=definition.template or "",
+        template=template,
         params_type=params_type,
         children=children,
         enabled=enabled,
@@ -487,6 +497,17 @@ def build_section(
         hosted_tools=hosted_tools,
         policies=policies,
     )
+
+
+def _planning_strategy(value: str) -> PlanningStrategy:
+    try:
+        return PlanningStrategy(value)
+    except ValueError:
+        known = ", ".join(strategy.value for strategy in PlanningStrategy)
+        raise PromptValidationError(
+            f"Unknown planning strategy '{value}'; expected one of: {known}.",
+            placeholder="planning_strategy",
+        ) from None
 
 
 def _all_sections() -> dict[int, SectionDefinition]:

@@ -19,6 +19,26 @@ from tooling.models import (
 
 DEMO_PROMPTS = ("demo/research", "demo/release", "demo/notes")
 
+# The research prompt answers in JSON and names its sources as a field too: the
+# API does not promise url_citation annotations on JSON output, so the answer
+# carries its URLs either way.
+RESEARCH_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "answer": {
+            "type": "string",
+            "description": "The answer in two or three sentences.",
+        },
+        "sources": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "URLs of the pages the answer relies on.",
+        },
+    },
+    "required": ["answer", "sources"],
+    "additionalProperties": False,
+}
+
 
 def _tool(name: str, handler_key: str, **fields: Any) -> ToolDefinition:
     tool, _ = ToolDefinition.objects.get_or_create(
@@ -100,7 +120,9 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         "research",
         [research_task],
         name="Research with web search",
-        description="Web search restricted to documentation domains, with citations.",
+        description="Web search restricted to documentation domains and localised "
+        "to Berlin, answering in JSON; the citations survive the structured output.",
+        output_schema=RESEARCH_ANSWER_SCHEMA,
     )
 
     release_policy, _ = PolicyDefinition.objects.get_or_create(
@@ -147,15 +169,7 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         "notes.plan",
         title="Planning",
         template="Keep a plan of your steps with the planning tools.",
-        tools=[
-            _tool(name, f"planning.{name}")
-            for name in (
-                "planning_setup_plan",
-                "planning_add_step",
-                "planning_update_step",
-                "planning_read_plan",
-            )
-        ],
+        planning_strategy="plan_act_reflect",
     )
     files = _section(
         "notes.files",

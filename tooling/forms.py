@@ -79,6 +79,8 @@ _FIELD_OF = {
     "headers": "header_env",
     "header_env": "header_env",
     "default_params": "default_params",
+    "planning_strategy": "planning_strategy",
+    "trust_level": "min_trust_level",
     "enabled_when_param": "enabled_when_param",
     "output_schema": "output_schema",
 }
@@ -544,6 +546,7 @@ class SectionDefinitionForm(forms.ModelForm):
             "title",
             "template",
             "default_params",
+            "planning_strategy",
             "enabled",
             "enabled_when_param",
             "parent",
@@ -562,6 +565,7 @@ class SectionDefinitionForm(forms.ModelForm):
             default_params=cleaned.get("default_params") or {},
             enabled=cleaned.get("enabled", True),
             enabled_when_param=cleaned.get("enabled_when_param", ""),
+            planning_strategy=cleaned.get("planning_strategy", ""),
         )
         validated(self, lambda: assembly.build_section(candidate), "template")
         parent = cleaned.get("parent")

@@ -152,6 +152,20 @@ class SectionDefinition(TimestampedModel):
         '"default"}; null makes a parameter required. Every $placeholder must be '
         "declared here.",
     )
+    planning_strategy = models.CharField(
+        max_length=40,
+        blank=True,
+        choices=[
+            ("react", "ReAct: reason, act, observe"),
+            ("plan_act_reflect", "Plan, act, reflect"),
+            (
+                "goal_decompose_route_synthesise",
+                "Goal, decompose, route, synthesise",
+            ),
+        ],
+        help_text="Makes this a planning section: the four planning tools are "
+        "added to it and the strategy's guidance follows the template.",
+    )
     enabled = models.BooleanField(default=True)
     enabled_when_param = models.CharField(
         "enabled only when this parameter is set",

@@ -91,6 +91,14 @@ from .hosted import (
     source_key,
     web_search_tool,
 )
+from .planning import (
+    Plan,
+    PlanningStrategy,
+    PlanningToolsSection,
+    PlanStep,
+    planning_template,
+    planning_tools,
+)
 from .policies import (
     PolicyDecision,
     PolicyState,
@@ -169,6 +177,10 @@ __all__ = [
     "OpenAIImageGenerationCodec",
     "OpenAIMcpCodec",
     "OpenAIWebSearchCodec",
+    "Plan",
+    "PlanStep",
+    "PlanningStrategy",
+    "PlanningToolsSection",
     "PolicyDecision",
     "PolicyDenied",
     "PolicyState",
@@ -218,6 +230,8 @@ __all__ = [
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",
+    "planning_template",
+    "planning_tools",
     "source_key",
     "web_search_tool",
 ]
