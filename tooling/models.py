@@ -1,6 +1,6 @@
 """The catalog: function tools, hosted tools, policies, sections and prompts.
 
-Rows hold what operators author; ``assembly.py`` turns them into runtime
+Rows hold what operators author; ``tooling.assembly`` turns them into runtime
 objects, and forms validate by doing exactly that, so the admin enforces the
 same rules (and messages) as the runtime.
 """

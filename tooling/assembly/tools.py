@@ -1,0 +1,83 @@
+"""Function tool entries -> runtime ``Tool``s (handler, overrides, examples)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from tooling.handlers import registry
+from tooling.models import ToolDefinition
+from tooling.runtime import PromptValidationError, Tool, ToolExample
+from tooling.runtime.serde import SerdeError, parse
+
+
+def build_tool(definition: ToolDefinition) -> Tool[Any, Any]:
+    """The runtime tool of a catalog entry: handler, name, overrides, examples."""
+    if definition.handler_key not in registry:
+        raise PromptValidationError(
+            f"Handler '{definition.handler_key}' is not registered.",
+            placeholder="handler_key",
+        )
+    base = registry.get(definition.handler_key)
+    description = (definition.description or "").strip()
+    if description and description != base.description and not base.accepts_overrides:
+        raise PromptValidationError(
+            f"Handler '{definition.handler_key}' does not accept overrides; leave the "
+            "description empty.",
+            placeholder="description",
+        )
+    examples = tuple(_build_examples(base, definition.examples or []))
+    return dataclasses.replace(
+        base,
+        name=definition.name,
+        description=description or base.description,
+        examples=(*base.examples, *examples),
+    )
+
+
+def _build_examples(base: Tool[Any, Any], raw: Any) -> list[ToolExample[Any, Any]]:
+    if not isinstance(raw, list):
+        raise PromptValidationError(
+            "Examples must be a list of objects.", placeholder="examples"
+        )
+    examples = []
+    for number, item in enumerate(raw, start=1):
+        if not isinstance(item, Mapping) or set(item) - {
+            "description",
+            "input",
+            "output",
+        }:
+            raise PromptValidationError(
+                f"Example {number} must be an object with description, input and "
+                "output.",
+                placeholder="examples",
+            )
+        try:
+            params = (
+                parse(base.params_type, item.get("input") or {})
+                if base.params_type
+                else None
+            )
+            output: Any = None
+            if base.result_type is not None:
+                raw_output = item.get("output")
+                if base.result_container == "array":
+                    if not isinstance(raw_output, list):
+                        raise SerdeError("output", "expected an array")
+                    output = tuple(parse(base.result_type, o) for o in raw_output)
+                else:
+                    output = parse(base.result_type, raw_output or {})
+        except SerdeError as error:
+            raise PromptValidationError(
+                f"Example {number} does not match the handler's types: {error}",
+                placeholder="examples",
+            ) from error
+        examples.append(
+            ToolExample(
+                description=str(item.get("description", "")),
+                input=params,
+                output=output,
+            )
+        )
+    return examples

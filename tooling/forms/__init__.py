@@ -1,0 +1,33 @@
+"""Admin forms. Each validates by building the runtime object (``assembly``), so
+an operator sees the rule and message the runtime enforces.
+
+``validation`` maps runtime errors to form fields; ``hosted`` holds the hosted
+tool and model capability forms; ``catalog`` the other catalog forms and the
+preview form.
+"""
+
+from .catalog import (
+    PolicyDefinitionForm,
+    PreviewForm,
+    PromptSectionFormSet,
+    PromptTemplateForm,
+    SectionDefinitionForm,
+    ToolDefinitionForm,
+    pretty,
+)
+from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
+from .validation import runtime_error, validated
+
+__all__ = [
+    "HostedToolDefinitionForm",
+    "ModelCapabilityForm",
+    "PolicyDefinitionForm",
+    "PreviewForm",
+    "PromptSectionFormSet",
+    "PromptTemplateForm",
+    "SectionDefinitionForm",
+    "ToolDefinitionForm",
+    "pretty",
+    "runtime_error",
+    "validated",
+]

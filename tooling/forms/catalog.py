@@ -1,0 +1,249 @@
+"""Function tool, policy, section and prompt template forms, and the preview
+form. Each validates by building the runtime object."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from tooling import assembly
+from tooling.handlers import registry
+from tooling.models import (
+    PolicyDefinition,
+    PromptTemplate,
+    SectionDefinition,
+    ToolDefinition,
+    TrustLevel,
+)
+from tooling.runtime import PromptError, ToolChoice
+
+from .validation import validated
+
+
+class ToolDefinitionForm(forms.ModelForm):
+    handler_key = forms.ChoiceField(label="Handler", choices=())
+
+    class Meta:
+        model = ToolDefinition
+        fields = [
+            "name",
+            "handler_key",
+            "description",
+            "param_descriptions",
+            "examples",
+            "enabled",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["handler_key"].choices = [("", "---------"), *registry.choices()]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        candidate = ToolDefinition(
+            name=cleaned.get("name", ""),
+            handler_key=cleaned.get("handler_key", ""),
+            description=cleaned.get("description", ""),
+            examples=cleaned.get("examples") or [],
+        )
+        tool = validated(self, lambda: assembly.build_tool(candidate))
+        overrides = cleaned.get("param_descriptions") or {}
+        if not isinstance(overrides, dict) or not all(
+            isinstance(v, str) for v in overrides.values()
+        ):
+            raise ValidationError(
+                {"param_descriptions": 'Use {"parameter": "description"}.'}
+            )
+        if overrides and not tool.accepts_overrides:
+            raise ValidationError(
+                {
+                    "param_descriptions": f"Handler '{candidate.handler_key}' does not "
+                    "accept overrides; leave the parameter descriptions empty."
+                }
+            )
+        known = (
+            set(tool.params_type.__dataclass_fields__) if tool.params_type else set()
+        )
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValidationError(
+                {
+                    "param_descriptions": "Unknown parameter(s): "
+                    f"{', '.join(unknown)}; "
+                    f"the handler takes: {', '.join(sorted(known)) or 'none'}."
+                }
+            )
+        for field_name, text in overrides.items():
+            if not text.strip() or not text.isascii() or len(text) > 200:
+                raise ValidationError(
+                    {
+                        "param_descriptions": f"Description of '{field_name}' must be "
+                        "1-200 ASCII characters."
+                    }
+                )
+        return cleaned
+
+
+class PolicyDefinitionForm(forms.ModelForm):
+    class Meta:
+        model = PolicyDefinition
+        fields = ["name", "kind", "config", "description"]
+        help_texts = {
+            "config": 'Sequential dependency: {"dependencies": {"deploy": ["build", '
+            '"test"]}}. Read before write: {"read_tools": ["read_file"], '
+            '"write_tools": ["write_file", "edit_file"], "mount_point": ""}.'
+        }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        candidate = PolicyDefinition(
+            name=cleaned.get("name", ""),
+            kind=cleaned.get("kind", ""),
+            config=cleaned.get("config") or {},
+        )
+        validated(self, lambda: assembly.build_policy(candidate), "config")
+        return cleaned
+
+
+class SectionDefinitionForm(forms.ModelForm):
+    class Meta:
+        model = SectionDefinition
+        fields = [
+            "key",
+            "title",
+            "template",
+            "default_params",
+            "planning_strategy",
+            "enabled",
+            "enabled_when_param",
+            "parent",
+            "position",
+            "policies",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        candidate = SectionDefinition(
+            key=cleaned.get("key", ""),
+            title=cleaned.get("title", ""),
+            template=cleaned.get("template", ""),
+            default_params=cleaned.get("default_params") or {},
+            enabled=cleaned.get("enabled", True),
+            enabled_when_param=cleaned.get("enabled_when_param", ""),
+            planning_strategy=cleaned.get("planning_strategy", ""),
+        )
+        validated(self, lambda: assembly.build_section(candidate), "template")
+        parent = cleaned.get("parent")
+        while parent is not None:
+            if self.instance.pk and parent.pk == self.instance.pk:
+                raise ValidationError(
+                    {"parent": "A section cannot be its own ancestor."}
+                )
+            parent = parent.parent
+        return cleaned
+
+
+class PromptTemplateForm(forms.ModelForm):
+    class Meta:
+        model = PromptTemplate
+        fields = [
+            "namespace",
+            "key",
+            "name",
+            "description",
+            "model",
+            "policies",
+            "output_schema",
+            "tool_choice",
+            "deadline_seconds",
+            "max_total_tokens",
+            "max_turns",
+            "enabled",
+        ]
+
+    def clean_tool_choice(self) -> str:
+        value = (self.cleaned_data.get("tool_choice") or "auto").strip()
+        try:
+            ToolChoice.parse(value)
+        except PromptError as error:
+            raise ValidationError(error.message) from error
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        schema = cleaned.get("output_schema")
+        if schema not in (None, {}, ""):
+            candidate = PromptTemplate(
+                namespace=cleaned.get("namespace", ""),
+                key=cleaned.get("key", ""),
+                name=cleaned.get("name", ""),
+                output_schema=schema,
+            )
+            validated(self, lambda: assembly.output_for(candidate), "output_schema")
+        return cleaned
+
+
+class PromptSectionFormSet(forms.BaseInlineFormSet):
+    """Validates the whole prompt (sections, tools, policies, tool choice) by
+    building it, before anything is saved."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        links = []
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None)
+            if not data or data.get("DELETE") or not data.get("section"):
+                continue
+            links.append((data.get("position") or 0, data["section"]))
+        if not links:
+            raise ValidationError("A prompt needs at least one section.")
+        sections = [section for _, section in sorted(links, key=lambda x: x[0])]
+        policies = getattr(self.instance, "_pending_policies", None)
+        try:
+            assembly.build_prompt_from_parts(
+                self.instance, roots=sections, policies=policies
+            )
+        except PromptError as error:
+            raise ValidationError(error.message) from error
+
+
+class PreviewForm(forms.Form):
+    params = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        help_text="Sample parameters as a JSON object.",
+    )
+    trust_level = forms.ChoiceField(
+        choices=TrustLevel.choices,
+        initial=TrustLevel.STANDARD,
+        required=False,
+        help_text="The session's trust level: hosted tools that need a higher "
+        "level are withheld.",
+    )
+
+    def clean_trust_level(self) -> str:
+        return self.cleaned_data.get("trust_level") or TrustLevel.STANDARD
+
+    def clean_params(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("params")
+        if value in (None, ""):
+            return {}
+        if not isinstance(value, dict):
+            raise ValidationError("Params must be a JSON object.")
+        return value
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)

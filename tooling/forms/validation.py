@@ -1,0 +1,81 @@
+"""How runtime errors reach the admin: each on the field it concerns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from tooling.runtime import PromptError
+
+# Which form field a runtime error's ``placeholder`` belongs to.
+_FIELD_OF = {
+    "name": "name",
+    "description": "description",
+    "examples": "examples",
+    "handler": "handler_key",
+    "handler_key": "handler_key",
+    "ParamsT": "handler_key",
+    "ResultT": "handler_key",
+    "key": "key",
+    "kind": "kind",
+    "config": "config",
+    "dependencies": "config",
+    "allowed_domains": "allowed_domains",
+    "country_code": "country",
+    "timezone": "timezone",
+    "search_context_size": "search_context_size",
+    # hosted kinds other than web search (placeholder = config key)
+    "vector_store_ids": "vector_store_ids",
+    "max_results": "max_results",
+    "filters": "filters",
+    "ranker": "ranker",
+    "score_threshold": "score_threshold",
+    "embedding_weight": "embedding_weight",
+    "text_weight": "text_weight",
+    "container_id": "container_id",
+    "memory_limit": "memory_limit",
+    "file_ids": "file_ids",
+    "size": "size",
+    "quality": "quality",
+    "output_format": "output_format",
+    "background": "background",
+    "model": "image_model",
+    "output_compression": "output_compression",
+    "moderation": "moderation",
+    "action": "action",
+    "partial_images": "partial_images",
+    "server_label": "server_label",
+    "server_url": "server_url",
+    "allowed_tools": "allowed_tools",
+    "require_approval": "require_approval",
+    "server_description": "server_description",
+    "headers": "header_env",
+    "header_env": "header_env",
+    "default_params": "default_params",
+    "planning_strategy": "planning_strategy",
+    "trust_level": "min_trust_level",
+    "enabled_when_param": "enabled_when_param",
+    "output_schema": "output_schema",
+}
+
+
+def runtime_error(
+    error: PromptError, form: forms.BaseForm, default: str | None = None
+) -> ValidationError:
+    """A ``ValidationError`` attached to the field the runtime blamed."""
+    name = _FIELD_OF.get(error.placeholder or "", default)
+    if name in form.fields:
+        return ValidationError({name: error.message})
+    return ValidationError(error.message)
+
+
+def validated(
+    form: forms.ModelForm, build: Callable[[], Any], default: str | None = None
+) -> Any:
+    try:
+        return build()
+    except PromptError as error:
+        raise runtime_error(error, form, default) from error
