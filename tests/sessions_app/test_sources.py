@@ -28,6 +28,8 @@ def test_research_citations_are_linked_to_their_web_search_call(api_client):
 
     session = services.start_session(prompt_ref="demo/research")
 
+    # The answer is JSON (structured output) and its citations are still there.
+    assert set(session.output) == {"answer", "sources"}
     searches = set(
         ToolInvocation.objects.filter(
             session=session, native=True, kind="web_search"
