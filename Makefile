@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup migrate demo check lint format typecheck bench worker offline-provider clean
+.PHONY: run test setup migrate demo check lint format typecheck bench worker offline-provider browser clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -36,6 +36,10 @@ run: demo  ## Set up, seed the demo and serve on http://127.0.0.1:8000
 
 test: setup  ## Set up and run every test (SQLite unless DATABASE_URL is set)
 	DEBUG=1 $(BIN)/python -m pytest
+
+browser:  ## Install Debian's Chromium and ChromeDriver for the browser tests (root)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 check: setup lint typecheck  ## Static checks: ruff, mypy, migrations, schema
 	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run

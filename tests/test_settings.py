@@ -62,10 +62,37 @@ def test_settings_start_with_a_secret_key_and_debug_off():
     assert result.returncode == 0, result.stderr
 
 
-def test_settings_default_provider_is_offline_without_a_key(settings):
-    assert settings.WINK_PROVIDER in {"offline", "openai"}
-    if not os.environ.get("OPENAI_API_KEY"):
-        assert settings.WINK_PROVIDER == "offline"
+def _provider(**env: str) -> str:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"WINK_PROVIDER", "OPENAI_API_KEY"}
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.conf import settings; print(settings.WINK_PROVIDER)",
+        ],
+        cwd=ROOT,
+        env={**clean, "DEBUG": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()[-1]  # after the shell's own import notice
+
+
+def test_settings_default_provider_is_offline_without_a_key():
+    assert _provider() == "offline"
+
+
+def test_settings_default_provider_is_openai_with_a_key():
+    assert _provider(OPENAI_API_KEY="sk-test") == "openai"
+    assert _provider(OPENAI_API_KEY="sk-test", WINK_PROVIDER="offline") == "offline"
 
 
 @pytest.mark.django_db

@@ -50,6 +50,7 @@ def worker(settings):
         "DEBUG": "1",
         "DATABASE_URL": database_url,
         "CELERY_BROKER_URL": broker,
+        "WINK_PROVIDER": "offline",
     }
     process = subprocess.Popen(
         [

@@ -901,6 +901,32 @@ def test_adapter_unknown_hosted_kind_fails_before_any_request() -> None:
     assert sink.of_type(PromptFailed)[0].phase == "render"
 
 
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("web_search", "a WebSearchConfig"),
+        ("file_search", "a FileSearchConfig"),
+        ("code_interpreter", "a CodeInterpreterConfig"),
+        ("image_generation", "an ImageGenerationConfig"),
+        ("mcp", "an McpConfig"),
+    ],
+)
+def test_adapter_config_of_the_wrong_type_fails_before_any_request(
+    kind: str, expected: str
+) -> None:
+    provider = FakeProvider()
+    mismatched = HostedTool(
+        kind=kind, name="mismatched", description="Wrong config.", config=GizmoConfig()
+    )
+    error, sink = failure(provider, make_prompt(hosted=[mismatched]))
+    assert error.phase == "render"
+    assert error.message == (
+        f"Hosted tool 'mismatched' of kind '{kind}' needs {expected}, not GizmoConfig."
+    )
+    assert provider.requests == []
+    assert sink.of_type(PromptFailed)[0].phase == "render"
+
+
 def test_adapter_without_codecs_supports_no_hosted_kind() -> None:
     provider = FakeProvider()
     error, _ = failure(

@@ -145,6 +145,16 @@ class OpenAIAdapter:
             )
         return codec
 
+    def _serialize(self, hosted: HostedTool[Any], prompt_name: str) -> dict[str, Any]:
+        """The wire form of ``hosted``; a config of the wrong type is refused
+        here, before any request, like an unknown kind."""
+        try:
+            return self._codec(hosted, prompt_name).serialize(hosted)
+        except TypeError as error:
+            raise PromptEvaluationError(
+                str(error), prompt_name=prompt_name, phase="render"
+            ) from error
+
     def _check_capabilities(self, rendered: RenderedPrompt) -> None:
         if self.model_capabilities is None:
             return
@@ -189,7 +199,7 @@ class OpenAIAdapter:
                 }
             )
         for hosted in rendered.hosted_tools:
-            payload.append(self._codec(hosted, rendered.prompt_name).serialize(hosted))
+            payload.append(self._serialize(hosted, rendered.prompt_name))
         return payload
 
     def tool_choice_payload(
@@ -220,7 +230,7 @@ class OpenAIAdapter:
                 prompt_name=rendered.prompt_name,
                 phase="render",
             )
-        spec = self._codec(hosted, rendered.prompt_name).serialize(hosted)
+        spec = self._serialize(hosted, rendered.prompt_name)
         ref: dict[str, Any] = {"type": spec["type"]}
         if spec["type"] == "mcp":
             ref["server_label"] = spec["server_label"]

@@ -43,6 +43,16 @@ def web_search_call(item: Any) -> WebSearchCall:
     )
 
 
+def _config(tool: HostedTool[Any]) -> WebSearchConfig:
+    config = tool.config
+    if not isinstance(config, WebSearchConfig):
+        raise TypeError(
+            f"Hosted tool '{tool.name}' of kind 'web_search' needs a "
+            f"WebSearchConfig, not {type(config).__name__}."
+        )
+    return config
+
+
 class OpenAIWebSearchCodec:
     """``web_search``: filters and ``user_location`` at the top level of the tool."""
 
@@ -51,7 +61,7 @@ class OpenAIWebSearchCodec:
     include = ("web_search_call.action.sources",)
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
-        config: WebSearchConfig = tool.config
+        config = _config(tool)
         spec: dict[str, Any] = {"type": "web_search"}
         if config.domain_filter is not None and config.domain_filter.allowed:
             spec["filters"] = {"allowed_domains": list(config.domain_filter.allowed)}
