@@ -18,18 +18,15 @@ Over loopback::
         client = OpenAI(api_key="sk-offline", base_url=server.base_url)
 """
 
-from .model import (
-    FIXED_EPOCH,
+from .errors import OfflineRequestError, error_payload
+from .hosted import (
     MARKER_MCP_ERROR,
     MARKER_SEARCH_FAILS,
     TINY_PNG_BASE64,
-    OfflineRequestError,
-    ScriptedModel,
-    build_response,
-    error_payload,
-    parallel_calls_script,
     search_sources,
 )
+from .model import ScriptedModel, parallel_calls_script
+from .response import FIXED_EPOCH, build_response
 from .schema_values import check_value, sample_value
 from .server import OfflineServer
 from .transport import Reply, offline_transport, route

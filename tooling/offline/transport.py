@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from .model import OfflineRequestError, ScriptedModel, error_payload
+from .errors import OfflineRequestError, error_payload
+from .model import ScriptedModel
 
 __all__ = ["Reply", "offline_transport", "route"]
 

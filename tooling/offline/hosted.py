@@ -1,0 +1,243 @@
+"""Output items of the hosted (provider-executed) tools, one builder per kind:
+``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+``image_generation_call`` and ``mcp_list_tools`` + ``mcp_call``."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .context import Context, digest
+
+DEFAULT_DOMAINS = ("docs.python.org", "www.djangoproject.com", "developers.openai.com")
+MARKER_SEARCH_FAILS = "[offline:web_search_fails]"
+MARKER_MCP_ERROR = "[offline:mcp_error]"
+
+
+def _tiny_png() -> str:
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(tag + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\x4f\x8a\xd9\xff", 9)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels)
+    return base64.b64encode(png + chunk(b"IEND", b"")).decode("ascii")
+
+
+TINY_PNG_BASE64 = _tiny_png()
+
+
+def _slug(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())[:6]
+    return "-".join(words)[:48].strip("-") or "overview"
+
+
+def _domains(tool: Mapping[str, Any] | None) -> list[str]:
+    filters = (tool or {}).get("filters") or {}
+    allowed = filters.get("allowed_domains") if isinstance(filters, Mapping) else None
+    domains: list[str] = []
+    for raw in allowed or []:
+        host = str(raw).strip().lower()
+        host = re.sub(r"^[a-z]+://", "", host).split("/")[0].removeprefix("*.")
+        if host and host not in domains:
+            domains.append(host)
+    return domains or list(DEFAULT_DOMAINS)
+
+
+def search_sources(query: str, tool: Mapping[str, Any] | None) -> list[str]:
+    """The three source URLs the offline search 'finds' for ``query``."""
+    domains = _domains(tool)
+    slug = _slug(query)
+    sections = ("guide", "reference", "faq")
+    return [
+        f"https://{domains[index % len(domains)]}/{sections[index]}/{slug}"
+        for index in range(3)
+    ]
+
+
+def _web_search_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+    failed = MARKER_SEARCH_FAILS in ctx.marker_text
+    action: dict[str, Any] = {
+        "type": "search",
+        "query": ctx.query,
+        "queries": [ctx.query],
+    }
+    if not failed and "web_search_call.action.sources" in ctx.include:
+        urls = search_sources(ctx.query, tool)
+        action["sources"] = [{"type": "url", "url": url} for url in urls]
+    return {
+        "id": ctx.ids.new("ws"),
+        "type": "web_search_call",
+        "status": "failed" if failed else "completed",
+        "action": action,
+    }
+
+
+def file_results(query: str, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    stores = tool.get("vector_store_ids") or ["vs_offline"]
+    store = str(stores[0])
+    limit = tool.get("max_num_results")
+    files = (("handbook.md", 0.92), ("faq.md", 0.81))
+    results = [
+        {
+            "file_id": f"file-{digest(store, name)[:22]}",
+            "filename": name,
+            "score": score,
+            "text": f"Offline excerpt from {name} about {query}.",
+            "attributes": {"vector_store_id": store},
+        }
+        for name, score in files
+    ]
+    return results[: limit if isinstance(limit, int) and limit > 0 else None]
+
+
+def _file_search_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+    results = None
+    if "file_search_call.results" in ctx.include:
+        results = file_results(ctx.query, tool)
+    return {
+        "id": ctx.ids.new("fs"),
+        "type": "file_search_call",
+        "status": "completed",
+        "queries": [ctx.query],
+        "results": results,
+    }
+
+
+def _container_id(tool: Mapping[str, Any], seed: str) -> str:
+    container = tool.get("container")
+    if isinstance(container, str) and container:
+        return container
+    return f"cntr_{digest(seed, 'container')[:24]}"
+
+
+def _code_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+    code = (
+        "import csv\n"
+        "rows = [('step', 'value'), ('1', '2')]\n"
+        "with open('/mnt/data/result.csv', 'w', newline='') as handle:\n"
+        "    csv.writer(handle).writerows(rows)\n"
+        "print(len(rows))"
+    )
+    outputs = None
+    if "code_interpreter_call.outputs" in ctx.include:
+        outputs = [{"type": "logs", "logs": "2\n"}]
+    return {
+        "id": ctx.ids.new("ci"),
+        "type": "code_interpreter_call",
+        "status": "completed",
+        "container_id": _container_id(tool, ctx.ids.seed),
+        "code": code,
+        "outputs": outputs,
+    }
+
+
+def _choice(tool: Mapping[str, Any], key: str, default: str) -> str:
+    value = tool.get(key)
+    return default if value in (None, "auto") else str(value)
+
+
+def _image_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": ctx.ids.new("ig"),
+        "type": "image_generation_call",
+        "status": "completed",
+        "result": TINY_PNG_BASE64,
+        "revised_prompt": f"A simple illustration of {ctx.query}",
+        "size": _choice(tool, "size", "1024x1024"),
+        "quality": _choice(tool, "quality", "medium"),
+        "output_format": "png",  # the bytes are always a PNG
+        "background": _choice(tool, "background", "opaque"),
+        "action": _choice(tool, "action", "generate"),
+    }
+
+
+def _mcp_tool_names(tool: Mapping[str, Any]) -> list[str]:
+    allowed = tool.get("allowed_tools")
+    if isinstance(allowed, Mapping):
+        allowed = allowed.get("tool_names")
+    names = [str(name) for name in allowed or [] if name]
+    return names or ["ask_question"]
+
+
+def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    label = str(tool.get("server_label") or "mcp")
+    names = _mcp_tool_names(tool)
+    listing = {
+        "id": ctx.ids.new("mcpl"),
+        "type": "mcp_list_tools",
+        "server_label": label,
+        "tools": [
+            {
+                "name": name,
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"question": {"type": "string"}},
+                    "required": ["question"],
+                },
+                "description": f"Offline stand-in for {label}.{name}.",
+                "annotations": {"readOnlyHint": True},
+            }
+            for name in names
+        ],
+        "error": None,
+    }
+    failed = MARKER_MCP_ERROR in ctx.marker_text
+    call = {
+        "id": ctx.ids.new("mcp"),
+        "type": "mcp_call",
+        "server_label": label,
+        "name": names[0],
+        "arguments": json.dumps({"question": ctx.query}),
+        "output": None if failed else f"Offline answer from {label}: {ctx.query}.",
+        "error": (
+            {
+                "type": "http_error",
+                "code": 502,
+                "message": "Bad gateway from MCP server",
+            }
+            if failed
+            else None
+        ),
+        "status": "failed" if failed else "completed",
+        "approval_request_id": None,
+    }
+    return [listing, call]
+
+
+def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]:
+    history = ctx.history
+    items: list[dict[str, Any]] = []
+
+    def permitted(key: str) -> bool:
+        return allowed is None or key in allowed
+
+    searches = ctx.tools_of("web_search")
+    if (
+        searches
+        and permitted("web_search")
+        and not history.hosted_of("web_search_call")
+    ):
+        items.append(_web_search_item(ctx, searches[0]))
+    builders: tuple[tuple[str, str, Callable[..., dict[str, Any]]], ...] = (
+        ("file_search", "file_search_call", _file_search_item),
+        ("code_interpreter", "code_interpreter_call", _code_item),
+        ("image_generation", "image_generation_call", _image_item),
+    )
+    for kind, item_type, build in builders:
+        offered = [t for t in ctx.tools if t.get("type") == kind]
+        if offered and permitted(kind) and not history.hosted_of(item_type):
+            items.append(build(ctx, offered[0]))
+    done = {str(item.get("server_label")) for item in history.hosted_of("mcp_call")}
+    for tool in ctx.tools_of("mcp"):
+        label = str(tool.get("server_label") or "mcp")
+        if label not in done and permitted(f"mcp:{label}"):
+            done.add(label)
+            items.extend(_mcp_items(ctx, tool))
+    return items
