@@ -73,10 +73,11 @@ class Report:
 
 
 def _target(value: str) -> str:
+    """The target as the reports name it ('.' reads as "the whole project")."""
     target = value.strip() or "."
     if len(target) > MAX_TARGET_LENGTH:
         raise ToolValidationError(f"Target must be <= {MAX_TARGET_LENGTH} characters.")
-    return target
+    return "the whole project" if target == "." else target
 
 
 def _report(tool: str, summary: str) -> ToolResult[Report]:
@@ -118,7 +119,9 @@ def demo_tools() -> tuple[Tool[Any, Any], ...]:
                 ToolExample(
                     description="Lint the whole project.",
                     input=LintParams(),
-                    output=Report(tool="lint", summary="Would run lint on ."),
+                    output=Report(
+                        tool="lint", summary="Would run lint on the whole project"
+                    ),
                 ),
             ),
         ),

@@ -173,7 +173,7 @@ def test_function_call_arguments_are_valid_for_their_schema() -> None:
         assert conforms(arguments, tool["parameters"]), (call.name, arguments)
     assert json.loads(calls[0].arguments) == {
         "objective": "Complete the task",
-        "initial_steps": ["example"],
+        "initial_steps": ["Draft the document"],
     }
     assert json.loads(calls[1].arguments) == {
         "path": "notes.md",

@@ -35,7 +35,7 @@ def test_sample_value_uses_property_name_hints() -> None:
         "content": "Drafted by the offline model.",
         "text": "Drafted by the offline model.",
         "objective": "Complete the task",
-        "title": "First step",
+        "title": "Draft the document",
         "other": "example",
     }
 
@@ -91,7 +91,7 @@ def test_sample_value_arrays_have_one_item_unless_bounded() -> None:
         "paths": ["notes.md"],
         "pair": [1, 1],
         "empty": [],
-        "steps": [{"title": "First step"}],
+        "steps": [{"title": "Draft the document"}],
     }
 
 
@@ -107,7 +107,7 @@ def test_sample_value_follows_refs_and_all_of() -> None:
     }
     value = sample_value(schema)
     assert value == {
-        "step": {"title": "First step", "done": True},
+        "step": {"title": "Draft the document", "done": True},
         "merged": {"x": 1, "y": "example"},
     }
     assert check_value(value, schema) == []

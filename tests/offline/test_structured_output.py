@@ -127,7 +127,7 @@ def test_structured_output_parses_with_sdk_parse_and_pydantic_refs() -> None:
 
     report = response.output_parsed
     assert isinstance(report, Report)
-    assert report.steps == [Step(title="First step", done=True)]
+    assert report.steps == [Step(title="Draft the document", done=True)]
     assert len(report.source_urls) == 2
     assert all(
         url.startswith("https://djangoproject.com/") for url in report.source_urls

@@ -71,7 +71,9 @@ def test_web_search_sources_stay_within_allowed_domains() -> None:
         span = text[annotation.start_index : annotation.end_index]
         assert annotation.url in span
         host = urlsplit(annotation.url).hostname
-        assert annotation.title == f"Title for {host}"
+        assert annotation.title == (
+            f"Which Django release is the current LTS? - {host}"
+        )
 
 
 def test_web_search_defaults_to_three_documentation_domains() -> None:
@@ -99,16 +101,36 @@ def test_web_search_sources_only_with_include_but_citations_anyway() -> None:
     assert all(_hosts([a.url]) == ["djangoproject.com"] for a in annotations)
 
 
-def test_web_search_query_comes_from_system_prompt_without_user_message() -> None:
+def _query_of_system_prompt(content: str) -> str:
     response = make_client().responses.create(
         model="gpt-5.4",
-        input=[
-            {"role": "system", "content": "## **Find** the `Django` LTS\nMore text."}
-        ],
+        input=[{"role": "system", "content": content}],
         tools=[{"type": "web_search"}],
     )
+    return response.output[0].action.query
 
-    assert response.output[0].action.query == "Find the Django LTS"
+
+def test_web_search_query_is_the_rendered_prompts_question() -> None:
+    rendered = (
+        "## 1. Task (research.task)\n\n"
+        "Answer the question: Which **Django** release is the current `LTS`? "
+        "Be brief.\n\nCite every source you use."
+    )
+    assert _query_of_system_prompt(rendered) == (
+        "Which Django release is the current LTS?"
+    )
+
+
+def test_web_search_query_without_a_question_is_the_first_line_of_text() -> None:
+    rendered = "## 1. Task (task)\n\n**Find** the `Django` LTS\nMore text."
+    assert _query_of_system_prompt(rendered) == "Find the Django LTS"
+
+
+def test_web_search_query_is_shortened_at_a_word() -> None:
+    words = " ".join(f"word{n}" for n in range(30))
+    query = _query_of_system_prompt(f"# Heading\n{words}")
+    assert len(query) <= 80
+    assert words.startswith(query) and words[len(query)] == " "
 
 
 def test_web_search_preview_tool_also_searches() -> None:

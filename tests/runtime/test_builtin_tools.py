@@ -74,27 +74,27 @@ def test_handlers_only_report(context: ToolContext) -> None:
         deploy(DeployParams(environment="production"), context=context),
     ]
     assert [(r.success, r.message) for r in results] == [
-        (True, "Would run lint on ."),
+        (True, "Would run lint on the whole project"),
         (True, "Would run tests on tests/runtime"),
         (True, "Would build catalog"),
         (True, "Would deploy to staging"),
         (True, "Would deploy to production"),
     ]
     assert [r.value for r in results] == [
-        Report(tool="lint", summary="Would run lint on ."),
+        Report(tool="lint", summary="Would run lint on the whole project"),
         Report(tool="test", summary="Would run tests on tests/runtime"),
         Report(tool="build", summary="Would build catalog"),
         Report(tool="deploy", summary="Would deploy to staging"),
         Report(tool="deploy", summary="Would deploy to production"),
     ]
-    assert results[0].render() == "[lint] Would run lint on ."
+    assert results[0].render() == "[lint] Would run lint on the whole project"
     # Nothing was written to the session.
     assert context.session.get_state("plan") is None
 
 
 def test_blank_target_means_the_whole_project(context: ToolContext) -> None:
     assert lint(LintParams(target="   "), context=context).message == (
-        "Would run lint on ."
+        "Would run lint on the whole project"
     )
 
 
@@ -150,7 +150,8 @@ def test_pipeline_order_is_enforced_by_the_policy() -> None:
     assert harness.call("deploy").output == "Tool 'deploy' requires: build, test"
     assert harness.call("build").output == "Tool 'build' requires: lint"
     assert harness.call("lint", target=None).output == (
-        "Would run lint on .\n\n[lint] Would run lint on ."
+        "Would run lint on the whole project\n\n"
+        "[lint] Would run lint on the whole project"
     )
     assert harness.call("build").result.success
     assert harness.call("deploy").output == "Tool 'deploy' requires: test"

@@ -44,14 +44,14 @@ class _Text:
         return "".join(self.parts)
 
 
-def _url_citation(url: str, start: int, end: int) -> dict[str, Any]:
+def _url_citation(url: str, start: int, end: int, query: str) -> dict[str, Any]:
     host = urlsplit(url).hostname or url
     return {
         "type": "url_citation",
         "start_index": start,
         "end_index": end,
         "url": url,
-        "title": f"Title for {host}",
+        "title": f"{query} - {host}",
     }
 
 
@@ -76,8 +76,31 @@ def _cited_urls(ctx: Context, output: list[dict[str, Any]]) -> tuple[list[str], 
     return [], bool(searches)
 
 
+def _search_lead(ctx: Context, output: list[dict[str, Any]]) -> str | None:
+    """What the web search found, as the answer's first sentence."""
+    urls, searched = _cited_urls(ctx, output)
+    if not searched:
+        return None
+    if not urls:
+        return f'The web search for "{ctx.query}" failed.'
+    found: list[str] = []
+    for item in [*ctx.history.hosted, *output]:
+        if item.get("type") == "web_search_call" and item.get("status") == "completed":
+            for source in (item.get("action") or {}).get("sources") or []:
+                if isinstance(source, Mapping) and source.get("url") not in found:
+                    found.append(str(source.get("url")))
+    hosts = sorted({urlsplit(url).hostname or url for url in found or urls})
+    return (
+        f'For "{ctx.query}" the web search found {len(found or urls)} source(s) '
+        f"on {', '.join(hosts)}; {len(urls)} are cited."
+    )
+
+
 def _summary(ctx: Context, output: list[dict[str, Any]]) -> str:
     sentences: list[str] = []
+    lead = _search_lead(ctx, output)
+    if lead is not None:
+        sentences.append(lead)
     calls = ctx.history.calls
     if calls:
         outcomes = ", ".join(f"{c.name} {'ok' if c.ok else 'failed'}" for c in calls)
@@ -141,7 +164,7 @@ def _plain_answer(ctx: Context, output: list[dict[str, Any]]) -> _Text:
     for url in urls:
         host = urlsplit(url).hostname or url
         text.add(f' The page on {host} is relevant to "{ctx.query}" ')
-        text.cite(f"([{host}]({url}))", _url_citation(url, 0, 0))
+        text.cite(f"([{host}]({url}))", _url_citation(url, 0, 0, ctx.query))
         text.add(".")
     if searched and not urls:
         text.add(" The web search failed, so no sources are cited.")
@@ -228,7 +251,7 @@ def _structured_answer(
         if start < 0:
             continue
         end = start + len(needle)
-        text.annotations.append(_url_citation(url, start, end))
+        text.annotations.append(_url_citation(url, start, end, ctx.query))
         position = end
     return text
 

@@ -48,19 +48,39 @@ def _strip_markdown(line: str) -> str:
     return " ".join(line.split())
 
 
+_QUERY_LENGTH = 80
+
+
+def _shorten(text: str) -> str:
+    if len(text) <= _QUERY_LENGTH:
+        return text
+    return text[:_QUERY_LENGTH].rsplit(" ", 1)[0].rstrip(" ,;:")
+
+
 def query_for(history: History, instructions: str) -> str:
+    """What the hosted tools search for: the last user message, else the prompt.
+
+    Markdown headings are skipped (a rendered prompt starts with one); the first
+    question found wins, without a lead-in such as "Answer the question:";
+    otherwise the first line of text.
+    """
     users = [text for role, text in history.messages if role == "user" and text.strip()]
     if users:
         candidates = users[-1:]
     else:
         prompts = [text for role, text in history.messages if role != "user"]
         candidates = [*prompts, instructions]
-    for text in candidates:
-        for line in text.splitlines():
-            cleaned = _strip_markdown(line)
-            if cleaned:
-                return cleaned[:80].rstrip()
-    return "offline search"
+    lines = [
+        cleaned
+        for text in candidates
+        for line in text.splitlines()
+        if not line.lstrip().startswith("#") and (cleaned := _strip_markdown(line))
+    ]
+    for line in lines:
+        if "?" in line:
+            question = line[: line.index("?") + 1].rsplit(": ", 1)[-1]
+            return _shorten(question.strip())
+    return _shorten(lines[0]) if lines else "offline search"
 
 
 def allowed_names(choice: Any) -> set[str] | None:

@@ -28,8 +28,11 @@ _NAMED_STRINGS: Mapping[str, str] = {
     "filename": "notes.md",
     "content": "Drafted by the offline model.",
     "text": "Drafted by the offline model.",
+    "target": ".",
     "objective": "Complete the task",
-    "title": "First step",
+    "initial_step": "Draft the document",
+    "step": "Review the draft",
+    "title": "Draft the document",
     "new": "Revised by the offline model.",
     "prefix": "",
 }
