@@ -69,6 +69,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
         (
             "Web search",
             {
+                "classes": ["hosted-kind", "kind-web_search"],
                 "fields": list(HostedToolDefinitionForm.web_search_fields),
                 "description": "Used when the kind is web_search: allowed domains, "
                 "an approximate user location and live access.",
@@ -77,6 +78,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
         (
             "File search",
             {
+                "classes": ["hosted-kind", "kind-file_search"],
                 "fields": list(HostedToolDefinitionForm.file_search_fields),
                 "description": "Used when the kind is file_search: the vector "
                 "stores to search, how many results, attribute filters and "
@@ -86,6 +88,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
         (
             "Code interpreter",
             {
+                "classes": ["hosted-kind", "kind-code_interpreter"],
                 "fields": list(HostedToolDefinitionForm.code_interpreter_fields),
                 "description": "Used when the kind is code_interpreter: either an "
                 "existing container id, or an auto container with a memory limit "
@@ -95,6 +98,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
         (
             "Image generation",
             {
+                "classes": ["hosted-kind", "kind-image_generation"],
                 "fields": list(HostedToolDefinitionForm.image_generation_fields),
                 "description": "Used when the kind is image_generation; empty "
                 "fields leave the provider's default.",
@@ -103,6 +107,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
         (
             "MCP server",
             {
+                "classes": ["hosted-kind", "kind-mcp"],
                 "fields": list(HostedToolDefinitionForm.mcp_fields),
                 "description": "Used when the kind is mcp. Header values are "
                 "secrets: only the names of the environment variables holding "
@@ -119,6 +124,9 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    class Media:
+        js = ["tooling/hosted_kind.js"]
 
     @admin.display(description="Config")
     def stored_config(self, obj: HostedToolDefinition) -> str:

@@ -78,3 +78,20 @@ def test_consulted_sources_treat_a_tracked_url_as_cited():
     )
 
     assert consulted_sources([search], [cited]) == ["https://b.example/"]
+
+
+def test_session_page_flags_a_citation_outside_the_allowed_domains(admin_client):
+    session = AgentSessionFactory(
+        output_text="Tides rise.",
+        tools_payload=[
+            {"type": "web_search", "filters": {"allowed_domains": ["docs.python.org"]}}
+        ],
+    )
+    CitationFactory(session=session, url="https://docs.python.org/3/", title="In")
+    CitationFactory(session=session, url="https://blog.example.com/x", title="Out")
+
+    page = admin_client.get(session.get_absolute_url()).content.decode()
+
+    assert page.count("outside allowed domains</span>") == 1
+    flagged = page[page.index(">Out<") : page.index("</li>", page.index(">Out<"))]
+    assert "outside allowed domains" in flagged

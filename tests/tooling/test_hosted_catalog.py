@@ -654,3 +654,48 @@ def test_a_failed_native_call_is_recorded_as_failed(kind, marker, error):
     assert invocation.kind == kind
     assert invocation.success is False
     assert error in invocation.message
+
+
+def _post_prompt(admin_client, section, model: str):
+    return admin_client.post(
+        reverse("admin:tooling_prompttemplate_add"),
+        {
+            "namespace": "ops",
+            "key": "search",
+            "model": model,
+            "tool_choice": "auto",
+            "max_turns": 8,
+            "enabled": "on",
+            "prompt_sections-TOTAL_FORMS": 1,
+            "prompt_sections-INITIAL_FORMS": 0,
+            "prompt_sections-0-section": section.pk,
+            "prompt_sections-0-position": 0,
+        },
+    )
+
+
+def test_prompt_admin_refuses_a_hosted_kind_its_model_does_not_support(admin_client):
+    ModelCapability.objects.create(model="gpt-5.4-mini", hosted_kinds=["file_search"])
+    parent = SectionDefinitionFactory(template="Answer.")
+    # The web search sits in a child section: the whole tree is checked.
+    child = SectionDefinitionFactory(parent=parent, template="Search first.")
+    search = HostedToolDefinitionFactory(name="docs_search", kind="web_search")
+    SectionHostedTool.objects.create(section=child, hosted_tool=search, position=0)
+
+    response = _post_prompt(admin_client, parent, "gpt-5.4-mini")
+
+    assert response.status_code == 200
+    assert escape(
+        "Model 'gpt-5.4-mini' does not support hosted tool kind 'web_search' "
+        "(tool 'docs_search'); it supports: file_search."
+    ) in response.content.decode()
+    assert not PromptTemplate.objects.exists()
+    # A model the catalog has no allow-list for is not restricted.
+    assert _post_prompt(admin_client, parent, "gpt-5.4").status_code == 302
+
+
+def test_web_search_country_is_stored_upper_case(admin_client):
+    response = _add(admin_client, "web_search", {"country": "gb"})
+
+    assert response.status_code == 302
+    assert HostedToolDefinition.objects.get().config["country"] == "GB"

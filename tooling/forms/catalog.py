@@ -4,6 +4,7 @@ form. Each validates by building the runtime object."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -18,7 +19,13 @@ from tooling.models import (
     ToolDefinition,
     TrustLevel,
 )
-from tooling.runtime import PromptError, ToolChoice
+from tooling.runtime import (
+    HostedTool,
+    PromptError,
+    Section,
+    ToolChoice,
+    unsupported_kind_message,
+)
 
 from .validation import validated
 
@@ -211,11 +218,29 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
         sections = [section for _, section in sorted(links, key=lambda x: x[0])]
         policies = getattr(self.instance, "_pending_policies", None)
         try:
-            assembly.build_prompt_from_parts(
+            prompt = assembly.build_prompt_from_parts(
                 self.instance, roots=sections, policies=policies
             )
         except PromptError as error:
             raise ValidationError(error.message) from error
+        capabilities = assembly.model_capabilities(self.instance.model)
+        if capabilities is not None:
+            message = unsupported_kind_message(
+                self.instance.model,
+                capabilities[self.instance.model],
+                _hosted_tools(prompt.sections),
+            )
+            if message is not None:
+                raise ValidationError(message)
+
+
+def _hosted_tools(sections: Sequence[Section]) -> list[HostedTool[Any]]:
+    """Every hosted tool of a section tree, enabled or not."""
+    found: list[HostedTool[Any]] = []
+    for section in sections:
+        found.extend(section.hosted_tools())
+        found.extend(_hosted_tools(section.children))
+    return found
 
 
 class PreviewForm(forms.Form):

@@ -270,6 +270,9 @@ class HostedToolDefinitionForm(forms.ModelForm):
             config = instance.config if isinstance(instance.config, dict) else {}
             self.initial.update(self._initial_from(instance.kind, config))
 
+    def clean_country(self) -> str:
+        return (self.cleaned_data.get("country") or "").strip().upper()
+
     def clean_min_trust_level(self) -> str:
         return self.cleaned_data.get("min_trust_level") or TrustLevel.STANDARD
 

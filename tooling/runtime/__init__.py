@@ -89,6 +89,7 @@ from .hosted import (
     image_generation_tool,
     mcp_tool,
     source_key,
+    unsupported_kind_message,
     web_search_tool,
 )
 from .planning import (
@@ -233,5 +234,6 @@ __all__ = [
     "planning_template",
     "planning_tools",
     "source_key",
+    "unsupported_kind_message",
     "web_search_tool",
 ]

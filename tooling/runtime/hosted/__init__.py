@@ -1,6 +1,11 @@
 """Hosted (provider-executed) tools: the base type and one module per kind."""
 
-from .base import HostedTool, HostedToolConfig, HostedToolOutput
+from .base import (
+    HostedTool,
+    HostedToolConfig,
+    HostedToolOutput,
+    unsupported_kind_message,
+)
 from .code_interpreter import (
     CodeInterpreterConfig,
     CodeInterpreterResult,
@@ -85,5 +90,6 @@ __all__ = [
     "image_generation_tool",
     "mcp_tool",
     "source_key",
+    "unsupported_kind_message",
     "web_search_tool",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import PromptValidationError
@@ -63,6 +64,23 @@ class HostedTool(Generic[ConfigT]):
     @property
     def is_native(self) -> bool:
         return True
+
+
+def unsupported_kind_message(
+    model: str, allowed: Iterable[str], hosted_tools: Iterable[HostedTool[Any]]
+) -> str | None:
+    """Why ``model`` cannot be offered ``hosted_tools`` (its allow-list is
+    ``allowed``), or ``None`` when every kind is allowed. The adapter and the
+    catalog admin give the same message."""
+    kinds = frozenset(allowed)
+    for hosted in hosted_tools:
+        if hosted.kind not in kinds:
+            return (
+                f"Model '{model}' does not support hosted tool kind "
+                f"'{hosted.kind}' (tool '{hosted.name}'); it supports: "
+                f"{', '.join(sorted(kinds)) or 'no hosted tools'}."
+            )
+    return None
 
 
 def frozen_tuple(value: Any) -> tuple[Any, ...]:

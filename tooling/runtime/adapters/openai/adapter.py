@@ -41,7 +41,7 @@ from ...events import (
     ToolInvoked,
 )
 from ...executor import FunctionCall, ToolExecutor
-from ...hosted.base import HostedTool
+from ...hosted.base import HostedTool, unsupported_kind_message
 from ...prompt import Prompt, PromptResponse, RenderedPrompt, ToolChoice
 from ...results import ToolResult
 from ...schema import is_strict_compatible
@@ -159,15 +159,11 @@ class OpenAIAdapter:
         if self.model_capabilities is None:
             return
         allowed = self.model_capabilities.get(self.model, frozenset())
-        for hosted in rendered.hosted_tools:
-            if hosted.kind not in allowed:
-                raise PromptEvaluationError(
-                    f"Model '{self.model}' does not support hosted tool kind "
-                    f"'{hosted.kind}' (tool '{hosted.name}'); it supports: "
-                    f"{', '.join(sorted(allowed)) or 'no hosted tools'}.",
-                    prompt_name=rendered.prompt_name,
-                    phase="render",
-                )
+        message = unsupported_kind_message(self.model, allowed, rendered.hosted_tools)
+        if message is not None:
+            raise PromptEvaluationError(
+                message, prompt_name=rendered.prompt_name, phase="render"
+            )
 
     def tools_payload(self, rendered: RenderedPrompt) -> list[dict[str, Any]]:
         """The exact ``tools`` array sent to the provider."""
