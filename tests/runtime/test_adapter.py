@@ -15,13 +15,13 @@ import openai
 import pytest
 
 from tooling.runtime.adapters.openai import OpenAIAdapter, OpenAIWebSearchCodec
-from tooling.runtime.adapters.openai.adapter import (
+from tooling.runtime.adapters.openai.codecs import default_codecs
+from tooling.runtime.adapters.openai.codecs.base import NativeCall
+from tooling.runtime.adapters.openai.redaction import (
     REDACTED,
     redact_request,
     redact_tools,
 )
-from tooling.runtime.adapters.openai.codecs import default_codecs
-from tooling.runtime.adapters.openai.codecs.base import NativeCall
 from tooling.runtime.context import ToolContext
 from tooling.runtime.deadlines import Budget, Deadline, FakeClock, TokenUsage
 from tooling.runtime.errors import PromptEvaluationError
@@ -703,9 +703,7 @@ def test_adapter_unknown_output_items_are_logged_and_not_text(
         "content": [text_part("HIDDEN")],
     }
     provider = FakeProvider(response(mystery, message("Visible.")))
-    with caplog.at_level(
-        logging.WARNING, logger="tooling.runtime.adapters.openai.adapter"
-    ):
+    with caplog.at_level(logging.WARNING, logger="tooling.runtime.adapters.openai.run"):
         result, sink = evaluate(provider, make_prompt())
     assert result.text == "Visible."
     (call,) = sink.of_type(ProviderCallCompleted)

@@ -228,7 +228,7 @@ def test_admin_web_search_typed_fields_are_saved_as_config(admin_client):
     assert response.status_code == 302
     config = HostedToolDefinition.objects.get().config
     assert config["allowed_domains"] == ["docs.python.org", "www.djangoproject.com"]
-    assert config["country"] == "de" and config["allow_live_access"] is False
+    assert config["country"] == "DE" and config["allow_live_access"] is False
 
 
 def test_admin_preview_shows_rendered_prompt_and_exact_tools_json(admin_client):
