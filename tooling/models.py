@@ -280,8 +280,8 @@ class PromptTemplate(TimestampedModel):
     tool_choice = models.CharField(
         max_length=200,
         default="auto",
-        help_text="auto, none, required, tool:<name>, allowed:<a>,<b> or "
-        "allowed-required:<a>,<b>.",
+        help_text="auto, none, required, tool:NAME, allowed:A,B or "
+        "allowed-required:A,B (tool names separated by commas).",
     )
     deadline_seconds = models.PositiveIntegerField(null=True, blank=True)
     max_total_tokens = models.PositiveIntegerField(null=True, blank=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -62,7 +63,11 @@ class UI:
         """Click something that loads a new page, and wait for that page."""
         old_page = self.find("html")
         element.click()
-        self.wait(EC.staleness_of(old_page))
+        # While the old page goes away chromedriver may answer "Node with given
+        # id does not belong to the document" instead of "stale": poll again.
+        WebDriverWait(
+            self.driver, WAIT_SECONDS, ignored_exceptions=[WebDriverException]
+        ).until(EC.staleness_of(old_page))
         self._loaded()
 
     def login(self, username: str, password: str) -> None:

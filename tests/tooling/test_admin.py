@@ -125,6 +125,34 @@ def test_admin_section_with_unknown_placeholder_is_refused(admin_client):
     assert not SectionDefinition.objects.exists()
 
 
+@pytest.mark.parametrize("placeholder", ["key", "name", "description"])
+def test_admin_unknown_placeholder_named_like_a_field_is_blamed_on_the_template(
+    admin_client, placeholder
+):
+    response = admin_client.post(
+        reverse("admin:tooling_sectiondefinition_add"),
+        {
+            "key": "task",
+            "title": "Task",
+            "template": f"Do $thing for ${placeholder}",
+            "default_params": json.dumps({"thing": "x"}),
+            "enabled": "on",
+            "position": 0,
+            "sectiontool_set-TOTAL_FORMS": 0,
+            "sectiontool_set-INITIAL_FORMS": 0,
+            "sectionhostedtool_set-TOTAL_FORMS": 0,
+            "sectionhostedtool_set-INITIAL_FORMS": 0,
+        },
+    )
+    form = _errors(response) and response.context["adminform"].form
+    assert form.errors == {
+        "template": [
+            f"Template references unknown placeholder '${placeholder}' (known: thing)."
+        ]
+    }
+    assert not SectionDefinition.objects.exists()
+
+
 def test_admin_policy_dependency_on_missing_tool_is_refused_at_prompt_level(
     admin_client,
 ):
@@ -312,3 +340,78 @@ def test_audit_admin_is_read_only(admin_client):
     assert add.status_code == 403
     assert delete.status_code == 403
     assert type(session).objects.filter(pk=session.pk).exists()
+
+
+def _edit_policy(admin_client, policy, dependencies):
+    return admin_client.post(
+        reverse("admin:tooling_policydefinition_change", args=[policy.pk]),
+        {
+            "name": policy.name,
+            "kind": policy.kind,
+            "config": json.dumps({"dependencies": dependencies}),
+            "description": "",
+        },
+    )
+
+
+@pytest.mark.parametrize("attached_to", ["child section", "prompt"])
+def test_admin_policy_edit_that_breaks_a_prompt_using_it_is_refused(
+    admin_client, attached_to
+):
+    policy = PolicyDefinition.objects.create(
+        name="ship-order",
+        kind="sequential_dependency",
+        config={"dependencies": {"deploy": ["build"]}},
+    )
+    root = SectionDefinitionFactory(key="ship")
+    child = SectionDefinitionFactory(key="steps", parent=root)
+    attach(
+        child, ToolDefinitionFactory(name="deploy"), ToolDefinitionFactory(name="build")
+    )
+    prompt = PromptTemplateFactory(namespace="ops", key="ship")
+    add_sections(prompt, root)
+    if attached_to == "prompt":
+        prompt.policies.add(policy)
+    else:
+        child.policies.add(policy)
+
+    response = _edit_policy(admin_client, policy, {"deploy": ["build", "compile"]})
+
+    form = _errors(response) and response.context["adminform"].form
+    assert form.errors == {
+        "config": [
+            "This change would break prompt 'ops/ship': Policy 'ship-order' refers "
+            "to tool 'compile', which prompt 'ops/ship' does not have."
+        ]
+    }
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"deploy": ["build"]}}
+    # A change the prompt can live with is saved.
+    assert _edit_policy(admin_client, policy, {"build": ["deploy"]}).status_code == 302
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"build": ["deploy"]}}
+
+
+def test_admin_policy_edit_checks_only_the_prompts_that_use_it(admin_client):
+    policy = PolicyDefinition.objects.create(
+        name="unused",
+        kind="sequential_dependency",
+        config={"dependencies": {"deploy": ["build"]}},
+    )
+    # Another prompt is already broken (its own policy names a missing tool):
+    # editing an unrelated policy does not blame it.
+    broken = PolicyDefinition.objects.create(
+        name="broken",
+        kind="sequential_dependency",
+        config={"dependencies": {"deploy": ["nothing"]}},
+    )
+    section = SectionDefinitionFactory()
+    attach(section, ToolDefinitionFactory(name="deploy"))
+    section.policies.add(broken)
+    add_sections(PromptTemplateFactory(), section)
+
+    response = _edit_policy(admin_client, policy, {"deploy": ["compile"]})
+
+    assert response.status_code == 302
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"deploy": ["compile"]}}

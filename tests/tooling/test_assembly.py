@@ -51,6 +51,24 @@ def _catalog(sections: int, tools_per_section: int) -> PromptTemplate:
     return prompt
 
 
+def test_checking_a_policy_edit_uses_a_constant_number_of_queries(
+    django_assert_num_queries,
+):
+    small = _catalog(sections=1, tools_per_section=2)
+    policy = small.policies.get()
+    policy.config = {"read_tools": ["nope"], "write_tools": []}
+
+    with django_assert_num_queries(7) as small_queries:
+        problems = assembly.prompts_broken_by_policy(policy)
+    assert [ref for ref, _ in problems] == [small.ref]
+
+    large = _catalog(sections=6, tools_per_section=5)
+    large.policies.add(policy)
+    with django_assert_num_queries(len(small_queries.captured_queries)):
+        problems = assembly.prompts_broken_by_policy(policy)
+    assert sorted(ref for ref, _ in problems) == sorted([small.ref, large.ref])
+
+
 def _assemble(ref: str):
     return assembly.build_prompt(assembly.load_template(ref))
 

@@ -685,10 +685,13 @@ def test_prompt_admin_refuses_a_hosted_kind_its_model_does_not_support(admin_cli
     response = _post_prompt(admin_client, parent, "gpt-5.4-mini")
 
     assert response.status_code == 200
-    assert escape(
-        "Model 'gpt-5.4-mini' does not support hosted tool kind 'web_search' "
-        "(tool 'docs_search'); it supports: file_search."
-    ) in response.content.decode()
+    assert (
+        escape(
+            "Model 'gpt-5.4-mini' does not support hosted tool kind 'web_search' "
+            "(tool 'docs_search'); it supports: file_search."
+        )
+        in response.content.decode()
+    )
     assert not PromptTemplate.objects.exists()
     # A model the catalog has no allow-list for is not restricted.
     assert _post_prompt(admin_client, parent, "gpt-5.4").status_code == 302

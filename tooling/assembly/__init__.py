@@ -18,6 +18,7 @@ from .prompts import (
     catalog_hash,
     load_template,
     output_for,
+    prompts_broken_by_policy,
     section_params_type,
     tool_choice_for,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "load_template",
     "model_capabilities",
     "output_for",
+    "prompts_broken_by_policy",
     "section_params_type",
     "tool_choice_for",
 ]

@@ -26,6 +26,7 @@ from tooling.runtime import (
     MarkdownSection,
     PlanningStrategy,
     Prompt,
+    PromptError,
     PromptValidationError,
     StructuredOutput,
     Tool,
@@ -218,6 +219,50 @@ def build_prompt(template: PromptTemplate) -> Prompt:
     return build_prompt_from_parts(
         template, roots=roots, policies=list(template.policies.all()), sections=sections
     )
+
+
+def prompts_broken_by_policy(candidate: PolicyDefinition) -> list[tuple[str, str]]:
+    """``(prompt ref, message)`` for each saved prompt that would no longer
+    build if the policy ``candidate.pk`` had ``candidate``'s kind and config.
+
+    Nothing is written: the loaded copies of the policy take the candidate's
+    kind and config, in memory only. Queries: a constant number.
+    """
+    sections = _all_sections()
+    templates = list(PromptTemplate.objects.with_catalog())
+    loaded = [p for section in sections.values() for p in section.policies.all()]
+    loaded += [p for template in templates for p in template.policies.all()]
+    for policy in loaded:
+        if policy.pk == candidate.pk:
+            policy.kind, policy.config = candidate.kind, candidate.config
+    children_of: dict[int | None, list[SectionDefinition]] = {}
+    for section in sections.values():
+        children_of.setdefault(section.parent_id, []).append(section)
+
+    def uses(section: SectionDefinition, seen: frozenset[int] = frozenset()) -> bool:
+        if section.pk in seen:
+            return False  # a cycle: reported by the build itself
+        if any(p.pk == candidate.pk for p in section.policies.all()):
+            return True
+        below = children_of.get(section.pk, [])
+        return any(uses(child, seen | {section.pk}) for child in below)
+
+    problems: list[tuple[str, str]] = []
+    for template in templates:
+        roots = [sections[link.section_id] for link in template.prompt_sections.all()]
+        direct = any(p.pk == candidate.pk for p in template.policies.all())
+        if not direct and not any(uses(root) for root in roots):
+            continue
+        try:
+            build_prompt_from_parts(
+                template,
+                roots=roots,
+                policies=list(template.policies.all()),
+                sections=sections,
+            )
+        except PromptError as error:
+            problems.append((template.ref, error.message))
+    return problems
 
 
 def build_prompt_from_parts(

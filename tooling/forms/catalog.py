@@ -116,6 +116,19 @@ class PolicyDefinitionForm(forms.ModelForm):
             config=cleaned.get("config") or {},
         )
         validated(self, lambda: assembly.build_policy(candidate), "config")
+        if self.instance.pk is not None:
+            # An edit must not break the prompts that already use the policy.
+            candidate.pk = self.instance.pk
+            problems = assembly.prompts_broken_by_policy(candidate)
+            if problems:
+                raise ValidationError(
+                    {
+                        "config": [
+                            f"This change would break prompt '{ref}': {message}"
+                            for ref, message in problems
+                        ]
+                    }
+                )
         return cleaned
 
 
@@ -148,7 +161,12 @@ class SectionDefinitionForm(forms.ModelForm):
             enabled_when_param=cleaned.get("enabled_when_param", ""),
             planning_strategy=cleaned.get("planning_strategy", ""),
         )
-        validated(self, lambda: assembly.build_section(candidate), "template")
+        validated(
+            self,
+            lambda: assembly.build_section(candidate),
+            "template",
+            template=candidate.template,
+        )
         parent = cleaned.get("parent")
         while parent is not None:
             if self.instance.pk and parent.pk == self.instance.pk:

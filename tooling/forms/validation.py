@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from tooling.runtime import PromptError
+from tooling.runtime import PromptError, template_placeholders
 
 # Which form field a runtime error's ``placeholder`` belongs to.
 _FIELD_OF = {
@@ -63,19 +63,34 @@ _FIELD_OF = {
 
 
 def runtime_error(
-    error: PromptError, form: forms.BaseForm, default: str | None = None
+    error: PromptError,
+    form: forms.BaseForm,
+    default: str | None = None,
+    *,
+    template: str = "",
 ) -> ValidationError:
-    """A ``ValidationError`` attached to the field the runtime blamed."""
-    name = _FIELD_OF.get(error.placeholder or "", default)
+    """A ``ValidationError`` attached to the field the runtime blamed.
+
+    An error about one of ``template``'s placeholders belongs to the template
+    field, even when the placeholder is named like another field (``$key``).
+    """
+    if template and error.placeholder in template_placeholders(template):
+        name: str | None = "template"
+    else:
+        name = _FIELD_OF.get(error.placeholder or "", default)
     if name in form.fields:
         return ValidationError({name: error.message})
     return ValidationError(error.message)
 
 
 def validated(
-    form: forms.ModelForm, build: Callable[[], Any], default: str | None = None
+    form: forms.ModelForm,
+    build: Callable[[], Any],
+    default: str | None = None,
+    *,
+    template: str = "",
 ) -> Any:
     try:
         return build()
     except PromptError as error:
-        raise runtime_error(error, form, default) from error
+        raise runtime_error(error, form, default, template=template) from error

@@ -115,7 +115,7 @@ from .prompt import (
     ToolChoice,
 )
 from .results import ToolResult
-from .sections import MarkdownSection, Section
+from .sections import MarkdownSection, Section, template_placeholders
 from .session import (
     Filesystem,
     InMemoryFilesystem,
@@ -234,6 +234,7 @@ __all__ = [
     "planning_template",
     "planning_tools",
     "source_key",
+    "template_placeholders",
     "unsupported_kind_message",
     "web_search_tool",
 ]
