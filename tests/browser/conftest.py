@@ -169,3 +169,19 @@ def shot(driver: Any) -> Any:
         return path
 
     return take
+
+
+OPERATOR_PASSWORD = "a-browser-test-password"
+
+
+@pytest.fixture
+def ui(driver: Any, live_server: Any, django_user_model: Any) -> Any:
+    """The browser, logged in to the admin as a new superuser ``operator``."""
+    from tests.browser.ui import UI
+
+    django_user_model.objects.create_superuser(
+        "operator", "op@example.com", OPERATOR_PASSWORD
+    )
+    page = UI(driver, live_server.url)
+    page.login("operator", OPERATOR_PASSWORD)
+    return page

@@ -21,17 +21,7 @@ from tooling.models import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-browser-test-password"
-
 DRAFT_DESCRIPTION = "Create a scratch draft of a file (not for overwriting)."
-
-
-@pytest.fixture
-def ui(driver: Any, live_server: Any, django_user_model: Any) -> UI:
-    django_user_model.objects.create_superuser("operator", "op@example.com", PASSWORD)
-    page = UI(driver, live_server.url)
-    page.login("operator", PASSWORD)
-    return page
 
 
 def add_tool(ui: UI, name: str, handler: str, description: str = "") -> None:

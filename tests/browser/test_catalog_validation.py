@@ -26,8 +26,6 @@ from tooling.models import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-browser-test-password"
-
 # The note Django's admin puts above a form it refuses (one error).
 ERROR_NOTE = "Please correct the error below."
 
@@ -35,14 +33,6 @@ BAD_NAME_RULE = (
     "must match ^[a-z0-9_-]{1,64}$: 1-64 lowercase ASCII letters, digits, "
     "underscores or hyphens (OpenAI function-name constraints)."
 )
-
-
-@pytest.fixture
-def ui(driver: Any, live_server: Any, django_user_model: Any) -> UI:
-    django_user_model.objects.create_superuser("operator", "op@example.com", PASSWORD)
-    page = UI(driver, live_server.url)
-    page.login("operator", PASSWORD)
-    return page
 
 
 def assert_refused(ui: UI, errors: list[str]) -> None:

@@ -20,8 +20,6 @@ from tooling.demo import DEMO_PROMPTS, seed_demo_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-browser-test-password"
-
 PLANNING_TOOLS = [
     "planning_setup_plan",
     "planning_add_step",
@@ -46,13 +44,9 @@ DEMO_TOOLS = {
 Entries = list[tuple[set[str], str, str]]
 
 
-@pytest.fixture
-def ui(driver: Any, live_server: Any, django_user_model: Any) -> UI:
+@pytest.fixture(autouse=True)
+def _demo_catalog(transactional_db: Any) -> None:
     seed_demo_catalog()
-    django_user_model.objects.create_superuser("operator", "op@example.com", PASSWORD)
-    page = UI(driver, live_server.url)
-    page.login("operator", PASSWORD)
-    return page
 
 
 def open_preview(ui: UI, ref: str) -> None:

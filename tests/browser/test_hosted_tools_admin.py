@@ -32,8 +32,6 @@ from tooling.runtime import source_key
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "a-browser-test-password"
-
 DOMAINS = ["docs.python.org", "docs.djangoproject.com"]
 
 # The web_search tool as the OpenAI Responses API takes it: filters and
@@ -68,14 +66,6 @@ COUNT_WORDS_TOOL = {
     },
     "strict": True,
 }
-
-
-@pytest.fixture
-def ui(driver: Any, live_server: Any, django_user_model: Any) -> UI:
-    django_user_model.objects.create_superuser("operator", "op@example.com", PASSWORD)
-    page = UI(driver, live_server.url)
-    page.login("operator", PASSWORD)
-    return page
 
 
 # -- admin steps ------------------------------------------------------------------
