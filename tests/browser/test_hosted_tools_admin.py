@@ -84,6 +84,13 @@ def fill_web_search(ui: UI, name: str, **fields: str) -> None:
             ui.fill(field, value)
 
 
+def add_count_words(ui: UI) -> None:
+    ui.go("/admin/tooling/tooldefinition/add/")
+    ui.fill("name", "count_words")
+    ui.select("handler_key", "demo.count_words")
+    ui.save_and_expect_success()
+
+
 def add_docs_search(ui: UI, shot: Any) -> None:
     fill_web_search(
         ui,
@@ -268,10 +275,7 @@ def test_operator_adds_web_search_previews_runs_and_reads_its_sources(
 ) -> None:
     # 1. A function tool, the web search hosted tool through its typed form, a
     # section with both, a prompt with the section.
-    ui.go("/admin/tooling/tooldefinition/add/")
-    ui.fill("name", "count_words")
-    ui.select("handler_key", "demo.count_words")
-    ui.save_and_expect_success()
+    add_count_words(ui)
     add_docs_search(ui, shot)
     tool = HostedToolDefinition.objects.get(name="docs_search")
     assert tool.kind == "web_search"
@@ -489,10 +493,7 @@ def test_invalid_web_search_settings_are_refused_next_to_the_field(
 def test_a_model_without_web_search_cannot_save_preview_or_run_the_prompt(
     ui: UI, shot: Any
 ) -> None:
-    ui.go("/admin/tooling/tooldefinition/add/")
-    ui.fill("name", "count_words")
-    ui.select("handler_key", "demo.count_words")
-    ui.save_and_expect_success()
+    add_count_words(ui)
     add_docs_search(ui, shot=lambda name: None)
     add_section_with_search(ui)
     # Saved while the catalog has no allow-list for the model: not restricted.

@@ -603,3 +603,18 @@ def test_prompt_response_defaults() -> None:
     assert response.usage is None
     assert response.turns == 0
     assert response.response_id is None
+
+
+def test_prompt_declared_hosted_tools_include_disabled_and_nested_sections() -> None:
+    first = web_search_tool(name="first_search")
+    nested = web_search_tool(name="nested_search")
+    hidden = web_search_tool(name="hidden_search")
+    built = prompt(
+        section(
+            "a", hosted_tools=[first], children=[section("b", hosted_tools=[nested])]
+        ),
+        section("c", enabled=False, hosted_tools=[hidden]),
+    )
+
+    assert built.declared_hosted_tools() == (first, nested, hidden)
+    assert built.render().hosted_tools == (first, nested)

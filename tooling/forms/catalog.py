@@ -4,7 +4,6 @@ form. Each validates by building the runtime object."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -19,13 +18,7 @@ from tooling.models import (
     ToolDefinition,
     TrustLevel,
 )
-from tooling.runtime import (
-    HostedTool,
-    PromptError,
-    Section,
-    ToolChoice,
-    unsupported_kind_message,
-)
+from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 
 from .validation import validated
 
@@ -246,19 +239,10 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
             message = unsupported_kind_message(
                 self.instance.model,
                 capabilities[self.instance.model],
-                _hosted_tools(prompt.sections),
+                prompt.declared_hosted_tools(),
             )
             if message is not None:
                 raise ValidationError(message)
-
-
-def _hosted_tools(sections: Sequence[Section]) -> list[HostedTool[Any]]:
-    """Every hosted tool of a section tree, enabled or not."""
-    found: list[HostedTool[Any]] = []
-    for section in sections:
-        found.extend(section.hosted_tools())
-        found.extend(_hosted_tools(section.children))
-    return found
 
 
 class PreviewForm(forms.Form):

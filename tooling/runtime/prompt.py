@@ -234,6 +234,13 @@ class Prompt:
     def __repr__(self) -> str:
         return f"<Prompt {self.ns}/{self.key}>"
 
+    def declared_hosted_tools(self) -> tuple[HostedTool[Any], ...]:
+        """Every hosted tool of the section tree, in declaration order, whether
+        or not its section is enabled (what a run could ever be offered)."""
+        return tuple(
+            hosted for node in self._nodes for hosted in node.section.hosted_tools()
+        )
+
     def _walk(
         self,
         sections: Sequence[Section],
