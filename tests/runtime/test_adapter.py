@@ -5,13 +5,11 @@ Responses API JSON, so the SDK's own parsing and error mapping are exercised.
 """
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from tooling.runtime.adapters.openai import OpenAIAdapter, OpenAIWebSearchCodec
@@ -47,142 +45,20 @@ from tooling.runtime.sections import MarkdownSection, Section
 from tooling.runtime.session import InMemorySession
 from tooling.runtime.tools import NativeTool, Tool
 
-MODEL = "gpt-test"
+from .fakes import (
+    MODEL,
+    FakeProvider,
+    function_call,
+    message,
+    message_parts,
+    reasoning,
+    response,
+    text_part,
+    url_citation,
+    web_search_call,
+)
+
 SYSTEM_TEXT = "## 1. Task (task)\n\nAnswer the question."
-
-# -- a fake provider speaking Responses API JSON through the real SDK ---------------
-
-Reply = dict[str, Any] | httpx.Response | Exception | Callable[[], Any]
-
-
-class FakeProvider:
-    """Queued replies for ``POST /v1/responses``; captures every request body."""
-
-    def __init__(self, *replies: Reply) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-        self.client = openai.OpenAI(
-            api_key="sk-test",
-            base_url="http://provider.test/v1",
-            http_client=httpx.Client(transport=httpx.MockTransport(self.handle)),
-            max_retries=0,
-        )
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        assert request.method == "POST"
-        assert request.url.path == "/v1/responses"
-        self.requests.append(json.loads(request.content))
-        reply = self.replies.pop(0)
-        while callable(reply):
-            reply = reply()
-        if isinstance(reply, Exception):
-            raise reply
-        if isinstance(reply, httpx.Response):
-            return reply
-        headers = {"x-request-id": f"req_{len(self.requests)}"}
-        return httpx.Response(200, json=reply, headers=headers)
-
-
-def response(
-    *items: dict[str, Any],
-    id: str = "resp_1",
-    status: str = "completed",
-    usage: tuple[int, int] = (10, 5),
-    cached: int = 0,
-    **extra: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": id,
-        "object": "response",
-        "created_at": 1767225600,
-        "status": status,
-        "model": MODEL,
-        "output": list(items),
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "error": None,
-        "incomplete_details": None,
-        "usage": {
-            "input_tokens": usage[0],
-            "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens": usage[1],
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage[0] + usage[1],
-        },
-    }
-    body.update(extra)
-    return body
-
-
-def text_part(text: str, *annotations: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": list(annotations)}
-
-
-def message(
-    text: str = "Done.", *annotations: dict[str, Any], id: str = "msg_1"
-) -> dict[str, Any]:
-    return message_parts([text_part(text, *annotations)], id=id)
-
-
-def message_parts(parts: list[dict[str, Any]], *, id: str = "msg_1") -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": id,
-        "role": "assistant",
-        "status": "completed",
-        "content": parts,
-    }
-
-
-def function_call(
-    name: str = "lookup",
-    arguments: Any = None,
-    call_id: str = "call_1",
-) -> dict[str, Any]:
-    args = (
-        arguments
-        if isinstance(arguments, str)
-        else json.dumps(arguments or {"query": "x"})
-    )
-    return {
-        "type": "function_call",
-        "id": f"fc_{call_id}",
-        "call_id": call_id,
-        "name": name,
-        "arguments": args,
-        "status": "completed",
-    }
-
-
-def reasoning(id: str = "rs_1") -> dict[str, Any]:
-    return {"type": "reasoning", "id": id, "summary": [], "encrypted_content": "opaque"}
-
-
-def web_search_call(
-    id: str = "ws_1", query: str = "tides", sources: Sequence[str] = ()
-) -> dict[str, Any]:
-    return {
-        "type": "web_search_call",
-        "id": id,
-        "status": "completed",
-        "action": {
-            "type": "search",
-            "query": query,
-            "sources": [{"type": "url", "url": url} for url in sources],
-        },
-    }
-
-
-def url_citation(url: str, start: int, end: int, title: str = "") -> dict[str, Any]:
-    return {
-        "type": "url_citation",
-        "url": url,
-        "title": title or url,
-        "start_index": start,
-        "end_index": end,
-    }
-
 
 # -- prompts -----------------------------------------------------------------------
 
@@ -838,6 +714,7 @@ def test_adapter_http_errors_abort_with_request_phase(
         "status_code": status,
         "code": "bad_code",
         "request_id": "req_err",
+        "attempts": 1,
     }
     assert len(provider.requests) == 1
     (failed,) = sink.of_type(ProviderCallFailed)
@@ -1020,13 +897,13 @@ def test_adapter_uses_a_pre_rendered_prompt() -> None:
 # -- deadlines, budgets, heartbeat -------------------------------------------------
 
 
-def test_adapter_expired_deadline_before_start_fails_with_request_phase() -> None:
+def test_adapter_expired_deadline_before_start_fails_with_deadline_phase() -> None:
     clock = FakeClock()
     deadline = Deadline.after(1, clock=clock)
     clock.advance(2)
     provider = FakeProvider()
     error, sink = failure(provider, make_prompt(), deadline=deadline)
-    assert error.phase == "request"
+    assert error.phase == "deadline"
     assert error.message == "Deadline expired before evaluation started."
     assert error.provider_payload == {
         "deadline_expires_at": "2026-01-01T00:00:01+00:00"
@@ -1046,7 +923,7 @@ def test_adapter_deadline_expiring_during_tools_stops_before_next_request() -> N
     tool = Tool(name="slow", description="Slow.", handler=slow)
     provider = FakeProvider(response(function_call("slow")))
     error, _ = failure(provider, make_prompt(tools=[tool]), deadline=deadline)
-    assert error.phase == "request"
+    assert error.phase == "deadline"
     assert error.message == "Deadline expired before provider request."
     assert len(provider.requests) == 1
 
@@ -1068,12 +945,12 @@ def test_adapter_deadline_expiring_during_the_last_request_fails_finalisation() 
     assert error.provider_payload == deadline.payload()
 
 
-def test_adapter_deadline_expiring_at_finalisation_has_response_phase() -> None:
+def test_adapter_deadline_expiring_at_finalisation_has_deadline_phase() -> None:
     clock = FakeClock()
     deadline = Deadline.after(10, clock=clock)
     provider = FakeProvider(slow_reply(clock, response(message())))
     error, _ = failure(provider, make_prompt(), deadline=deadline)
-    assert error.phase == "response"
+    assert error.phase == "deadline"
 
 
 def test_adapter_budget_exceeded_at_finalisation() -> None:

@@ -517,7 +517,7 @@ def test_executor_deadline_is_checked_after_policies_allow() -> None:
     with pytest.raises(PromptEvaluationError) as info:
         harness.run("search", {"query": "q"})
     assert info.value.message == "Deadline expired before executing tool 'search'."
-    assert info.value.phase == "tool"
+    assert info.value.phase == "deadline"
     assert policy.checked == ["search"]
     assert handler.calls == []
 
@@ -604,16 +604,20 @@ def test_executor_handler_exceptions_are_logged(
     assert "Tool search failed" in caplog.text
 
 
-def test_executor_prompt_evaluation_error_is_re_raised() -> None:
+def test_executor_prompt_evaluation_error_is_re_raised_after_recording_the_call() -> (
+    None
+):
     error = PromptEvaluationError("stop", phase="tool")
     harness = Harness([search_tool(Recorder(lambda p, c: raiser(error)()))])
     with pytest.raises(PromptEvaluationError) as info:
         harness.run("search", {"query": "q"})
     assert info.value is error
-    assert harness.invoked() == []
+    (invoked,) = harness.invoked()
+    assert (invoked.success, invoked.result.message) == (False, "stop")
+    assert invoked.model_output == "stop"
 
 
-def test_executor_deadline_exceeded_becomes_tool_phase_error() -> None:
+def test_executor_deadline_exceeded_becomes_deadline_phase_error() -> None:
     clock = FakeClock()
     deadline = Deadline.after(30, clock=clock)
     harness = Harness(
@@ -628,7 +632,7 @@ def test_executor_deadline_exceeded_becomes_tool_phase_error() -> None:
         harness.run("search", {"query": "q"})
     error = info.value
     assert error.message == "too slow"
-    assert error.phase == "tool"
+    assert error.phase == "deadline"
     assert error.prompt_name == "executor-prompt"
     assert error.provider_payload == {
         "deadline_expires_at": "2026-01-01T00:00:30+00:00"
@@ -739,7 +743,7 @@ def test_executor_expired_deadline_aborts_before_dispatch() -> None:
         harness.run("search", {"query": "q"})
     error = info.value
     assert error.message == "Deadline expired before executing tool 'search'."
-    assert error.phase == "tool"
+    assert error.phase == "deadline"
     assert error.prompt_name == "executor-prompt"
     assert error.provider_payload == {
         "deadline_expires_at": "2026-01-01T00:00:05+00:00"

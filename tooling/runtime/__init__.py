@@ -8,6 +8,7 @@ from .adapters.openai import (
     NativeCall,
     OpenAIAdapter,
     OpenAIWebSearchCodec,
+    RunRecord,
     default_codecs,
 )
 from .adapters.openai.codecs import (
@@ -33,6 +34,7 @@ from .errors import (
     PromptEvaluationError,
     PromptRenderError,
     PromptValidationError,
+    RunAborted,
     ToolValidationError,
     WinkError,
 )
@@ -44,11 +46,13 @@ from .events import (
     PromptExecuted,
     PromptFailed,
     PromptRendered,
+    ProviderAttempt,
     ProviderCallCompleted,
     ProviderCallFailed,
     RejectedToolParams,
     StateChanged,
     ToolInvoked,
+    event_id_for,
 )
 from .executor import FunctionCall, ToolExecution, ToolExecutor
 from .hosted import (
@@ -194,6 +198,7 @@ __all__ = [
     "PromptRendered",
     "PromptResponse",
     "PromptValidationError",
+    "ProviderAttempt",
     "ProviderCallCompleted",
     "ProviderCallFailed",
     "RankingOptions",
@@ -201,6 +206,8 @@ __all__ = [
     "RejectedToolParams",
     "RenderedPrompt",
     "Resources",
+    "RunAborted",
+    "RunRecord",
     "Section",
     "SequentialDependencyPolicy",
     "SessionProtocol",
@@ -228,6 +235,7 @@ __all__ = [
     "WithheldTool",
     "code_interpreter_tool",
     "default_codecs",
+    "event_id_for",
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",

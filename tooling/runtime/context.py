@@ -27,6 +27,15 @@ class ToolContext:
     call_id: str | None = None
 
     @property
+    def idempotency_key(self) -> str | None:
+        """``<session>:<call_id>``: the same for every attempt at this call,
+        including after a crash and resume. Pass it to outside systems that
+        accept one, so a side effect happens once however often it is tried."""
+        if not self.call_id:
+            return None
+        return f"{self.session.session_id}:{self.call_id}"
+
+    @property
     def resources(self) -> Resources:
         return self.session.resources
 

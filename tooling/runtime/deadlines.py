@@ -87,7 +87,7 @@ class TokenUsage:
         )
 
     @classmethod
-    def from_payload(cls, usage: Mapping[str, Any] | None) -> TokenUsage:
+    def from_payload(cls, usage: Any) -> TokenUsage:
         if not usage:
             return cls()
 
@@ -95,8 +95,14 @@ class TokenUsage:
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
             return value if ok else 0
 
-        input_details = usage.get("input_tokens_details") or {}
-        output_details = usage.get("output_tokens_details") or {}
+        if not isinstance(usage, Mapping):
+            return cls()
+        input_details = usage.get("input_tokens_details")
+        output_details = usage.get("output_tokens_details")
+        if not isinstance(input_details, Mapping):
+            input_details = {}
+        if not isinstance(output_details, Mapping):
+            output_details = {}
         return cls(
             input_tokens=count(usage.get("input_tokens", usage.get("prompt_tokens"))),
             output_tokens=count(

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-EvaluationPhase = Literal["render", "request", "response", "tool", "budget", "limit"]
+EvaluationPhase = Literal[
+    "render", "request", "response", "tool", "budget", "limit", "deadline"
+]
 
 
 class WinkError(Exception):
@@ -67,7 +69,8 @@ class PromptEvaluationError(WinkError):
     ``phase`` tells where: ``render`` (before any request: validation of the
     rendered prompt, tools and options), ``request`` (talking to the provider),
     ``response`` (the provider's answer could not be used), ``tool``,
-    ``budget`` or ``limit`` (maximum turns).
+    ``budget``, ``limit`` (maximum turns) or ``deadline`` (the deadline
+    passed; the message says at which step).
     """
 
     def __init__(
@@ -83,3 +86,16 @@ class PromptEvaluationError(WinkError):
         self.prompt_name = prompt_name
         self.phase = phase
         self.provider_payload = dict(provider_payload or {})
+
+
+class RunAborted(WinkError):
+    """Stop the evaluation at once, recording nothing more.
+
+    Raised by a heartbeat (``evaluate(heartbeat=...)``, ``ToolContext.beat()``)
+    or by a session store whose host can no longer go on: the run was
+    cancelled, another worker took it over, or the store went away. The
+    executor never turns it into a tool failure and the adapter emits no
+    ``PromptFailed`` for it: the caller decides how the run ends or resumes.
+    A tool call it interrupts is rolled back as a whole (state and audit
+    events), so a resumed run executes that call again.
+    """

@@ -27,6 +27,47 @@ def _event_id() -> str:
     return str(uuid.uuid4())
 
 
+_EVENT_NAMESPACE = uuid.UUID("5d0f3c3e-4f1a-4b8e-9c53-2f3a8e1b7c60")
+
+
+def event_id_for(run_id: str, *parts: object) -> str:
+    """A stable event id: the same run and step always give the same id.
+
+    A resumed run re-derives the ids of the steps it replays, so a sink can
+    tell an event it already recorded from a new one (``<run>/tool/3`` is the
+    third tool call of the run, whichever process emits it).
+    """
+    name = "/".join([run_id, *(str(part) for part in parts)])
+    return str(uuid.uuid5(_EVENT_NAMESPACE, name))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProviderAttempt:
+    """One HTTP attempt of a provider request (retries are attempts too).
+
+    ``status_code`` is ``None`` when no HTTP response came back (a timeout, a
+    cut connection, the deadline); ``error`` says what went wrong, ``None``
+    for the attempt that succeeded.
+    """
+
+    number: int
+    status_code: int | None
+    latency_ms: float
+    error: str | None = None
+    error_type: str | None = None
+    request_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "status_code": self.status_code,
+            "latency_ms": round(self.latency_ms, 3),
+            "error": self.error,
+            "error_type": self.error_type,
+            "request_id": self.request_id,
+        }
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RejectedToolParams:
     """Arguments that could not be parsed into the tool's params type."""
@@ -54,6 +95,9 @@ class ProviderCallCompleted:
 
     ``request`` is the body sent, except that ``input`` holds only the items
     added since the previous call (``input_offset`` says where they start).
+    ``attempts`` lists every HTTP attempt, the successful one last;
+    ``text_altered`` says unpaired surrogates in the response were replaced
+    (``tooling.runtime.text``) so that the conversation can be sent again.
     """
 
     prompt_name: str
@@ -68,6 +112,8 @@ class ProviderCallCompleted:
     citations: tuple[Citation, ...] = ()
     unknown_item_types: tuple[str, ...] = ()
     request_id: str | None = None
+    attempts: tuple[ProviderAttempt, ...] = ()
+    text_altered: bool = False
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -75,6 +121,9 @@ class ProviderCallCompleted:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderCallFailed:
+    """A provider request that produced no usable response; ``phase`` is the
+    evaluation phase it ends (``request``, ``response`` or ``deadline``)."""
+
     prompt_name: str
     turn: int
     request: Mapping[str, Any]
@@ -84,6 +133,8 @@ class ProviderCallFailed:
     status_code: int | None = None
     request_id: str | None = None
     latency_ms: float = 0.0
+    attempts: tuple[ProviderAttempt, ...] = ()
+    phase: str = "request"
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -95,6 +146,8 @@ class ToolInvoked:
 
     ``native`` calls were executed by the provider: ``provider`` and ``kind``
     say which capability; ``params`` come from the call's action.
+    ``model_output`` is the exact text the model received for a local call
+    (a resumed run replays it instead of running the call again).
     """
 
     prompt_name: str
@@ -110,6 +163,7 @@ class ToolInvoked:
     turn: int = 0
     sequence: int = 0
     raw_arguments: str | None = None
+    model_output: str = ""
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)

@@ -6,9 +6,15 @@ restore on failure, ``ToolInvoked``, response. A tool failure never aborts
 the run: unknown tools, malformed arguments, denials and handler errors all
 come back to the model as failed results. Only an expired deadline, a
 ``PromptEvaluationError`` from a handler, or an exhausted budget stop the
-evaluation. State changes are rolled back on *every* failed outcome, and the
-audit events are emitted after the transaction, so they are never rolled
-back.
+evaluation (the call that stopped it is still recorded, as failed), and a
+``RunAborted`` stops it without recording the call at all.
+
+Two nested session transactions frame each call. The inner one holds the
+handler's state changes and is rolled back on *every* failed outcome; the
+outer one also holds the call's audit events (``PolicyDenied``,
+``StateChanged``, ``ToolInvoked``), so a sink writing to the same store
+commits the state changes and their record together: after a crash either
+both exist or neither, and a resumed run knows exactly which calls ran.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +33,7 @@ from .errors import (
     BudgetExceededError,
     DeadlineExceededError,
     PromptEvaluationError,
+    RunAborted,
     ToolValidationError,
 )
 from .events import (
@@ -34,12 +42,14 @@ from .events import (
     RejectedToolParams,
     StateChanged,
     ToolInvoked,
+    event_id_for,
 )
 from .policies import PolicyDecision, ToolPolicy
 from .prompt import Prompt, RenderedPrompt
 from .results import ToolResult
 from .serde import SerdeError, parse
 from .session import Resources, SessionProtocol, Transaction
+from .text import sendable, sendable_text
 from .tools import Tool
 
 logger = logging.getLogger(__name__)
@@ -47,12 +57,18 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FunctionCall:
-    """A function call requested by the model."""
+    """A function call requested by the model.
+
+    ``problem`` marks a call the adapter found malformed (arguments that are
+    not a string, a missing or repeated ``call_id``): it is recorded as a
+    failed call with that message and never run.
+    """
 
     name: str
     arguments: str
     call_id: str | None
     turn: int = 0
+    problem: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,6 +146,7 @@ class ToolExecutor:
         budget_tracker: BudgetTracker | None = None,
         heartbeat: Callable[[], None] | None = None,
         sequence: Iterator[int] | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.prompt = prompt
         self.rendered = rendered
@@ -141,13 +158,14 @@ class ToolExecutor:
         self.budget_tracker = budget_tracker
         self.heartbeat = heartbeat
         self._sequence = sequence if sequence is not None else _counter()
+        self.run_id = run_id or str(uuid.uuid4())
 
     def _abort_if_expired(self, name: str) -> None:
         if self.deadline is not None and self.deadline.expired():
             raise PromptEvaluationError(
                 f"Deadline expired before executing tool '{name}'.",
                 prompt_name=self.rendered.prompt_name,
-                phase="tool",
+                phase="deadline",
                 provider_payload=self.deadline.payload(),
             )
 
@@ -165,26 +183,35 @@ class ToolExecutor:
         """Run one call and record it; return what the model will read."""
         self._abort_if_expired(call.name)
         self._check_budget()
+        if self.heartbeat is not None:
+            self.heartbeat()
+        sequence = next(self._sequence)
+        with self.session.transaction():  # the call's state and its record
+            execution, stop = self._execute(call, sequence)
+        if stop is not None:
+            raise stop
+        return execution
+
+    def _execute(
+        self, call: FunctionCall, sequence: int
+    ) -> tuple[ToolExecution, PromptEvaluationError | None]:
         tool = self.rendered.tool(call.name)
+        if call.problem is not None:
+            return self._reject(call, tool, call.problem, sequence), None
         if tool is None or tool.handler is None:
             if tool is None and self.rendered.hosted_tool(call.name) is None:
                 message = (
-                    f"Unknown tool '{call.name}'. Available tools: "
+                    f"Unknown tool '{_short(call.name)}'. Available tools: "
                     f"{', '.join(t.name for t in self.rendered.tools) or 'none'}."
                 )
             else:
                 message = f"Tool '{call.name}' does not have a registered handler."
-            return self._finish(
-                call,
-                tool,
-                RejectedToolParams(call.arguments, message),
-                ToolResult.error(message),
-                {},
-            )
+            return self._reject(call, tool, message, sequence), None
         params_or_error = self._parse(tool, call)
         if isinstance(params_or_error, RejectedToolParams):
             result: ToolResult[Any] = ToolResult.error(params_or_error.error)
-            return self._finish(call, tool, params_or_error, result, {})
+            execution = self._finish(call, tool, params_or_error, result, {}, sequence)
+            return execution, None
         params = params_or_error
         tracking = _TrackingSession(self.session)
         context = ToolContext(
@@ -198,20 +225,29 @@ class ToolExecutor:
             call_id=call.call_id,
         )
         policies = self.rendered.policies_by_tool.get(tool.name, ())
-        denial = self._check_policies(tool, params, policies, context, call)
+        denial = self._check_policies(tool, params, policies, context, call, sequence)
         if denial is not None:
-            return self._finish(call, tool, params, ToolResult.error(denial), {})
+            result = ToolResult.error(denial)
+            return self._finish(call, tool, params, result, {}, sequence), None
         self._abort_if_expired(tool.name)
-        if self.heartbeat is not None:
-            self.heartbeat()
         with self.session.transaction() as transaction:
-            result = self._run_handler(tool, params, context)
+            result, stop = self._run_handler(tool, params, context)
             if result.success:
                 result = self._record_result(tool, params, result, policies, context)
             if not result.success:
                 transaction.rollback()
         written = tracking.written if result.success else {}
-        return self._finish(call, tool, params, result, written)
+        return self._finish(call, tool, params, result, written, sequence), stop
+
+    def _reject(
+        self,
+        call: FunctionCall,
+        tool: Tool[Any, Any] | None,
+        message: str,
+        sequence: int,
+    ) -> ToolExecution:
+        params = RejectedToolParams(call.arguments, message)
+        return self._finish(call, tool, params, ToolResult.error(message), {}, sequence)
 
     def _parse(self, tool: Tool[Any, Any], call: FunctionCall) -> Any:
         raw = call.arguments or ""
@@ -225,6 +261,7 @@ class ToolExecutor:
             return RejectedToolParams(
                 raw, "Tool validation failed: arguments must be a JSON object."
             )
+        decoded = sendable(decoded)[0]  # "\\ud800" decodes to a lone surrogate
         if tool.params_type is None:
             if decoded:
                 return RejectedToolParams(
@@ -243,10 +280,13 @@ class ToolExecutor:
         policies: tuple[ToolPolicy, ...],
         context: ToolContext,
         call: FunctionCall,
+        sequence: int,
     ) -> str | None:
         for policy in policies:
             try:
                 decision = policy.check(tool, params, context=context)
+            except RunAborted:
+                raise
             except Exception as error:  # fail closed
                 logger.exception(
                     "Policy %s raised while checking %s", policy.name, tool.name
@@ -266,6 +306,7 @@ class ToolExecutor:
                         params=params,
                         turn=call.turn,
                         session_id=self.session.session_id,
+                        event_id=event_id_for(self.run_id, "denial", sequence),
                     )
                 )
                 return reason
@@ -282,6 +323,8 @@ class ToolExecutor:
         for policy in policies:
             try:
                 policy.on_result(tool, params, result, context=context)
+            except RunAborted:
+                raise
             except Exception as error:  # the call fails rather than the run
                 logger.exception("Policy %s raised in on_result", policy.name)
                 return ToolResult.error(
@@ -291,35 +334,44 @@ class ToolExecutor:
 
     def _run_handler(
         self, tool: Tool[Any, Any], params: Any, context: ToolContext
-    ) -> ToolResult[Any]:
+    ) -> tuple[ToolResult[Any], PromptEvaluationError | None]:
+        """The handler's result, and the error that stops the run after the
+        call is recorded (a ``PromptEvaluationError`` or an expired deadline)."""
         assert tool.handler is not None
         try:
             result = tool.handler(params, context=context)
-        except PromptEvaluationError:
+        except RunAborted:
             raise
+        except PromptEvaluationError as error:
+            return ToolResult.error(error.message), error
         except DeadlineExceededError as error:
-            raise PromptEvaluationError(
+            stop = PromptEvaluationError(
                 str(error) or f"Tool '{tool.name}' exceeded the deadline.",
                 prompt_name=self.rendered.prompt_name,
-                phase="tool",
+                phase="deadline",
                 provider_payload=self.deadline.payload() if self.deadline else None,
-            ) from error
+            )
+            stop.__cause__ = error
+            return ToolResult.error(stop.message), stop
         except ToolValidationError as error:
-            return ToolResult.error(f"Tool validation failed: {error}")
+            return ToolResult.error(f"Tool validation failed: {error}"), None
         except TypeError as error:
             logger.exception("Tool %s raised TypeError", tool.name)
-            return ToolResult.error(f"Tool '{tool.name}' raised TypeError: {error}")
+            message = f"Tool '{tool.name}' raised TypeError: {error}"
+            return ToolResult.error(message), None
         except Exception as error:
             logger.exception("Tool %s failed", tool.name)
-            return ToolResult.error(f"Tool '{tool.name}' execution failed: {error}")
+            message = f"Tool '{tool.name}' execution failed: {error}"
+            return ToolResult.error(message), None
         if not isinstance(result, ToolResult):
-            return ToolResult.error(
+            message = (
                 f"Tool '{tool.name}' returned {type(result).__name__}, "
                 "not a ToolResult."
             )
+            return ToolResult.error(message), None
         if not result.success and result.value is not None:
-            return dataclasses.replace(result, value=None)
-        return result
+            return dataclasses.replace(result, value=None), None
+        return result, None
 
     def _finish(
         self,
@@ -328,6 +380,7 @@ class ToolExecutor:
         params: Any,
         result: ToolResult[Any],
         written: dict[str, Any],
+        sequence: int,
     ) -> ToolExecution:
         session_id = self.session.session_id
         for key, value in written.items():
@@ -338,9 +391,11 @@ class ToolExecutor:
                     tool_name=call.name,
                     call_id=call.call_id,
                     session_id=session_id,
+                    event_id=event_id_for(self.run_id, "state", sequence, key),
                 )
             )
-        output = result.model_text()
+        # The model's next request must be encodable whatever the tool said.
+        output = sendable_text(result.model_text())[0]
         self.sink.emit(
             ToolInvoked(
                 prompt_name=self.rendered.prompt_name,
@@ -351,12 +406,18 @@ class ToolExecutor:
                 result=result,
                 rendered_output=result.render(),
                 turn=call.turn,
-                sequence=next(self._sequence),
+                sequence=sequence,
                 raw_arguments=call.arguments,
+                model_output=output,
                 session_id=session_id,
+                event_id=event_id_for(self.run_id, "tool", sequence),
             )
         )
         return ToolExecution(call=call, result=result, output=output)
+
+
+def _short(name: str, limit: int = 80) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "\u2026"
 
 
 def _counter() -> Iterator[int]:

@@ -1,6 +1,6 @@
 """The OpenAI Responses adapter and its hosted tool codecs."""
 
-from .adapter import OpenAIAdapter, redact_request, redact_tools
+from .adapter import OpenAIAdapter, RunRecord, redact_request, redact_tools
 from .codecs import HostedToolCodec, NativeCall, OpenAIWebSearchCodec, default_codecs
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "NativeCall",
     "OpenAIAdapter",
     "OpenAIWebSearchCodec",
+    "RunRecord",
     "default_codecs",
     "redact_request",
     "redact_tools",

@@ -11,6 +11,7 @@ message items included) followed by one ``function_call_output`` per call.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from ...events import (
     EventSink,
     NullSink,
     PromptFailed,
+    event_id_for,
 )
 from ...hosted.base import HostedTool, unsupported_kind_message
 from ...prompt import Prompt, PromptResponse, RenderedPrompt, ToolChoice
@@ -34,9 +36,11 @@ from ...session import InMemorySession, SessionProtocol
 from ...trust import TrustLevel
 from .codecs import HostedToolCodec, default_codecs
 from .redaction import redact_request, redact_tools
+from .resume import RunRecord
 from .run import ADAPTER_NAME, Run
+from .sending import configured_timeout
 
-__all__ = ["OpenAIAdapter", "redact_request", "redact_tools"]
+__all__ = ["OpenAIAdapter", "RunRecord", "redact_request", "redact_tools"]
 
 
 class OpenAIAdapter:
@@ -46,6 +50,12 @@ class OpenAIAdapter:
     ``hosted_tool_codecs`` maps hosted tool kinds to codecs.
     ``model_capabilities`` optionally maps model names to the hosted kinds
     each may use; a model missing from a given mapping may use none.
+
+    Retries and timeouts: the adapter retries failed requests itself (see
+    ``sending.py``), up to ``max_retries`` times (default: the client's own
+    ``max_retries``), each attempt with the smaller of ``timeout`` (default:
+    the client's read timeout) and what is left of the deadline. The client is
+    used with the SDK's retries turned off.
     """
 
     name = ADAPTER_NAME
@@ -61,12 +71,31 @@ class OpenAIAdapter:
         parallel_tool_calls: bool = True,
         store: bool | None = None,
         extra_request: Mapping[str, Any] | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        poll_seconds: float = 1.0,
     ) -> None:
         if not model or not model.strip():
             raise ValueError("OpenAIAdapter needs a model name.")
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1.")
+        if max_retries is not None and max_retries < 0:
+            raise ValueError("max_retries must not be negative.")
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive.")
+        if poll_seconds <= 0:
+            raise ValueError("poll_seconds must be positive.")
         self.client = client
+        self.max_retries = (
+            max_retries if max_retries is not None else int(client.max_retries)
+        )
+        self.timeout = timeout if timeout is not None else configured_timeout(client)
+        self.poll_seconds = poll_seconds
+        # One retry layer: this adapter's (every attempt recorded, none past
+        # the deadline), never the SDK's as well.
+        self.request_client = (
+            client if client.max_retries == 0 else client.with_options(max_retries=0)
+        )
         self.model = model.strip()
         self.hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] = (
             dict(hosted_tool_codecs)
@@ -228,22 +257,35 @@ class OpenAIAdapter:
         heartbeat: Callable[[], None] | None = None,
         rendered: RenderedPrompt | None = None,
         trust_level: TrustLevel | str = TrustLevel.STANDARD,
+        run_id: str | None = None,
+        resume: RunRecord | None = None,
     ) -> PromptResponse:
         """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer.
 
         ``trust_level`` decides which hosted tools the run is offered (see
-        ``Prompt.render``).
+        ``Prompt.render``). ``heartbeat`` is called before every step and
+        about every ``poll_seconds`` while waiting for the provider; it may
+        raise ``RunAborted`` to stop the run at once (no ``PromptFailed``).
+
+        ``run_id`` names the run in its events' ids (``event_id_for``; a fresh
+        id by default); pass the same id with ``resume`` (what an interrupted
+        evaluation of the same prompt and values recorded) to continue it: the
+        recorded responses and tool calls are replayed, not repeated, and the
+        events they produce again carry the same ids as the first time.
         """
         session = session if session is not None else InMemorySession()
         sink = sink if sink is not None else NullSink()
         tracker = BudgetTracker(budget) if budget is not None else None
-        run = Run(self, prompt, session, sink, deadline, tracker, heartbeat)
+        run_id = run_id or str(uuid.uuid4())
+        run = Run(
+            self, prompt, session, sink, deadline, tracker, heartbeat, run_id, resume
+        )
         try:
             if deadline is not None and deadline.expired():
                 raise PromptEvaluationError(
                     "Deadline expired before evaluation started.",
                     prompt_name=prompt.name,
-                    phase="request",
+                    phase="deadline",
                     provider_payload=deadline.payload(),
                 )
             if rendered is None:
@@ -265,6 +307,7 @@ class OpenAIAdapter:
                     provider_payload=error.provider_payload,
                     usage=run.usage,
                     session_id=session.session_id,
+                    event_id=event_id_for(run_id, "end"),
                 )
             )
             raise

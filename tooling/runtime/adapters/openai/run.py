@@ -1,25 +1,36 @@
 """One evaluation on the Responses API: the turn loop of ``OpenAIAdapter``.
 
-Each turn sends the whole history, records the provider call, turns native
-call items into ``ToolInvoked`` events, runs the function calls through the
-``ToolExecutor`` and replays their outputs, until the model answers.
+Each turn sends the whole history (``Sender``: deadline-bounded, retried),
+records the provider call, turns native call items into ``ToolInvoked``
+events, runs the function calls through the ``ToolExecutor`` and replays their
+outputs, until the model answers.
+
+The loop works on the decoded JSON of each response, never on the SDK's
+lenient models, and treats every item as untrusted: a malformed function call
+(arguments that are an object, a repeated ``call_id``, an unknown tool) becomes
+a recorded, failed call the model can read; a native item a codec cannot read
+becomes a recorded, failed native call; neither stops the run.
+
+Event ids are derived from the run id and the step (``event_id_for``), and a
+``RunRecord`` lets a resumed run replay what was recorded: recorded responses
+are not requested again and recorded calls are not run again.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import openai
-
 from ...deadlines import BudgetTracker, Deadline, TokenUsage
-from ...errors import BudgetExceededError, EvaluationPhase, PromptEvaluationError
+from ...errors import (
+    BudgetExceededError,
+    EvaluationPhase,
+    PromptEvaluationError,
+)
 from ...events import (
     EventSink,
     PromptExecuted,
@@ -27,6 +38,7 @@ from ...events import (
     ProviderCallCompleted,
     ProviderCallFailed,
     ToolInvoked,
+    event_id_for,
 )
 from ...executor import FunctionCall, ToolExecutor
 from ...hosted.base import HostedTool
@@ -34,9 +46,11 @@ from ...prompt import Prompt, PromptResponse, RenderedPrompt
 from ...results import ToolResult
 from ...serde import SerdeError, parse
 from ...session import SessionProtocol
-from .codecs.base import field
-from .parsing import citations_from_items
+from .codecs.base import JsonObject, field
+from .parsing import citations_from_items, message_text
 from .redaction import redact_request, redact_tools
+from .resume import RunRecord
+from .sending import Sender, SendFailure, excerpt
 
 if TYPE_CHECKING:
     from .adapter import OpenAIAdapter
@@ -50,8 +64,23 @@ _IGNORED_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
 _JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def _counter() -> Iterator[int]:
-    return itertools.count(1)
+class SequenceCounter:
+    """The run's tool-call sequence: 1, 2, 3 ... shared by native and local
+    calls; ``peek`` tells the number the next call will get."""
+
+    def __init__(self, start: int = 1) -> None:
+        self._next = start
+
+    def __iter__(self) -> Iterator[int]:
+        return self
+
+    def __next__(self) -> int:
+        value = self._next
+        self._next += 1
+        return value
+
+    def peek(self) -> int:
+        return self._next
 
 
 class Run:
@@ -66,6 +95,8 @@ class Run:
         deadline: Deadline | None,
         tracker: BudgetTracker | None,
         heartbeat: Callable[[], None] | None,
+        run_id: str,
+        resume: RunRecord | None = None,
     ) -> None:
         self.adapter = adapter
         self.prompt = prompt
@@ -74,10 +105,24 @@ class Run:
         self.deadline = deadline
         self.tracker = tracker
         self.heartbeat = heartbeat
+        self.run_id = run_id
+        self.resume = resume or RunRecord()
         self.usage = TokenUsage()
-        self.sequence = _counter()
+        self.sequence = SequenceCounter()
         self.all_items: list[Any] = []
         self.citations: list[Any] = []
+        self.call_ids: set[str] = set()
+        self.sender = Sender(
+            adapter.request_client,
+            max_retries=adapter.max_retries,
+            timeout=adapter.timeout,
+            deadline=deadline,
+            heartbeat=heartbeat,
+            poll_seconds=adapter.poll_seconds,
+        )
+
+    def event_id(self, *parts: object) -> str:
+        return event_id_for(self.run_id, *parts)
 
     def _fail(
         self, message: str, phase: Any, payload: Mapping[str, Any] | None = None
@@ -98,6 +143,7 @@ class Run:
                 trust_level=rendered.trust_level,
                 withheld_hosted_tools=rendered.withheld_hosted_tools,
                 session_id=self.session.session_id,
+                event_id=self.event_id("rendered"),
             )
         )
         executor = ToolExecutor(
@@ -111,45 +157,49 @@ class Run:
             budget_tracker=self.tracker,
             heartbeat=self.heartbeat,
             sequence=self.sequence,
+            run_id=self.run_id,
         )
         hosted_by_type = self._hosted_by_item_type(rendered)
         history: list[Any] = list(body.pop("input"))
+        recorded = self.resume.responses
         sent = 0
         for turn in range(1, max_turns + 1):
-            self._check_limits("Deadline expired before provider request.")
-            response, data = self._send(body, history, sent, turn)
+            if turn <= len(recorded):
+                data = JsonObject.wrap(recorded[turn - 1])
+                self._account(data)
+                self._check_status(data)
+            else:
+                self._check_limits("Deadline expired before provider request.")
+                data = self._send(body, history, sent, turn)
             sent = len(history)
-            output = list(response.output or [])
-            raw_output = list(data.get("output") or [])
+            output = _items(data)
             self.all_items.extend(output)
             calls: list[FunctionCall] = []
             for position, item in enumerate(output):
                 item_type = field(item, "type")
                 if item_type == "function_call":
-                    calls.append(
-                        FunctionCall(
-                            name=str(field(item, "name", "")),
-                            arguments=field(item, "arguments", "") or "",
-                            call_id=field(item, "call_id") or field(item, "id"),
-                            turn=turn,
-                        )
-                    )
+                    calls.append(self._function_call(item, turn))
                 elif item_type in hosted_by_type:
                     self._record_native(item, hosted_by_type[item_type], rendered, turn)
                 elif item_type not in _IGNORED_ITEM_TYPES:
                     logger.warning(
                         "Unknown output item type %r at %d", item_type, position
                     )
-            history.extend(raw_output)
+            history.extend(output)
             if not calls:
-                return self._finish(rendered, response, turn)
+                return self._finish(rendered, data, turn)
             for call in calls:
-                execution = executor.execute(call)
+                replayed = self.resume.tool_outputs.get(self.sequence.peek())
+                if replayed is not None:
+                    next(self.sequence)
+                    output_text = replayed
+                else:
+                    output_text = executor.execute(call).output
                 history.append(
                     {
                         "type": "function_call_output",
                         "call_id": call.call_id,
-                        "output": execution.output,
+                        "output": output_text,
                     }
                 )
             if rendered.tool_choice is not None and rendered.tool_choice.forcing:
@@ -159,6 +209,38 @@ class Run:
         raise self._fail(
             f"The model did not answer within the maximum of {max_turns} turn(s).",
             "limit",
+        )
+
+    def _function_call(self, item: Any, turn: int) -> FunctionCall:
+        """A function call item as the executor takes it; a malformed one carries
+        the problem, which the executor records as the call's failure."""
+        name = field(item, "name", "")
+        call_id = field(item, "call_id") or field(item, "id")
+        arguments = field(item, "arguments", "")
+        problem: str | None = None
+        if not isinstance(arguments, str):
+            kind = "an object" if isinstance(arguments, Mapping) else "not a string"
+            problem = (
+                f"Tool validation failed: arguments must be a JSON-encoded string; "
+                f"the model sent {kind}."
+            )
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        if not isinstance(call_id, str) or not call_id:
+            problem = "The function call has no call_id; it was not run."
+            call_id = None
+        elif call_id in self.call_ids:
+            problem = (
+                f"The call_id '{excerpt(call_id, 100)}' was already used by an "
+                "earlier function call of this run; this call was not run."
+            )
+        else:
+            self.call_ids.add(call_id)
+        return FunctionCall(
+            name=name if isinstance(name, str) else json.dumps(name, default=str),
+            arguments=arguments,
+            call_id=call_id,
+            turn=turn,
+            problem=problem,
         )
 
     def _hosted_by_item_type(
@@ -172,7 +254,7 @@ class Run:
         return mapping
 
     def _check_limits(
-        self, deadline_message: str, phase: EvaluationPhase = "request"
+        self, deadline_message: str, phase: EvaluationPhase = "deadline"
     ) -> None:
         if self.heartbeat is not None:
             self.heartbeat()
@@ -184,38 +266,52 @@ class Run:
             except BudgetExceededError as error:
                 raise self._fail(str(error), "budget") from error
 
-    def _send(
-        self, body: dict[str, Any], history: list[Any], sent: int, turn: int
-    ) -> tuple[Any, dict[str, Any]]:
-        request = {**body, "input": history}
-        record = redact_request({**body, "input": history[sent:]})
-        started = time.perf_counter()
-        try:
-            raw = self.adapter.client.responses.with_raw_response.create(
-                model=body["model"],
-                extra_body={k: v for k, v in request.items() if k != "model"},
-            )
-            response = raw.parse()
-            data = raw.http_response.json()
-        except openai.APIError as error:
-            latency = (time.perf_counter() - started) * 1000
-            raise self._provider_error(error, record, sent, turn, latency) from error
-        latency = (time.perf_counter() - started) * 1000
+    def _account(self, data: Mapping[str, Any]) -> TokenUsage:
+        """Add a response's usage to the run's and collect its citations."""
         usage = TokenUsage.from_payload(data.get("usage"))
         self.usage = self.usage + usage
         if self.tracker is not None:
             self.tracker.record(usage)
-        citations = citations_from_items(
-            list(response.output or []), earlier=self.all_items
-        )
+        citations = citations_from_items(_items(data), earlier=self.all_items)
         self.citations.extend(citations)
+        return usage
+
+    def _send(
+        self, body: dict[str, Any], history: list[Any], sent: int, turn: int
+    ) -> dict[str, Any]:
+        request = {**body, "input": history}
+        record = redact_request({**body, "input": history[sent:]})
+        try:
+            reply = self.sender.send(request)
+        except SendFailure as failure:
+            self.sink.emit(
+                ProviderCallFailed(
+                    prompt_name=self.prompt.name,
+                    turn=turn,
+                    request=record,
+                    input_offset=sent,
+                    error=failure.message,
+                    error_type=failure.error_type,
+                    status_code=failure.status_code,
+                    request_id=failure.request_id,
+                    latency_ms=sum(a.latency_ms for a in failure.attempts),
+                    attempts=failure.attempts,
+                    phase=failure.phase,
+                    session_id=self.session.session_id,
+                    event_id=self.event_id("provider", turn),
+                )
+            )
+            raise self._fail(failure.message, failure.phase, failure.payload) from None
+        data = reply.data
+        earlier = len(self.citations)
+        usage = self._account(data)
         known = set(_IGNORED_ITEM_TYPES)
         for codec in self.adapter.hosted_tool_codecs.values():
             known.update(codec.item_types)
         unknown = tuple(
-            str(item.get("type"))
-            for item in data.get("output") or []
-            if item.get("type") not in known
+            str(field(item, "type"))
+            for item in _items(data)
+            if field(item, "type") not in known
         )
         self.sink.emit(
             ProviderCallCompleted(
@@ -224,19 +320,28 @@ class Run:
                 request=record,
                 input_offset=sent,
                 response=data,
-                response_id=data.get("id"),
+                response_id=_text_or_none(data.get("id")),
                 status=str(data.get("status")),
                 usage=usage,
-                latency_ms=latency,
-                citations=tuple(citations),
+                latency_ms=reply.latency_ms,
+                citations=tuple(self.citations[earlier:]),
                 unknown_item_types=unknown,
-                request_id=raw.headers.get("x-request-id"),
+                request_id=reply.request_id,
+                attempts=reply.attempts,
+                text_altered=reply.altered,
                 session_id=self.session.session_id,
+                event_id=self.event_id("provider", turn),
             )
         )
+        self._check_status(data)
+        return data
+
+    def _check_status(self, data: Mapping[str, Any]) -> None:
+        """A 200 is not success: a failed or incomplete response ends the run."""
         status = data.get("status")
         if status == "failed":
-            failure = data.get("error") or {}
+            failure = data.get("error")
+            failure = failure if isinstance(failure, Mapping) else {}
             raise self._fail(
                 f"The provider reported the response as failed: "
                 f"{failure.get('code') or 'error'}: "
@@ -245,51 +350,14 @@ class Run:
                 {"response_id": data.get("id"), "error": failure},
             )
         if status == "incomplete":
-            reason = (data.get("incomplete_details") or {}).get("reason") or "unknown"
+            details = data.get("incomplete_details")
+            details = details if isinstance(details, Mapping) else {}
+            reason = details.get("reason") or "unknown"
             raise self._fail(
                 f"The provider returned an incomplete response (reason: {reason}).",
                 "response",
                 {"response_id": data.get("id"), "reason": reason},
             )
-        return response, data
-
-    def _provider_error(
-        self,
-        error: openai.APIError,
-        record: Mapping[str, Any],
-        sent: int,
-        turn: int,
-        latency: float,
-    ) -> PromptEvaluationError:
-        status_code = getattr(error, "status_code", None)
-        request_id = getattr(error, "request_id", None)
-        if isinstance(error, openai.APITimeoutError):
-            message = "The provider request timed out."
-        elif isinstance(error, openai.APIConnectionError):
-            message = "Could not connect to the provider."
-        else:
-            message = f"The provider rejected the request: {error.message}"
-        self.sink.emit(
-            ProviderCallFailed(
-                prompt_name=self.prompt.name,
-                turn=turn,
-                request=record,
-                input_offset=sent,
-                error=message,
-                error_type=type(error).__name__,
-                status_code=status_code,
-                request_id=request_id,
-                latency_ms=latency,
-                session_id=self.session.session_id,
-            )
-        )
-        payload = {
-            "error_type": type(error).__name__,
-            "status_code": status_code,
-            "code": getattr(error, "code", None),
-            "request_id": request_id,
-        }
-        return self._fail(message, "request", payload)
 
     def _record_native(
         self,
@@ -300,11 +368,30 @@ class Run:
     ) -> None:
         hosted = candidates[0]
         codec = self.adapter._codec(hosted, rendered.prompt_name)
-        for candidate in candidates:
-            if codec.matches(item, candidate):
-                hosted = candidate
-                break
-        call = codec.parse_call(item)
+        item_type = field(item, "type")
+        try:
+            for candidate in candidates:
+                if codec.matches(item, candidate):
+                    hosted = candidate
+                    break
+            call = codec.parse_call(item)
+        except Exception as error:  # an item the codec cannot read: record it
+            logger.warning("Could not read a %s item: %r", item_type, error)
+            message = (
+                f"The provider's {item_type} item could not be read "
+                f"({type(error).__name__}: {excerpt(str(error), 200)})."
+            )
+            item_id = field(item, "id")
+            self._emit_native(
+                rendered,
+                hosted,
+                turn,
+                call_id=item_id if isinstance(item_id, str) else None,
+                params={},
+                result=ToolResult.error(message),
+                rendered_output="",
+            )
+            return
         if call is None:
             return
         result: ToolResult[Any] = ToolResult(
@@ -312,38 +399,63 @@ class Run:
             value=call.value if call.success else None,
             success=call.success,
         )
+        self._emit_native(
+            rendered,
+            hosted,
+            turn,
+            call_id=call.call_id,
+            params=dict(call.params),
+            result=result,
+            rendered_output=call.rendered,
+        )
+
+    def _emit_native(
+        self,
+        rendered: RenderedPrompt,
+        hosted: HostedTool[Any],
+        turn: int,
+        *,
+        call_id: str | None,
+        params: dict[str, Any],
+        result: ToolResult[Any],
+        rendered_output: str,
+    ) -> None:
+        sequence = next(self.sequence)
         self.sink.emit(
             ToolInvoked(
                 prompt_name=rendered.prompt_name,
                 adapter=self.adapter.name,
                 name=hosted.name,
-                call_id=call.call_id,
-                params=dict(call.params),
+                call_id=call_id,
+                params=params,
                 result=result,
-                rendered_output=call.rendered,
+                rendered_output=rendered_output,
                 native=True,
                 provider=PROVIDER,
                 kind=hosted.kind,
                 turn=turn,
-                sequence=next(self.sequence),
+                sequence=sequence,
                 session_id=self.session.session_id,
+                event_id=self.event_id("tool", sequence),
             )
         )
 
     def _finish(
-        self, rendered: RenderedPrompt, response: Any, turns: int
+        self, rendered: RenderedPrompt, data: Mapping[str, Any], turns: int
     ) -> PromptResponse:
-        self._check_limits(
-            "Deadline expired while finalizing provider response.", "response"
-        )
-        text = response.output_text or ""
+        self._check_limits("Deadline expired while finalizing provider response.")
+        text = message_text(_items(data))
         output: Any = None
         if rendered.output is not None:
             output = self._parse_output(rendered, text)
         hosted_outputs: dict[str, Any] = {}
         for hosted in rendered.hosted_tools:
             codec = self.adapter._codec(hosted, rendered.prompt_name)
-            parsed = codec.parse_output(self.all_items, hosted)
+            try:
+                parsed = codec.parse_output(self.all_items, hosted)
+            except Exception:  # a typed output is a convenience, not the record
+                logger.warning("Could not build the %s output", hosted.kind)
+                continue
             if parsed is not None:
                 hosted_outputs[hosted.name] = parsed
         self.sink.emit(
@@ -354,6 +466,7 @@ class Run:
                 usage=self.usage,
                 turns=turns,
                 session_id=self.session.session_id,
+                event_id=self.event_id("end"),
             )
         )
         return PromptResponse(
@@ -364,7 +477,7 @@ class Run:
             citations=tuple(self.citations),
             usage=self.usage,
             turns=turns,
-            response_id=getattr(response, "id", None),
+            response_id=_text_or_none(data.get("id")),
         )
 
     def _parse_output(self, rendered: RenderedPrompt, text: str) -> Any:
@@ -396,6 +509,15 @@ class Run:
         return decoded
 
 
+def _items(data: Mapping[str, Any]) -> list[Any]:
+    output = data.get("output")
+    return list(output) if isinstance(output, list) else []
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 _NOTHING = object()
 
 
@@ -405,13 +527,13 @@ def _decode_json(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     start = text.find("{")
     if start >= 0:
         try:
             value, _ = json.JSONDecoder().raw_decode(text[start:])
             return value
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return _NOTHING

@@ -31,6 +31,10 @@ class HostedToolCodec(Protocol[OutputT]):
     ``parse_call`` turns one such item into a ``NativeCall`` (or ``None`` for
     items that are not calls, such as ``mcp_list_tools``). ``include`` lists
     the ``include`` values the codec needs on every request.
+
+    Items are the response's decoded JSON (``JsonObject``: read them as
+    mappings or attributes) and untrusted: a codec may raise on an item it
+    cannot read; the adapter then records a failed native call and goes on.
     """
 
     @property
@@ -53,6 +57,33 @@ class HostedToolCodec(Protocol[OutputT]):
     def parse_output(
         self, response_items: Sequence[Any], tool: HostedTool[Any]
     ) -> OutputT | None: ...
+
+
+class JsonObject(dict[str, Any]):
+    """A decoded JSON object whose keys also read as attributes.
+
+    Output items reach codecs as decoded JSON, never as the SDK's lenient
+    models; this keeps both reading styles working: ``item["type"]``,
+    ``item.get("type")`` and ``getattr(item, "type", None)`` (a missing key is
+    an ``AttributeError``, so ``getattr`` defaults apply).
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def wrap(cls, value: Any) -> Any:
+        """``value`` with every JSON object in it as a ``JsonObject``."""
+        if isinstance(value, Mapping):
+            return cls((str(k), cls.wrap(v)) for k, v in value.items())
+        if isinstance(value, list | tuple):
+            return [cls.wrap(item) for item in value]
+        return value
 
 
 def field(item: Any, name: str, default: Any = None) -> Any:

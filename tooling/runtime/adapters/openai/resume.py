@@ -1,0 +1,34 @@
+"""What an interrupted run recorded, handed back to ``evaluate`` to resume it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunRecord:
+    """The record a resumed evaluation continues from.
+
+    ``responses`` are the decoded bodies of the provider calls that completed,
+    turn 1 first; ``tool_outputs`` maps the sequence number of every recorded
+    local tool call to the exact text the model received for it.
+
+    ``evaluate(resume=record)`` rebuilds the conversation from these: it never
+    requests a recorded response again and never runs a recorded call again.
+    Everything else (the rendered prompt, the order of the calls, their
+    sequence numbers and event ids) is derived the same way as the first time,
+    so the history it sends next is the history the interrupted run would have
+    sent.
+    """
+
+    responses: tuple[Mapping[str, Any], ...] = ()
+    tool_outputs: Mapping[int, str] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    @property
+    def turns(self) -> int:
+        return len(self.responses)

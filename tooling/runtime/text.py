@@ -1,0 +1,111 @@
+"""Making untrusted text safe to send and to store.
+
+Provider output and tool results are untrusted: they can hold lone surrogates
+(which no UTF-8 encoder accepts, so the next request would fail), NUL bytes
+(which PostgreSQL refuses in text and JSON), and NaN or infinite numbers (which
+strict JSON refuses). Two conversions, one implementation:
+
+- ``sendable`` replaces surrogates, so a value can be replayed to the provider;
+- ``storable`` also replaces NUL bytes and non-finite numbers, so a value can be
+  written to any database and rendered as strict JSON.
+
+Each replaced character becomes ``REPLACEMENT`` (U+FFFD, visible on every
+page); a non-finite number becomes the string that names it. Both return
+``(value, altered)`` so the caller can record that what it stores is not
+exactly what it received. Nesting deeper than ``MAX_DEPTH`` is replaced by a
+marker string rather than risking a ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+TOO_DEEP = "\ufffd[nested too deeply to keep]"
+MAX_DEPTH = 200
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def sendable_text(text: str) -> tuple[str, bool]:
+    """``text`` with every surrogate code point replaced."""
+    cleaned = _SURROGATES.sub(REPLACEMENT, text)
+    return cleaned, cleaned != text
+
+
+def storable_text(text: str) -> tuple[str, bool]:
+    """``text`` with every NUL byte and surrogate code point replaced."""
+    cleaned = _UNSTORABLE.sub(REPLACEMENT, text)
+    return cleaned, cleaned != text
+
+
+def sendable(value: Any) -> tuple[Any, bool]:
+    """A copy of the JSON value ``value`` whose strings (keys included) hold
+    no surrogates; unchanged values are returned as they are."""
+    return _clean(value, _SURROGATES, finite=False, depth=0)
+
+
+def storable(value: Any) -> tuple[Any, bool]:
+    """A copy of the JSON value ``value`` that every supported database stores
+    and strict JSON renders: no NUL, no surrogate, no NaN or infinity."""
+    return _clean(value, _UNSTORABLE, finite=True, depth=0)
+
+
+def _clean(
+    value: Any, pattern: re.Pattern[str], *, finite: bool, depth: int
+) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        cleaned = pattern.sub(REPLACEMENT, value)
+        return cleaned, cleaned != value
+    if value is None or isinstance(value, bool | int):
+        return value, False
+    if isinstance(value, float):
+        if finite and not math.isfinite(value):
+            name = "NaN" if math.isnan(value) else "Infinity"
+            return (name if value > 0 or math.isnan(value) else "-Infinity"), True
+        return value, False
+    if depth >= MAX_DEPTH:
+        return TOO_DEEP, True
+    if isinstance(value, Mapping):
+        altered = False
+        items: dict[str, Any] = {}
+        for key, item in value.items():
+            new_key, key_altered = _clean(
+                key if isinstance(key, str) else str(key),
+                pattern,
+                finite=finite,
+                depth=depth,
+            )
+            new_item, item_altered = _clean(
+                item, pattern, finite=finite, depth=depth + 1
+            )
+            altered = altered or key_altered or item_altered or new_key != key
+            items[new_key] = new_item
+        if not altered:
+            return value, False
+        # A dict subclass (the adapter's attribute-readable JSON objects) stays one.
+        return (type(value)(items) if isinstance(value, dict) else items), True
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        altered = False
+        elements: list[Any] = []
+        for item in value:
+            new_item, item_altered = _clean(
+                item, pattern, finite=finite, depth=depth + 1
+            )
+            altered = altered or item_altered
+            elements.append(new_item)
+        if not altered:
+            return value, False
+        return (tuple(elements) if isinstance(value, tuple) else elements), True
+    return value, False
+
+
+def fit(text: str, max_length: int) -> tuple[str, bool]:
+    """``text`` cut to ``max_length`` characters, ending in an ellipsis when cut."""
+    if len(text) <= max_length:
+        return text, False
+    return text[: max_length - 1] + "\u2026", True
