@@ -1,19 +1,35 @@
-"""Read-only admin for the audit trail: nothing can be added, changed or deleted."""
+"""Admin for the audit trail (read-only), and running a prompt from its preview.
+
+Who may see it: staff with the models' view permission. Nothing in the audit
+trail can be added, changed or deleted here; sessions can be cancelled (their
+author, or ``cancel_any_session``). Pages show bidi controls neutralised.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
 
+from sessions_app import services
+from sessions_app.bidi import neutralised
 from sessions_app.models import (
     AgentSession,
     Citation,
     PolicyDenial,
     ProviderCall,
+    SessionPurge,
     ToolInvocation,
 )
+from tooling.admin import PromptTemplateAdmin
+from tooling.forms import PreviewForm
+from tooling.models import CatalogRevision, PromptTemplate
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -28,6 +44,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def changelist_view(
+        self, request: HttpRequest, extra_context: Any = None
+    ) -> HttpResponse:
+        return neutralised(super().changelist_view(request, extra_context))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        return neutralised(
+            super().change_view(request, object_id, form_url, extra_context)
+        )
+
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyAdmin):
@@ -38,11 +70,42 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         "model",
         "provider",
         "turns",
+        "attempts",
         "created_at",
     ]
     list_filter = ["status", "provider", "model"]
     search_fields = ["prompt_ref", "id"]
     date_hierarchy = "created_at"
+    actions = ["cancel_sessions"]
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    @admin.action(description="Cancel selected sessions", permissions=["cancel"])
+    def cancel_sessions(
+        self, request: HttpRequest, queryset: QuerySet[AgentSession]
+    ) -> None:
+        outcomes: Counter[str] = Counter()
+        for session in queryset.only("pk", "status", "created_by"):
+            if session.is_finished:
+                outcomes["finished"] += 1
+            elif not services.may_cancel(request.user, session):
+                outcomes["not yours"] += 1
+            else:
+                outcomes[
+                    services.cancel_session(session_id=session.pk, user=request.user)
+                ] += 1
+        labels = {
+            "cancelled": "cancelled",
+            "requested": "asked to stop at their next step",
+            "finished": "already finished (left as they were)",
+            "not yours": "not cancelled: only their author or a user with 'Can "
+            "cancel any session' may",
+        }
+        summary = "; ".join(
+            f"{count} {labels[outcome]}" for outcome, count in sorted(outcomes.items())
+        )
+        self.message_user(request, f"Sessions: {summary}.", messages.INFO)
 
 
 @admin.register(ProviderCall)
@@ -51,6 +114,7 @@ class ProviderCallAdmin(ReadOnlyAdmin):
         "session",
         "turn",
         "status",
+        "attempt_count",
         "input_tokens",
         "output_tokens",
         "latency_ms",
@@ -92,3 +156,65 @@ class CitationAdmin(ReadOnlyAdmin):
     list_filter = ["kind"]
     search_fields = ["url", "title", "domain"]
     date_hierarchy = "created_at"
+
+
+@admin.register(SessionPurge)
+class SessionPurgeAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "older_than", "session_count", "requested_by"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(CatalogRevision)
+class CatalogRevisionAdmin(ReadOnlyAdmin):
+    list_display = ["hash", "prompt_ref", "created_at"]
+    search_fields = ["hash", "prompt_ref"]
+    date_hierarchy = "created_at"
+
+
+admin.site.unregister(PromptTemplate)
+
+
+@admin.register(PromptTemplate)
+class PromptTemplateRunAdmin(PromptTemplateAdmin):
+    """The catalog's prompt template admin, plus running a session from the
+    preview page (a separate POST; the preview itself never runs anything)."""
+
+    def get_urls(self) -> list[Any]:
+        urls = [
+            path(
+                "<int:pk>/run/",
+                self.admin_site.admin_view(self.run_view),
+                name="tooling_prompttemplate_run",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def run_url(self, template: PromptTemplate) -> str | None:
+        return reverse("admin:tooling_prompttemplate_run", args=[template.pk])
+
+    def run_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        template = get_object_or_404(PromptTemplate.objects.with_catalog(), pk=pk)
+        if not self.has_view_permission(request, template):
+            raise PermissionDenied
+        if request.method != "POST":
+            preview = reverse("admin:tooling_prompttemplate_preview", args=[pk])
+            return HttpResponseRedirect(preview)
+        form = PreviewForm(request.POST)
+        if not form.is_valid():
+            return self.render_preview(request, template, form)
+        params = form.cleaned_data["params"]
+        trust_level = form.cleaned_data["trust_level"]
+        if not services.may_start_at(request.user, trust_level):
+            errors = [f"You may not start sessions at trust level '{trust_level}'."]
+            return self.render_preview(request, template, form, errors)
+        try:
+            session = services.start_session(
+                prompt_ref=template.ref,
+                params=params,
+                user=request.user,
+                trust_level=trust_level,
+            )
+        except ValidationError as error:
+            return self.render_preview(request, template, form, error.messages)
+        messages.success(request, f"Session {session.pk} is {session.status}.")
+        return HttpResponseRedirect(session.get_absolute_url())

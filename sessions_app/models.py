@@ -1,23 +1,36 @@
 """The audit trail of agent runs.
 
-``AgentSession`` moves through its lifecycle (pending, running, then
-succeeded or failed); every row below it is append-only: recorders create
-them and nothing updates or deletes them. ``SessionStateEntry`` and
-``VirtualFile`` are the session's working state (what tools change), kept
-apart from the audit rows so a tool's rollback never touches the record.
+``AgentSession`` moves forward through its lifecycle (queued, running, then
+succeeded, failed or cancelled; ``sessions_app.lifecycle`` makes every move
+with one conditional update). Every row below it is append-only
+(``tooling.append_only``): recorders create them, nothing updates or deletes
+them, and on PostgreSQL a trigger refuses it too. The one sanctioned removal
+is ``AgentSession.objects.purge()``, used by the retention command, which
+records what it removed (``SessionPurge``).
+
+``SessionStateEntry`` and ``VirtualFile`` are the session's working state
+(what tools change), kept apart from the audit rows so a tool's rollback never
+touches the record.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models, transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from tooling.append_only import (
+    PURGE_SETTING,
+    AppendOnlyError,
+    AppendOnlyModel,
+    AppendOnlyQuerySet,
+)
 from tooling.models import TrustLevel
 
 
@@ -28,13 +41,39 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
             citation_count=models.Count("citations", distinct=True),
         )
 
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError(
+            "Sessions are removed only by the retention command "
+            "(manage.py purge_sessions), which records what it removed."
+        )
+
+    delete.alters_data = True  # type: ignore[attr-defined]
+    delete.queryset_only = True  # type: ignore[attr-defined]
+
+    def purge(self) -> tuple[int, dict[str, int]]:
+        """Delete these sessions with their whole record, in one transaction.
+
+        Only the retention command calls this; on PostgreSQL it sets
+        ``wink.purge`` for the transaction, which the append-only triggers
+        let through.
+        """
+        with transaction.atomic(using=self.db):
+            connection = connections[self.db]
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL {PURGE_SETTING} = 'on'")
+            return super().delete()
+
 
 class AgentSession(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
+        QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     prompt = models.ForeignKey(
@@ -45,7 +84,15 @@ class AgentSession(models.Model):
     )
     prompt_ref = models.CharField(max_length=201, db_index=True)
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+        max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    revision = models.ForeignKey(
+        "tooling.CatalogRevision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="sessions",
+        help_text="The catalog revision the run executes (not the live catalog).",
     )
     params = models.JSONField(default=dict, blank=True)
     trust_level = models.CharField(
@@ -67,7 +114,6 @@ class AgentSession(models.Model):
         help_text="The first request without input and tools: tool_choice, "
         "include, text.format ...",
     )
-    catalog_hash = models.CharField(max_length=64, blank=True)
     output_text = models.TextField(blank=True)
     output = models.JSONField(null=True, blank=True)
     usage = models.JSONField(default=dict, blank=True)
@@ -75,6 +121,33 @@ class AgentSession(models.Model):
     error_phase = models.CharField(max_length=20, blank=True)
     error_message = models.TextField(blank=True)
     error_payload = models.JSONField(default=dict, blank=True)
+    text_altered = models.BooleanField(
+        default=False,
+        help_text="Output or error text held characters no database stores "
+        "(NUL, lone surrogates); they were replaced by U+FFFD.",
+    )
+    # The run's limits and lease (sessions_app.lifecycle).
+    deadline_seconds = models.PositiveIntegerField(
+        default=0, help_text="The run's time limit: the template's, capped."
+    )
+    deadline_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set when the run is first claimed."
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times a worker claimed the run."
+    )
+    claim_token = models.UUIDField(null=True, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -92,16 +165,58 @@ class AgentSession(models.Model):
         ordering = ["-created_at"]
         permissions = [
             ("start_trusted_session", "Can start sessions at the trusted level"),
+            ("cancel_any_session", "Can cancel any session"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["status", "lease_expires_at"], name="session_status_lease"
+            )
         ]
 
     def __str__(self) -> str:
         return f"{self.prompt_ref} {self.id}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError(
+                "A session row changes only through its lifecycle "
+                "(sessions_app.lifecycle), never by save()."
+            )
+        super().save(*args, **kwargs)
+
     def get_absolute_url(self) -> str:
         return reverse("sessions_app:session-detail", args=[self.pk])
 
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError(
+            "Sessions are removed only by the retention command "
+            "(manage.py purge_sessions)."
+        )
 
-class ProviderCall(models.Model):
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def revision_hash(self) -> str:
+        return self.revision_id or ""
+
+
+def event_id_field() -> models.UUIDField[Any, Any]:
+    """The id of the runtime event a row records: unique, so recording the same
+    event twice (a resumed run, a second worker) cannot add a row."""
+    return models.UUIDField(null=True, unique=True, editable=False)
+
+
+def text_altered_field() -> models.BooleanField[Any, Any]:
+    return models.BooleanField(
+        default=False,
+        help_text="Text in this row was not storable as received (NUL bytes, lone "
+        "surrogates, over-long ids or names) and was replaced or cut.",
+    )
+
+
+class ProviderCall(AppendOnlyModel):
     """One request/response exchange (``request.input`` holds only new items)."""
 
     session = models.ForeignKey(
@@ -123,7 +238,18 @@ class ProviderCall(models.Model):
     error_type = models.CharField(max_length=100, blank=True)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     unknown_item_types = models.JSONField(default=list, blank=True)
+    attempts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Every HTTP attempt (retries included): number, status_code, "
+        "latency_ms, error, error_type, request_id.",
+    )
+    attempt_count = models.PositiveSmallIntegerField(default=1)
+    event_id = event_id_field()
+    text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "turn"]
@@ -135,7 +261,7 @@ class ProviderCall(models.Model):
         return f"{self.session_id} turn {self.turn}"
 
 
-class ToolInvocation(models.Model):
+class ToolInvocation(AppendOnlyModel):
     """A tool call, local or native, on the session's one timeline."""
 
     session = models.ForeignKey(
@@ -155,26 +281,32 @@ class ToolInvocation(models.Model):
     message = models.TextField(blank=True)
     value = models.JSONField(null=True, blank=True)
     rendered_output = models.TextField(blank=True)
+    model_output = models.TextField(
+        blank=True,
+        help_text="The exact text the model received for this call (local calls).",
+    )
+    event_id = event_id_field()
+    text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "sequence"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "call_id"],
-                condition=Q(call_id__isnull=False),
-                name="unique_tool_call_per_session",
-            ),
-            models.UniqueConstraint(
                 fields=["session", "sequence"], name="unique_tool_sequence"
             ),
+        ]
+        indexes = [
+            models.Index(fields=["session", "call_id"], name="tool_call_id"),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({'ok' if self.success else 'failed'})"
 
 
-class PolicyDenial(models.Model):
+class PolicyDenial(AppendOnlyModel):
     session = models.ForeignKey(
         AgentSession, on_delete=models.CASCADE, related_name="policy_denials"
     )
@@ -184,7 +316,11 @@ class PolicyDenial(models.Model):
     reason = models.TextField()
     params = models.JSONField(null=True, blank=True)
     turn = models.PositiveIntegerField(default=0)
+    event_id = event_id_field()
+    text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "created_at", "id"]
@@ -193,13 +329,13 @@ class PolicyDenial(models.Model):
         return f"{self.policy_name} denied {self.tool_name}"
 
 
-class CitationQuerySet(models.QuerySet["Citation"]):
+class CitationQuerySet(AppendOnlyQuerySet["Citation"]):
     def for_domain(self, domain: str) -> CitationQuerySet:
         domain = domain.lower().strip()
         return self.filter(Q(domain=domain) | Q(domain__endswith=f".{domain}"))
 
 
-class Citation(models.Model):
+class Citation(AppendOnlyModel):
     session = models.ForeignKey(
         AgentSession, on_delete=models.CASCADE, related_name="citations"
     )
@@ -223,6 +359,7 @@ class Citation(models.Model):
         blank=True,
         help_text="The web_search_call this citation most likely came from.",
     )
+    text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     objects = CitationQuerySet.as_manager()
@@ -246,7 +383,7 @@ class Citation(models.Model):
         return self.url.lower().startswith(("http://", "https://"))
 
 
-class StateChange(models.Model):
+class StateChange(AppendOnlyModel):
     """A tool changed a state slice (the plan, a policy's memory ...)."""
 
     session = models.ForeignKey(
@@ -256,7 +393,11 @@ class StateChange(models.Model):
     value = models.JSONField(null=True)
     tool_name = models.CharField(max_length=64)
     call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
+    event_id = event_id_field()
+    text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "created_at", "id"]
@@ -302,3 +443,32 @@ class VirtualFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class SessionPurge(AppendOnlyModel):
+    """What one batch of the retention command removed (kept after the fact)."""
+
+    run_id = models.UUIDField(
+        db_index=True, help_text="One purge_sessions run; batches share it."
+    )
+    older_than = models.DateTimeField(
+        help_text="Sessions created before this were eligible."
+    )
+    statuses = models.JSONField(default=list)
+    session_count = models.PositiveIntegerField()
+    session_ids = models.JSONField(default=list)
+    row_counts = models.JSONField(
+        default=dict, help_text="Rows removed per model, sessions included."
+    )
+    requested_by = models.CharField(
+        max_length=200, blank=True, help_text="Who ran the command (OS user)."
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"purged {self.session_count} session(s) older than {self.older_than}"

@@ -1,14 +1,19 @@
 """One small recorder per runtime event; each creates audit rows and nothing else.
 
-Only ``record_prompt_rendered``/``record_prompt_executed``/``record_prompt_failed``
-touch the session row (its lifecycle); every other row is append-only.
+Every value goes through a ``Scrubber`` (``storable.py``): whatever a provider or
+a tool produced, the row can be stored on SQLite and PostgreSQL and read back,
+and ``text_altered`` says when it differs from what was received. Each row
+keeps its event's id (unique), so an event recorded twice adds no row.
+
+The session row's own changes are the lifecycle's (``lifecycle.py``).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from django.utils import timezone
+from django.db import transaction
 
 from sessions_app.models import (
     AgentSession,
@@ -18,10 +23,9 @@ from sessions_app.models import (
     StateChange,
     ToolInvocation,
 )
+from sessions_app.storable import Scrubber
 from tooling.runtime import (
     PolicyDenied,
-    PromptExecuted,
-    PromptFailed,
     PromptRendered,
     ProviderCallCompleted,
     ProviderCallFailed,
@@ -29,7 +33,14 @@ from tooling.runtime import (
     StateChanged,
     ToolInvoked,
 )
+from tooling.runtime.hosted.web_search import Citation as RuntimeCitation
 from tooling.runtime.serde import dump
+
+logger = logging.getLogger(__name__)
+
+
+def _limit(model: type[Any], field: str) -> int:
+    return int(model._meta.get_field(field).max_length)
 
 
 def _params(value: Any) -> Any:
@@ -43,155 +54,160 @@ def _params(value: Any) -> Any:
 
 
 def record_prompt_rendered(*, session: AgentSession, event: PromptRendered) -> None:
-    session.rendered_prompt = event.text
-    session.tools_payload = list(event.tools_payload)
-    session.withheld_tools = [tool.as_dict() for tool in event.withheld_hosted_tools]
-    session.save(update_fields=["rendered_prompt", "tools_payload", "withheld_tools"])
+    """Nothing to write: the session stored what the model sees when it
+    started, from the same revision. A difference would be a bug; log it."""
+    if event.text != session.rendered_prompt:
+        logger.error(
+            "Session %s rendered a prompt that differs from its snapshot", session.pk
+        )
 
 
 def record_provider_call(
     *, session: AgentSession, event: ProviderCallCompleted
 ) -> ProviderCall:
-    call = ProviderCall.objects.create(
-        session=session,
-        turn=event.turn,
-        request=dict(event.request),
-        input_offset=event.input_offset,
-        response=dict(event.response),
-        response_id=event.response_id or "",
-        status=event.status,
-        input_tokens=event.usage.input_tokens,
-        output_tokens=event.usage.output_tokens,
-        cached_tokens=event.usage.cached_tokens,
-        reasoning_tokens=event.usage.reasoning_tokens,
-        latency_ms=event.latency_ms,
-        request_id=event.request_id or "",
-        unknown_item_types=list(event.unknown_item_types),
-        created_at=event.created_at,
-    )
-    Citation.objects.bulk_create(
-        Citation(
+    scrub = Scrubber()
+    usage = event.usage
+    with transaction.atomic():
+        call = ProviderCall.objects.create(
             session=session,
-            provider_call=call,
-            kind=citation.kind,
-            url=citation.url,
-            domain=Citation.domain_of(citation.url) if citation.url else "",
-            title=citation.title,
-            start_index=citation.span[0] if citation.span else None,
-            end_index=citation.span[1] if citation.span else None,
-            cited_text=citation.cited_text,
-            file_id=citation.file_id or "",
-            filename=citation.filename or "",
-            container_id=citation.container_id or "",
-            message_id=citation.message_id or "",
-            content_index=citation.content_index,
-            search_call_id=citation.search_call_id or "",
+            turn=event.turn,
+            request=scrub.json(dict(event.request)),
+            input_offset=scrub.count(event.input_offset),
+            response=scrub.json(dict(event.response)),
+            response_id=scrub.text(
+                event.response_id, _limit(ProviderCall, "response_id")
+            ),
+            status=scrub.text(event.status, _limit(ProviderCall, "status")),
+            input_tokens=scrub.count(usage.input_tokens),
+            output_tokens=scrub.count(usage.output_tokens),
+            cached_tokens=scrub.count(usage.cached_tokens),
+            reasoning_tokens=scrub.count(usage.reasoning_tokens),
+            latency_ms=event.latency_ms,
+            request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
+            unknown_item_types=scrub.json(list(event.unknown_item_types)),
+            attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
+            attempt_count=min(len(event.attempts) or 1, 32767),
+            event_id=event.event_id,
+            text_altered=scrub.altered or event.text_altered,
             created_at=event.created_at,
         )
-        for citation in event.citations
-    )
+        Citation.objects.bulk_create(
+            _citation(session, call, citation, event) for citation in event.citations
+        )
     return call
+
+
+def _citation(
+    session: AgentSession,
+    call: ProviderCall,
+    citation: RuntimeCitation,
+    event: ProviderCallCompleted,
+) -> Citation:
+    scrub = Scrubber()
+    url = scrub.text(citation.url)
+    span = citation.span
+    row = Citation(
+        session=session,
+        provider_call=call,
+        kind=scrub.text(citation.kind, _limit(Citation, "kind")),
+        url=url,
+        domain=scrub.text(
+            Citation.domain_of(url) if url else "", _limit(Citation, "domain")
+        ),
+        title=scrub.text(citation.title),
+        start_index=scrub.optional_count(span[0] if span else None),
+        end_index=scrub.optional_count(span[1] if span else None),
+        cited_text=scrub.text(citation.cited_text),
+        file_id=scrub.text(citation.file_id, _limit(Citation, "file_id")),
+        filename=scrub.text(citation.filename, _limit(Citation, "filename")),
+        container_id=scrub.text(
+            citation.container_id, _limit(Citation, "container_id")
+        ),
+        message_id=scrub.text(citation.message_id, _limit(Citation, "message_id")),
+        content_index=scrub.count(citation.content_index),
+        search_call_id=scrub.text(
+            citation.search_call_id, _limit(Citation, "search_call_id")
+        ),
+        created_at=event.created_at,
+    )
+    row.text_altered = scrub.altered
+    return row
 
 
 def record_provider_call_failed(
     *, session: AgentSession, event: ProviderCallFailed
 ) -> ProviderCall:
+    scrub = Scrubber()
     return ProviderCall.objects.create(
         session=session,
         turn=event.turn,
-        request=dict(event.request),
-        input_offset=event.input_offset,
+        request=scrub.json(dict(event.request)),
+        input_offset=scrub.count(event.input_offset),
         response=None,
         status="error",
         latency_ms=event.latency_ms,
-        request_id=event.request_id or "",
-        error=event.error,
-        error_type=event.error_type,
-        status_code=event.status_code,
+        request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
+        error=scrub.text(event.error),
+        error_type=scrub.text(event.error_type, _limit(ProviderCall, "error_type")),
+        status_code=scrub.optional_count(event.status_code),
+        attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
+        attempt_count=min(len(event.attempts) or 1, 32767),
+        event_id=event.event_id,
+        text_altered=scrub.altered,
         created_at=event.created_at,
     )
 
 
 def record_tool_invoked(*, session: AgentSession, event: ToolInvoked) -> ToolInvocation:
+    scrub = Scrubber()
     result = event.result
     return ToolInvocation.objects.create(
         session=session,
         sequence=event.sequence,
         turn=event.turn,
-        name=event.name,
-        call_id=event.call_id,
+        name=scrub.text(event.name, _limit(ToolInvocation, "name")),
+        call_id=scrub.optional(event.call_id, _limit(ToolInvocation, "call_id")),
         native=event.native,
-        provider=event.provider or "",
-        kind=event.kind,
-        params=_params(event.params),
-        raw_arguments=event.raw_arguments or "",
+        provider=scrub.text(event.provider, _limit(ToolInvocation, "provider")),
+        kind=scrub.text(event.kind, _limit(ToolInvocation, "kind")),
+        params=scrub.json(_params(event.params)),
+        raw_arguments=scrub.text(event.raw_arguments),
         success=result.success,
-        message=result.message,
-        value=dump(result.value),
-        rendered_output=event.rendered_output,
+        message=scrub.text(result.message),
+        value=scrub.json(dump(result.value)),
+        rendered_output=scrub.text(event.rendered_output),
+        model_output=scrub.text(event.model_output),
+        event_id=event.event_id,
+        text_altered=scrub.altered,
         created_at=event.created_at,
     )
 
 
 def record_policy_denied(*, session: AgentSession, event: PolicyDenied) -> PolicyDenial:
+    scrub = Scrubber()
     return PolicyDenial.objects.create(
         session=session,
-        policy_name=event.policy_name,
-        tool_name=event.tool_name,
-        call_id=event.call_id,
-        reason=event.reason,
-        params=_params(event.params),
+        policy_name=scrub.text(event.policy_name, _limit(PolicyDenial, "policy_name")),
+        tool_name=scrub.text(event.tool_name, _limit(PolicyDenial, "tool_name")),
+        call_id=scrub.optional(event.call_id, _limit(PolicyDenial, "call_id")),
+        reason=scrub.text(event.reason),
+        params=scrub.json(_params(event.params)),
         turn=event.turn,
+        event_id=event.event_id,
+        text_altered=scrub.altered,
         created_at=event.created_at,
     )
 
 
 def record_state_changed(*, session: AgentSession, event: StateChanged) -> StateChange:
+    scrub = Scrubber()
     return StateChange.objects.create(
         session=session,
-        key=event.key,
-        value=dump(event.value),
-        tool_name=event.tool_name,
-        call_id=event.call_id,
+        key=scrub.text(event.key, _limit(StateChange, "key")),
+        value=scrub.json(dump(event.value)),
+        tool_name=scrub.text(event.tool_name, _limit(StateChange, "tool_name")),
+        call_id=scrub.optional(event.call_id, _limit(StateChange, "call_id")),
+        event_id=event.event_id,
+        text_altered=scrub.altered,
         created_at=event.created_at,
-    )
-
-
-def record_prompt_executed(*, session: AgentSession, event: PromptExecuted) -> None:
-    session.status = AgentSession.Status.SUCCEEDED
-    session.output_text = event.text or ""
-    session.output = dump(event.output)
-    session.usage = event.usage.as_dict()
-    session.turns = event.turns
-    session.finished_at = timezone.now()
-    session.save(
-        update_fields=[
-            "status",
-            "output_text",
-            "output",
-            "usage",
-            "turns",
-            "finished_at",
-        ]
-    )
-
-
-def record_prompt_failed(*, session: AgentSession, event: PromptFailed) -> None:
-    session.status = AgentSession.Status.FAILED
-    session.error_phase = event.phase
-    session.error_message = event.message
-    session.error_payload = dump(dict(event.provider_payload))
-    session.usage = event.usage.as_dict()
-    session.turns = session.provider_calls.count()
-    session.finished_at = timezone.now()
-    session.save(
-        update_fields=[
-            "status",
-            "error_phase",
-            "error_message",
-            "error_payload",
-            "usage",
-            "turns",
-            "finished_at",
-        ]
     )

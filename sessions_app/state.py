@@ -1,24 +1,62 @@
 """The database-backed runtime session: state slices, files, savepoints.
 
 Implements ``tooling.runtime.SessionProtocol`` for one ``AgentSession``. A
-tool's transaction is an ``atomic()`` block: a failed call rolls back every
-state and file change it made, while audit rows (written by the sink after
-the block) are never part of it.
+session transaction is an ``atomic()`` block: the executor opens one per tool
+call (holding the call's state changes and its audit rows, committed
+together) and a nested one around the handler (rolled back on every failed
+outcome, while the audit rows of the outer one stay).
+
+Values a handler cannot store (text with NUL bytes or lone surrogates, paths
+longer than the column) are refused with a ``ValueError`` the model can read;
+a lost database connection stops the run (``StoreUnavailable``) so it resumes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 
+from sessions_app.lifecycle import StoreUnavailable
 from sessions_app.models import AgentSession, SessionStateEntry, VirtualFile
 from tooling.runtime import Resources
 from tooling.runtime.serde import dump, parse
+from tooling.runtime.text import storable, storable_text
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_PATH = VirtualFile._meta.get_field("path").max_length or 255
+
+
+def _guarded(method: F) -> F:
+    """Database errors as errors a tool can report (no SQL in the message); a
+    lost connection as ``StoreUnavailable``, which stops and resumes the run."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except (OperationalError, InterfaceError) as error:
+            raise StoreUnavailable("The database connection failed.") from error
+        except DatabaseError as error:
+            raise ValueError(
+                f"The session store refused the change ({type(error).__name__})."
+            ) from error
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _check_text(what: str, text: str) -> None:
+    if storable_text(text)[1]:
+        raise ValueError(
+            f"{what} contains NUL bytes or lone surrogates, which cannot be stored."
+        )
+
 
 _ALLOWED_STATE_MODULES = ("tooling.",)
 
@@ -52,25 +90,38 @@ class DatabaseFilesystem:
     def _files(self) -> Any:
         return VirtualFile.objects.filter(session=self.session)
 
+    @_guarded
     def exists(self, path: str) -> bool:
-        return self._files().filter(path=path).exists()
+        if len(path) > MAX_PATH or storable_text(path)[1]:
+            return False
+        return bool(self._files().filter(path=path).exists())
 
+    @_guarded
     def read(self, path: str) -> str:
+        if len(path) > MAX_PATH or storable_text(path)[1]:
+            raise FileNotFoundError(path)
         row = self._files().filter(path=path).only("content").first()
         if row is None:
             raise FileNotFoundError(path)
-        return row.content
+        return str(row.content)
 
+    @_guarded
     def write(self, path: str, content: str) -> None:
+        if len(path) > MAX_PATH:
+            raise ValueError(f"File paths are at most {MAX_PATH} characters long.")
+        _check_text("The file path", path)
+        _check_text("The file content", content)
         VirtualFile.objects.update_or_create(
             session=self.session, path=path, defaults={"content": content}
         )
 
+    @_guarded
     def delete(self, path: str) -> None:
         deleted, _ = self._files().filter(path=path).delete()
         if not deleted:
             raise FileNotFoundError(path)
 
+    @_guarded
     def list(self, prefix: str = "") -> list[str]:
         return list(
             self._files()
@@ -101,20 +152,28 @@ class DatabaseSession:
     def resources(self) -> Resources:
         return self._resources
 
+    @_guarded
     def get_state(self, key: str) -> Any | None:
         row = SessionStateEntry.objects.filter(session=self.record, key=key).first()
         if row is None:
             return None
         return load_value(row.value_type, row.value)
 
+    @_guarded
     def put_state(self, key: str, value: Any) -> None:
         is_dataclass = dataclasses.is_dataclass(value) and not isinstance(value, type)
+        data = dump(value)
+        if storable(data)[1]:
+            raise ValueError(
+                f"State '{key}' holds text with NUL bytes or lone surrogates (or a "
+                "number JSON cannot hold), which cannot be stored."
+            )
         SessionStateEntry.objects.update_or_create(
             session=self.record,
             key=key,
             defaults={
                 "value_type": type_path(value) if is_dataclass else "",
-                "value": dump(value),
+                "value": data,
             },
         )
 

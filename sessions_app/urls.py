@@ -9,5 +9,15 @@ urlpatterns = [
     path(
         "sessions/<uuid:pk>/", views.SessionDetailView.as_view(), name="session-detail"
     ),
+    path(
+        "sessions/<uuid:pk>/progress/",
+        views.SessionProgressView.as_view(),
+        name="session-progress",
+    ),
+    path(
+        "sessions/<uuid:pk>/cancel/",
+        views.SessionCancelView.as_view(),
+        name="session-cancel",
+    ),
     path("citations/", views.CitationListView.as_view(), name="citation-list"),
 ]

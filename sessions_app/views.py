@@ -1,4 +1,9 @@
-"""The audit pages: sessions, one session's timeline, citations."""
+"""The audit pages: sessions, one session's timeline, citations.
+
+Who may see them: any logged-in user (anonymous users go to the login page).
+Cancelling a session needs to be its author or hold ``cancel_any_session``.
+Every page shows bidirectional control characters neutralised (``bidi.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,23 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.db.models import QuerySet
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.views import View
 from django.views.generic import DetailView, ListView
 
+from sessions_app import services
 from sessions_app.api.views import (
     SESSION_BODY_FIELDS,
     citation_list_queryset,
     session_detail_queryset,
 )
+from sessions_app.bidi import NeutraliseBidiMixin
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
     AgentSession,
@@ -143,7 +156,7 @@ def link_search_calls(
         citation.search_call = searches.get(citation.search_call_id)
 
 
-class SessionListView(LoginRequiredMixin, ListView):
+class SessionListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     paginate_by = 25
     template_name = "sessions_app/agentsession_list.html"
     context_object_name = "sessions"
@@ -166,7 +179,7 @@ class SessionListView(LoginRequiredMixin, ListView):
         return context
 
 
-class SessionDetailView(LoginRequiredMixin, DetailView):
+class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
     template_name = "sessions_app/agentsession_detail.html"
     context_object_name = "session"
 
@@ -189,11 +202,96 @@ class SessionDetailView(LoginRequiredMixin, DetailView):
             citations=citations,
             consulted_sources=consulted_sources(invocations, citations),
             files=list(session.files.all()),
+            may_cancel=not session.is_finished
+            and services.may_cancel(self.request.user, session),
+            progress_version=(
+                "" if session.is_finished else progress_version(session.pk)
+            ),
         )
         return context
 
 
-class CitationListView(LoginRequiredMixin, ListView):
+def _count(model: Any) -> Any:
+    return Coalesce(
+        Subquery(
+            model.objects.filter(session=OuterRef("pk"))
+            .order_by()
+            .values("session")
+            .annotate(n=Count("pk"))
+            .values("n")
+        ),
+        0,
+    )
+
+
+def progress(session_id: Any) -> dict[str, Any] | None:
+    """A running session's progress in one query: status and row counts."""
+    row = (
+        AgentSession.objects.filter(pk=session_id)
+        .annotate(
+            calls=_count(ProviderCall),
+            tools=_count(ToolInvocation),
+            denials=_count(PolicyDenial),
+            changes=_count(StateChange),
+        )
+        .values("status", "calls", "tools", "denials", "changes", "cancel_requested_at")
+        .first()
+    )
+    if row is None:
+        return None
+    status = row["status"]
+    return {
+        "status": status,
+        "status_label": AgentSession.Status(status).label,
+        "finished": status in AgentSession.TERMINAL,
+        "cancel_requested": row["cancel_requested_at"] is not None,
+        "provider_calls": row["calls"],
+        "tool_invocations": row["tools"],
+        "version": ":".join(
+            str(row[key]) for key in ("status", "calls", "tools", "denials", "changes")
+        )
+        + (":cancelling" if row["cancel_requested_at"] else ""),
+    }
+
+
+def progress_version(session_id: Any) -> str:
+    data = progress(session_id)
+    return data["version"] if data else ""
+
+
+class SessionProgressView(LoginRequiredMixin, View):
+    """``GET``: a small JSON document the session page polls while the run is
+    live; the page refreshes its content when ``version`` changes."""
+
+    def get(self, request: HttpRequest, pk: Any) -> HttpResponse:
+        data = progress(pk)
+        if data is None:
+            return JsonResponse({"detail": "Not found."}, status=404)
+        response = JsonResponse(data)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class SessionCancelView(LoginRequiredMixin, View):
+    """``POST``: cancel the session (its author, or ``cancel_any_session``)."""
+
+    def post(self, request: HttpRequest, pk: Any) -> HttpResponse:
+        session = get_object_or_404(
+            AgentSession.objects.only("pk", "status", "created_by"), pk=pk
+        )
+        if not services.may_cancel(request.user, session):
+            raise PermissionDenied("You may cancel only your own sessions.")
+        outcome = services.cancel_session(session_id=session.pk, user=request.user)
+        text = {
+            "cancelled": "The session was cancelled.",
+            "requested": "Cancel requested: the run stops at its next step.",
+            "finished": "The session had already ended.",
+        }[outcome]
+        messages.info(request, text)
+        return HttpResponseRedirect(session.get_absolute_url())
+
+
+class CitationListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     paginate_by = 50
     template_name = "sessions_app/citation_list.html"
     context_object_name = "citations"

@@ -1,12 +1,17 @@
-"""The catalog admin, with a preview (and run) page per prompt template."""
+"""The catalog admin, with a preview page per prompt template.
+
+Running a previewed prompt is the audit app's: ``sessions_app.admin`` extends
+the prompt template admin with a run view (the catalog never imports the
+audit app); ``run_url`` is the hook the preview page uses for its Run button.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -216,39 +221,39 @@ class PromptTemplateAdmin(admin.ModelAdmin):
         return urls + super().get_urls()
 
     def preview_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """A safe page: renders ``template`` for the posted sample parameters
+        and shows the exact first request; never calls the provider."""
         template = get_object_or_404(PromptTemplate.objects.with_catalog(), pk=pk)
         if not self.has_view_permission(request, template):
             raise PermissionDenied
         form = PreviewForm(request.POST or None, initial={"params": {}})
+        return self.render_preview(request, template, form)
+
+    def run_url(self, template: PromptTemplate) -> str | None:
+        """Where the preview page posts to run a session (``None``: no button)."""
+        return None
+
+    def render_preview(
+        self,
+        request: HttpRequest,
+        template: PromptTemplate,
+        form: PreviewForm,
+        errors: list[str] | None = None,
+    ) -> HttpResponse:
+        errors = list(errors or [])
         preview = None
-        errors: list[str] = []
         params: dict[str, Any] = {}
         trust_level: str = TrustLevel.STANDARD
-        if request.method == "POST" and form.is_valid():
+        if form.is_bound and form.is_valid():
             params = form.cleaned_data["params"]
             trust_level = form.cleaned_data["trust_level"]
-        try:
-            preview = services.preview_prompt(
-                template=template, params=params, trust_level=trust_level
-            )
-        except ValidationError as error:
-            errors = error.messages
-        running = request.method == "POST" and "run" in request.POST
-        if running and not services.may_start_at(request.user, trust_level):
-            errors = [f"You may not start sessions at trust level '{trust_level}'."]
-        elif preview is not None and running:
+        if not form.is_bound or form.is_valid():
             try:
-                session = services.start_session(
-                    prompt_ref=template.ref,
-                    params=params,
-                    user=request.user,
-                    trust_level=trust_level,
+                preview = services.preview_prompt(
+                    template=template, params=params, trust_level=trust_level
                 )
             except ValidationError as error:
-                errors = error.messages
-            else:
-                messages.success(request, f"Session {session.pk} is {session.status}.")
-                return HttpResponseRedirect(session.get_absolute_url())
+                errors = [*errors, *error.messages]
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -257,6 +262,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
             "form": form,
             "errors": errors,
             "preview": preview,
+            "run_url": self.run_url(template),
             "request_json": pretty(preview.safe_request) if preview else "",
             "tools_json": (
                 pretty(preview.safe_request.get("tools", [])) if preview else ""

@@ -37,6 +37,19 @@ def env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part]
 
 
+def env_number(name: str, default: float, *, minimum: float = 0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number; got {raw!r}.") from None
+    if not value >= minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {raw!r}.")
+    return value
+
+
 DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
@@ -149,15 +162,55 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# Runs: limits, leases and recovery (docs/run-lifecycle.md).
+# Every run has a deadline: its template's, capped by WINK_RUN_MAX_SECONDS.
+WINK_RUN_MAX_SECONDS = int(env_number("WINK_RUN_MAX_SECONDS", 900, minimum=1))
+# Celery's soft/hard time limits add this much to a run's deadline.
+WINK_RUN_TIME_LIMIT_GRACE = int(env_number("WINK_RUN_TIME_LIMIT_GRACE", 30, minimum=2))
+# A worker holds a running session for this long, renewing it while it works.
+WINK_RUN_LEASE_SECONDS = env_number("WINK_RUN_LEASE_SECONDS", 60, minimum=1)
+# How often (at most) a run renews its lease and checks for a cancel request.
+WINK_RUN_HEARTBEAT_SECONDS = env_number("WINK_RUN_HEARTBEAT_SECONDS", 2)
+# Claims after which a run that keeps losing its worker fails ("interrupted").
+WINK_RUN_MAX_ATTEMPTS = int(env_number("WINK_RUN_MAX_ATTEMPTS", 3, minimum=1))
+# The sweeper's period (Celery beat), and how long a queued session may wait
+# unclaimed before it is dispatched again.
+WINK_SWEEP_INTERVAL = env_number("WINK_SWEEP_INTERVAL", 30, minimum=1)
+WINK_QUEUED_REDISPATCH_SECONDS = env_number(
+    "WINK_QUEUED_REDISPATCH_SECONDS", 600, minimum=1
+)
+if 2 * max(WINK_RUN_HEARTBEAT_SECONDS, 1) > WINK_RUN_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        "WINK_RUN_LEASE_SECONDS must be at least twice WINK_RUN_HEARTBEAT_SECONDS "
+        "(and at least 2): a run renews its lease on its heartbeat."
+    )
+
 # Celery: without a broker, tasks run inline in the calling process.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+# A run's message is acknowledged when it ends, and requeued if its worker dies.
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Per-run limits are set when a run is sent (sessions_app.dispatch); these
+# apply to any task and bound the longest run.
+CELERY_TASK_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE
+CELERY_TASK_SOFT_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE // 2
+# Redis redelivers an unacknowledged message after this: above the hard limit.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 300}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-sessions": {
+        "task": "sessions_app.sweep_stale_sessions",
+        "schedule": WINK_SWEEP_INTERVAL,
+    }
+}
 
 # The model provider. The key stays in the environment: it is read when a client
 # is built and never stored in the database or logged.
@@ -174,8 +227,10 @@ if WINK_PROVIDER == "openai" and not OPENAI_API_KEY:
     raise ImproperlyConfigured(
         "WINK_PROVIDER=openai needs OPENAI_API_KEY in the environment."
     )
-WINK_OPENAI_MAX_RETRIES = int(os.environ.get("WINK_OPENAI_MAX_RETRIES", "2"))
-WINK_OPENAI_TIMEOUT = float(os.environ.get("WINK_OPENAI_TIMEOUT", "600"))
+# Retries of a failed provider request (each attempt is recorded; none starts
+# past the run's deadline) and the timeout of one attempt, in seconds.
+WINK_OPENAI_MAX_RETRIES = int(env_number("WINK_OPENAI_MAX_RETRIES", 2))
+WINK_OPENAI_TIMEOUT = env_number("WINK_OPENAI_TIMEOUT", 600, minimum=0.1)
 
 LOGGING = {
     "version": 1,

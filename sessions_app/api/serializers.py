@@ -41,6 +41,9 @@ class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
             "error_type",
             "status_code",
             "unknown_item_types",
+            "attempt_count",
+            "attempts",
+            "text_altered",
             "created_at",
         ]
         read_only_fields = fields
@@ -76,6 +79,8 @@ class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
             "message",
             "value",
             "rendered_output",
+            "model_output",
+            "text_altered",
             "created_at",
         ]
         read_only_fields = fields
@@ -103,6 +108,7 @@ class CitationSerializer(serializers.ModelSerializer[Citation]):
             "content_index",
             "search_call_id",
             "turn",
+            "text_altered",
             "created_at",
         ]
         read_only_fields = fields
@@ -136,6 +142,7 @@ class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
             "reason",
             "params",
             "turn",
+            "text_altered",
             "created_at",
         ]
         read_only_fields = fields
@@ -144,7 +151,7 @@ class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
 class StateChangeSerializer(serializers.ModelSerializer[StateChange]):
     class Meta:
         model = StateChange
-        fields = ["key", "value", "tool_name", "call_id", "created_at"]
+        fields = ["key", "value", "tool_name", "call_id", "text_altered", "created_at"]
         read_only_fields = fields
 
 
@@ -166,6 +173,8 @@ SESSION_SUMMARY_FIELDS = [
     "usage",
     "error_phase",
     "error_message",
+    "revision",
+    "attempts",
     "created_at",
     "started_at",
     "finished_at",
@@ -173,6 +182,13 @@ SESSION_SUMMARY_FIELDS = [
 
 
 class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
+    revision = serializers.CharField(
+        source="revision_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The catalog revision's hash: sessions with the same one ran "
+        "the same catalog.",
+    )
     # Annotated by ``AgentSession.objects.with_counts()``.
     tool_call_count = serializers.IntegerField(read_only=True)
     citation_count = serializers.IntegerField(read_only=True)
@@ -186,7 +202,17 @@ class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
 class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
     """A session's whole audit trail (provider call bodies excluded)."""
 
+    revision = serializers.CharField(
+        source="revision_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The catalog revision's hash: sessions with the same one ran "
+        "the same catalog.",
+    )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    cancelled_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="username", read_only=True
     )
     provider_calls = ProviderCallSummarySerializer(many=True, read_only=True)
@@ -205,10 +231,14 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
             "tools_payload",
             "withheld_tools",
             "request_options",
-            "catalog_hash",
             "output_text",
             "output",
             "error_payload",
+            "text_altered",
+            "deadline_seconds",
+            "deadline_at",
+            "cancel_requested_at",
+            "cancelled_by",
             "created_by",
             "provider_calls",
             "tool_invocations",

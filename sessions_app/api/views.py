@@ -1,4 +1,9 @@
-"""The audit trail API: sessions (read, and start a run) and citations."""
+"""The audit trail API: sessions (read, start a run, cancel) and citations.
+
+Who may use it: any authenticated user (session or token); starting at the
+trusted level needs ``start_trusted_session``; cancelling needs to be the
+session's author or hold ``cancel_any_session``.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 from rest_framework.settings import api_settings
 
+from sessions_app import dispatch, services
 from sessions_app.api.pagination import CreatedAtCursorPagination
 from sessions_app.api.serializers import (
     AgentSessionCreateSerializer,
@@ -35,7 +41,6 @@ from sessions_app.models import (
     StateChange,
     ToolInvocation,
 )
-from tooling import services
 
 # Fields the session and citation lists never show; they can be large.
 SESSION_BODY_FIELDS = (
@@ -51,7 +56,9 @@ SESSION_BODY_FIELDS = (
 
 def session_detail_queryset() -> QuerySet[AgentSession]:
     """Sessions with their whole audit trail in a constant number of queries."""
-    return AgentSession.objects.select_related("created_by").prefetch_related(
+    return AgentSession.objects.select_related(
+        "created_by", "cancelled_by"
+    ).prefetch_related(
         Prefetch(
             "provider_calls",
             queryset=ProviderCall.objects.defer("request", "response").order_by("turn"),
@@ -114,6 +121,8 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             return AgentSession.objects.with_counts().defer(*SESSION_BODY_FIELDS)
         if self.action == "provider_calls":
             return AgentSession.objects.only("id")
+        if self.action == "cancel":
+            return AgentSession.objects.only("id", "status", "created_by")
         return session_detail_queryset()
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
@@ -127,9 +136,13 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
 
     @extend_schema(
         summary="Start a run of a prompt",
+        description="Without a broker the run happens inline and the answer "
+        "(201) holds the finished session; with one it is queued for a worker "
+        "and the answer (202) holds the queued session: follow its Location.",
         request=AgentSessionCreateSerializer,
         responses={
             201: AgentSessionDetailSerializer,
+            202: AgentSessionDetailSerializer,
             400: OpenApiResponse(
                 description="Invalid input: unknown prompt, bad params or an "
                 "invalid catalog; messages keyed by field or non_field_errors."
@@ -164,9 +177,54 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         location = reverse(
             "sessions_api:session-detail", args=[session.pk], request=request
         )
-        return Response(
-            data, status=status.HTTP_201_CREATED, headers={"Location": location}
+        code = (
+            status.HTTP_201_CREATED
+            if dispatch.runs_inline()
+            else status.HTTP_202_ACCEPTED
         )
+        return Response(data, status=code, headers={"Location": location})
+
+    @extend_schema(
+        summary="Cancel a session",
+        description="A queued session is cancelled at once (200); a running one "
+        "stops at its next step (202). Who cancelled it is recorded.",
+        request=None,
+        responses={
+            200: AgentSessionDetailSerializer,
+            202: AgentSessionDetailSerializer,
+            403: OpenApiResponse(
+                description="Only the session's author, or a user with 'Can "
+                "cancel any session', may cancel it."
+            ),
+            404: OpenApiResponse(description="No such session."),
+            409: OpenApiResponse(description="The session has already ended."),
+        },
+    )
+    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        session = self.get_object()
+        if not services.may_cancel(request.user, session):
+            raise PermissionDenied(
+                "Only the session's author, or a user with 'Can cancel any "
+                "session', may cancel it."
+            )
+        outcome = services.cancel_session(session_id=session.pk, user=request.user)
+        if outcome == "finished":
+            current = AgentSession.objects.values_list("status", flat=True).get(
+                pk=session.pk
+            )
+            return Response(
+                {"detail": f"The session has already ended ({current})."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        fresh = session_detail_queryset().get(pk=session.pk)
+        data = AgentSessionDetailSerializer(
+            fresh, context=self.get_serializer_context()
+        ).data
+        code = (
+            status.HTTP_200_OK if outcome == "cancelled" else status.HTTP_202_ACCEPTED
+        )
+        return Response(data, status=code)
 
     @extend_schema(
         summary="A session's provider calls with request and response bodies",

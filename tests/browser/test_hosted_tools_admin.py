@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
+from sessions_app import services as session_services
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from tests.browser.ui import UI
 from tooling import services
@@ -399,7 +400,7 @@ def test_operator_adds_web_search_previews_runs_and_reads_its_sources(
 
     # 4. The citations page across sessions: a second run, and a citation
     # outside the allowed domains (seeded: the provider keeps to the filter).
-    second = services.start_session(prompt_ref="ops/docs", params={})
+    second = session_services.start_session(prompt_ref="ops/docs", params={})
     assert second.status == AgentSession.Status.SUCCEEDED
     outside = Citation.objects.create(
         session=session,

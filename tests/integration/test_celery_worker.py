@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from sessions_app import services
 from sessions_app.models import AgentSession
-from tooling import services
 from tooling.demo import seed_demo_catalog
 from wink_project.celery import app as celery_app
 
@@ -106,7 +106,7 @@ def test_worker_runs_a_session_started_through_the_broker(worker):
 
     session = services.start_session(prompt_ref="demo/release", params={})
 
-    assert session.status == AgentSession.Status.PENDING
+    assert session.status == AgentSession.Status.QUEUED
     finished = _wait_for(session, worker)
     assert finished.status == AgentSession.Status.SUCCEEDED, finished.error_message
     assert finished.policy_denials.filter(tool_name="deploy").exists()

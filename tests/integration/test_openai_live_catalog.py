@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from sessions_app import services
 from sessions_app.models import AgentSession
 from tests.integration.live_openai import LIVE_MODEL
-from tooling import services
 from tooling.demo import seed_demo_catalog
 from tooling.models import PromptTemplate
 

@@ -35,7 +35,6 @@ class AgentSessionFactory(factory.django.DjangoModelFactory):
     rendered_prompt = "# Research\n\nFind out about tides."
     tools_payload = factory.LazyFunction(list)
     request_options = factory.LazyFunction(lambda: {"tool_choice": "auto"})
-    catalog_hash = "0" * 64
     output_text = "Tides follow the moon."
     usage = factory.LazyFunction(
         lambda: {"input_tokens": 120, "output_tokens": 40, "total_tokens": 160}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessions_app import services
 from sessions_app.models import Citation, ToolInvocation
 from sessions_app.views import consulted_sources
 from tests.sessions_app.factories import (
@@ -12,7 +13,6 @@ from tests.sessions_app.factories import (
     CitationFactory,
     ToolInvocationFactory,
 )
-from tooling import services
 from tooling.demo import seed_demo_catalog
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 from tests.sessions_app.factories import UserFactory
 from tests.tooling.factories import (
@@ -17,7 +18,6 @@ from tests.tooling.factories import (
     SectionDefinitionFactory,
     add_sections,
 )
-from tooling import services
 from tooling.models import HostedToolDefinition, SectionHostedTool
 
 pytestmark = pytest.mark.django_db
@@ -197,7 +197,7 @@ def test_admin_preview_run_at_trusted_needs_the_permission(client):
     )
     client.force_login(staff)
     prompt = _prompt("trusted")
-    url = reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk])
+    url = reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
 
     response = client.post(
         url, {"params": "{}", "trust_level": "trusted", "run": "Run"}

@@ -292,12 +292,66 @@ def test_admin_preview_run_button_records_a_session(admin_client):
     prompt = PromptTemplate.objects.get(namespace="demo", key="release")
 
     response = admin_client.post(
-        reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk]),
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
         {"params": "{}", "run": "Run"},
     )
 
     assert response.status_code == 302
-    assert prompt.sessions.get().status == "succeeded"
+    session = prompt.sessions.get()
+    assert response["Location"] == session.get_absolute_url()
+    assert session.status == "succeeded"
+
+
+def test_admin_preview_page_offers_the_run_button(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="release")
+
+    page = admin_client.get(
+        reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk])
+    ).content.decode()
+
+    run_url = reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
+    assert f'formaction="{run_url}"' in page
+    assert 'id="revision-hash"' in page
+
+
+def test_admin_preview_never_runs_even_when_asked(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="release")
+
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk]),
+        {"params": "{}", "run": "Run"},
+    )
+
+    assert response.status_code == 200
+    assert not prompt.sessions.exists()
+
+
+def test_admin_run_with_invalid_params_starts_nothing(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="release")
+
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {"params": "{not json", "run": "Run"},
+    )
+
+    assert response.status_code == 200
+    assert "Enter a valid JSON" in response.content.decode()
+    assert not prompt.sessions.exists()
+
+
+def test_admin_run_view_only_takes_a_post(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="release")
+
+    response = admin_client.get(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
+    )
+
+    assert response.status_code == 302
+    assert not prompt.sessions.exists()
 
 
 def test_admin_changelists_render(admin_client):
@@ -326,7 +380,7 @@ def test_admin_changelists_render(admin_client):
 
 def test_audit_admin_is_read_only(admin_client):
     seed_demo_catalog()
-    from tooling import services
+    from sessions_app import services
 
     session = services.start_session(prompt_ref="demo/research", params={})
     changelist = admin_client.get(reverse("admin:sessions_app_agentsession_changelist"))

@@ -119,7 +119,7 @@ def test_api_unknown_param_is_a_400_and_records_nothing(api_client):
 
 def test_audit_page_of_a_demo_session_shows_tool_calls_and_citation_links(client, user):
     seed_demo_catalog()
-    from tooling import services
+    from sessions_app import services
 
     session = services.start_session(prompt_ref="demo/research", params={})
     client.force_login(user)

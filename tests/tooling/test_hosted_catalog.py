@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import escape
 
+from sessions_app import services as session_services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 from tests.tooling.factories import (
     HostedToolDefinitionFactory,
@@ -510,7 +511,7 @@ def test_mcp_header_value_is_sent_but_never_stored_or_shown(admin_client):
     )
     preview = _preview(admin_client, prompt)
     sent = services.preview_prompt(template=prompt).request["tools"]
-    session = services.start_session(prompt_ref=prompt.ref, params={})
+    session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
     assert sent[0]["headers"] == {"Authorization": SECRET}  # what the provider gets
     assert SECRET not in json.dumps(definition.config)
@@ -527,7 +528,7 @@ def test_mcp_variable_unset_at_run_time_refuses_the_run():
     prompt = _prompt_with(_mcp_definition(header_env={"Authorization": UNSET_VAR}))
 
     with pytest.raises(ValidationError) as caught:
-        services.start_session(prompt_ref=prompt.ref, params={})
+        session_services.start_session(prompt_ref=prompt.ref, params={})
 
     assert (
         f"MCP header 'Authorization' reads environment variable '{UNSET_VAR}', "
@@ -582,7 +583,7 @@ def test_model_without_the_capability_is_refused_before_any_request(kind):
     prompt.save()
 
     with pytest.raises(ValidationError) as caught:
-        services.start_session(prompt_ref=prompt.ref, params={})
+        session_services.start_session(prompt_ref=prompt.ref, params={})
 
     message = " ".join(caught.value.messages)
     assert "Model 'gpt-5.4' does not support hosted tool kind" in message
@@ -598,7 +599,7 @@ def test_model_with_the_capability_runs():
     )
     prompt = _prompt_with(definition)
 
-    session = services.start_session(prompt_ref=prompt.ref, params={})
+    session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
     assert session.status == "succeeded"
 
@@ -626,7 +627,7 @@ def test_a_run_records_a_native_invocation_per_kind(kind):
     )
     prompt = _prompt_with(definition, template="Find the refund policy.")
 
-    session = services.start_session(prompt_ref=prompt.ref, params={})
+    session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
     assert session.status == "succeeded", session.error_message
     invocation = ToolInvocation.objects.get(session=session, native=True)
@@ -648,7 +649,7 @@ def test_a_failed_native_call_is_recorded_as_failed(kind, marker, error):
     definition = HostedToolDefinitionFactory(kind=kind, config=RUN_CONFIGS[kind])
     prompt = _prompt_with(definition, template=f"Find the refund policy. {marker}")
 
-    session = services.start_session(prompt_ref=prompt.ref, params={})
+    session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
     invocation = ToolInvocation.objects.get(session=session, native=True)
     assert invocation.kind == kind

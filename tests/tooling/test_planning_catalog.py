@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
+from sessions_app import services as session_services
 from sessions_app.models import StateChange
 from tests.tooling.factories import (
     PromptTemplateFactory,
@@ -139,7 +140,7 @@ def test_a_run_of_a_planning_section_records_the_plan():
     prompt = PromptTemplateFactory()
     add_sections(prompt, section)
 
-    session = services.start_session(prompt_ref=prompt.ref)
+    session = session_services.start_session(prompt_ref=prompt.ref)
 
     assert session.status == "succeeded", session.error_message
     plans = StateChange.objects.filter(session=session, key="plan")

@@ -6,22 +6,28 @@ call the same functions and show the same messages. ``build_prompt`` reads
 the whole catalog it needs with a constant number of queries.
 
 ``tools`` converts function tools, ``hosted`` hosted tools (one config builder
-per kind), ``policies`` policies and ``prompts`` sections and templates.
+per kind), ``policies`` policies and ``prompts`` sections and prompt settings;
+``revisions`` freezes a prompt into the JSON of a catalog revision and thaws it
+back into a ``Prompt`` (every prompt is built that way); ``catalog`` reads the
+database.
 """
 
+from .catalog import (
+    build_prompt,
+    build_prompt_from_parts,
+    freeze_template,
+    load_template,
+    prompts_broken_by_policy,
+)
 from .hosted import HOSTED_BUILDERS, build_hosted_tool, model_capabilities
 from .policies import build_policy
 from .prompts import (
-    build_prompt,
-    build_prompt_from_parts,
     build_section,
-    catalog_hash,
-    load_template,
     output_for,
-    prompts_broken_by_policy,
     section_params_type,
     tool_choice_for,
 )
+from .revisions import freeze_prompt, model_capabilities_of, thaw_prompt
 from .tools import build_tool
 
 __all__ = [
@@ -32,11 +38,14 @@ __all__ = [
     "build_prompt_from_parts",
     "build_section",
     "build_tool",
-    "catalog_hash",
+    "freeze_prompt",
+    "freeze_template",
     "load_template",
     "model_capabilities",
+    "model_capabilities_of",
     "output_for",
     "prompts_broken_by_policy",
     "section_params_type",
+    "thaw_prompt",
     "tool_choice_for",
 ]

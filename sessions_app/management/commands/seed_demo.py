@@ -9,8 +9,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from sessions_app import services
 from sessions_app.models import AgentSession
-from tooling import services
 from tooling.demo import seed_demo_catalog
 
 

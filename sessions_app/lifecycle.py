@@ -1,0 +1,315 @@
+"""The session row's lifecycle: every move is one conditional update.
+
+    queued ──claim──> running ──> succeeded | failed | cancelled
+       │                 └──(lease expired) claim again, up to WINK_RUN_MAX_ATTEMPTS
+       └──> cancelled | failed
+
+A worker that claims a run writes a fresh ``claim_token`` and a lease
+(``lease_expires_at``); every later update it makes (renewing the lease,
+ending the run) requires that token, so a worker that lost its lease can never
+overwrite the session. A claim succeeds on a queued session, or on a running
+one whose lease expired (its worker died); each claim counts an attempt, and a
+run out of attempts ends ``failed`` with phase ``interrupted``.
+
+Statuses only move forward; on PostgreSQL a trigger refuses anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db.models import Count, DateTimeField, F, Q, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from sessions_app.models import AgentSession, ProviderCall
+from sessions_app.storable import Scrubber
+from tooling.runtime import RunAborted
+
+logger = logging.getLogger(__name__)
+
+Status = AgentSession.Status
+
+
+class LeaseLost(RunAborted):
+    """Another worker claimed the run (this one's lease expired)."""
+
+
+class RunCancelled(RunAborted):
+    """Someone cancelled the run; it stops at this step."""
+
+
+class StoreUnavailable(RunAborted):
+    """The database connection failed; the run stops here and resumes."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
+def lease_seconds() -> float:
+    return float(settings.WINK_RUN_LEASE_SECONDS)
+
+
+@dataclasses.dataclass
+class Claim:
+    """A worker's hold on a running session: the token its updates require."""
+
+    session: AgentSession
+    token: uuid.UUID
+    renew_every: float
+    _renewed: float = dataclasses.field(default_factory=time.monotonic)
+
+    @property
+    def session_id(self) -> Any:
+        return self.session.pk
+
+    def mine(self) -> Q:
+        """The condition of every update this worker makes."""
+        return Q(pk=self.session.pk, status=Status.RUNNING, claim_token=self.token)
+
+    def beat(self) -> None:
+        """The run's heartbeat: renew the lease (at most every ``renew_every``
+        seconds) and stop the run if it was cancelled or taken over."""
+        now = time.monotonic()
+        if now - self._renewed < self.renew_every:
+            return
+        self._renewed = now
+        try:
+            renewed = AgentSession.objects.filter(
+                self.mine(), cancel_requested_at__isnull=True
+            ).update(
+                lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
+            )
+            if renewed:
+                return
+            row = (
+                AgentSession.objects.filter(pk=self.session.pk)
+                .values("status", "claim_token", "cancel_requested_at")
+                .first()
+            )
+        except (OperationalError, InterfaceError) as error:
+            raise StoreUnavailable("The database connection failed.") from error
+        if (
+            row is not None
+            and row["claim_token"] == self.token
+            and row["status"] == Status.RUNNING
+            and row["cancel_requested_at"] is not None
+        ):
+            raise RunCancelled("The session was cancelled.")
+        raise LeaseLost("Another worker holds this session now.")
+
+
+def claim(session_id: Any, *, now: datetime | None = None) -> Claim | None:
+    """Claim the session for this worker, or ``None`` if it is not claimable:
+    finished, cancelled, held by a live lease, or out of attempts."""
+    now = now or timezone.now()
+    row = AgentSession.objects.filter(pk=session_id).only("deadline_seconds").first()
+    if row is None:
+        return None
+    token = uuid.uuid4()
+    deadline = now + timedelta(seconds=row.deadline_seconds or 1)
+    claimed = AgentSession.objects.filter(
+        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
+        pk=session_id,
+        cancel_requested_at__isnull=True,
+        attempts__lt=settings.WINK_RUN_MAX_ATTEMPTS,
+    ).update(
+        status=Status.RUNNING,
+        claim_token=token,
+        attempts=F("attempts") + 1,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
+        worker=worker_name(),
+        started_at=Coalesce("started_at", Value(now, DateTimeField())),
+        deadline_at=Coalesce("deadline_at", Value(deadline, DateTimeField())),
+    )
+    if not claimed:
+        return None
+    session = AgentSession.objects.select_related("revision").get(pk=session_id)
+    return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
+
+
+def totals(session_id: Any) -> dict[str, Any]:
+    """Usage and turns summed from the session's provider calls."""
+    sums = ProviderCall.objects.filter(session_id=session_id).aggregate(
+        input_tokens=Coalesce(Sum("input_tokens"), 0),
+        output_tokens=Coalesce(Sum("output_tokens"), 0),
+        cached_tokens=Coalesce(Sum("cached_tokens"), 0),
+        reasoning_tokens=Coalesce(Sum("reasoning_tokens"), 0),
+        turns=Count("id", filter=Q(response__isnull=False)),
+    )
+    turns = sums.pop("turns")
+    usage = {key: int(value) for key, value in sums.items()}
+    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    return {"usage": usage, "turns": turns}
+
+
+def _ending(
+    *,
+    status: str,
+    phase: str = "",
+    message: str = "",
+    payload: Mapping[str, Any] | None = None,
+    output_text: str | None = None,
+    output: Any = None,
+    session_id: Any,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The columns a session's final update writes, made storable."""
+    scrub = Scrubber()
+    fields: dict[str, Any] = {
+        "status": status,
+        "error_phase": scrub.text(phase, 20),
+        "error_message": scrub.text(message),
+        "error_payload": scrub.json(dict(payload or {})),
+        "finished_at": now or timezone.now(),
+        "lease_expires_at": None,
+        **totals(session_id),
+    }
+    if output_text is not None:
+        fields["output_text"] = scrub.text(output_text)
+    if output is not None:
+        fields["output"] = scrub.json(output)
+    fields["text_altered"] = scrub.altered
+    return fields
+
+
+def finish(claim: Claim, *, status: str, **ending: Any) -> None:
+    """End the claimed run; ``LeaseLost`` if this worker no longer holds it."""
+    fields = _ending(status=status, session_id=claim.session_id, **ending)
+    if not AgentSession.objects.filter(claim.mine()).update(**fields):
+        raise LeaseLost("Another worker holds this session now.")
+
+
+def fail_unheld(session_id: Any, *, phase: str, message: str) -> bool:
+    """End a running session without a claim (a worker that can no longer
+    prove its claim, an unexpected error): only if no live lease holds it."""
+    now = timezone.now()
+    fields = _ending(
+        status=Status.FAILED, phase=phase, message=message, session_id=session_id
+    )
+    return bool(
+        AgentSession.objects.filter(
+            Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
+            pk=session_id,
+            status__in=(Status.QUEUED, Status.RUNNING),
+        ).update(**fields)
+    )
+
+
+def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:
+    """End the claimed run as failed; ``False`` if another worker holds it or
+    the database cannot be reached (the sweeper then settles it)."""
+    try:
+        finish(claim, status=Status.FAILED, phase=phase, message=message)
+    except LeaseLost:
+        return False
+    except DatabaseError:
+        logger.exception("Could not record the end of session %s", claim.session_id)
+        return False
+    return True
+
+
+def _cancel_message(user_id: Any) -> str:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    return f"Cancelled by {user.get_username()}." if user else "Cancelled."
+
+
+def cancel_claimed(claim: Claim) -> None:
+    row = AgentSession.objects.filter(pk=claim.session_id).values("cancelled_by").get()
+    finish(claim, status=Status.CANCELLED, message=_cancel_message(row["cancelled_by"]))
+
+
+def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
+    """Cancel a session no worker has claimed yet, at once."""
+    user_id = getattr(user, "pk", None)
+    fields = _ending(
+        status=Status.CANCELLED,
+        message=_cancel_message(user_id),
+        session_id=session_id,
+        now=now,
+    )
+    return bool(
+        AgentSession.objects.filter(pk=session_id, status=Status.QUEUED).update(
+            cancel_requested_at=now, cancelled_by=user_id, **fields
+        )
+    )
+
+
+def request_cancel(session_id: Any, *, user: Any, now: datetime) -> bool:
+    """Ask a running session to stop at its next step."""
+    return bool(
+        AgentSession.objects.filter(
+            pk=session_id, status=Status.RUNNING, cancel_requested_at__isnull=True
+        ).update(cancel_requested_at=now, cancelled_by=getattr(user, "pk", None))
+    )
+
+
+def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
+    """End a session no worker can run any more; the status it took, if any.
+
+    A stale run (its lease expired) that someone asked to cancel becomes
+    ``cancelled``; one out of attempts becomes ``failed`` (``interrupted``).
+    """
+    now = now or timezone.now()
+    stale = Q(status=Status.RUNNING, lease_expires_at__lt=now)
+    row = (
+        AgentSession.objects.filter(pk=session_id)
+        .values("cancelled_by", "attempts")
+        .first()
+    )
+    if row is None:
+        return None
+    fields = _ending(
+        status=Status.CANCELLED,
+        message=_cancel_message(row["cancelled_by"]),
+        session_id=session_id,
+        now=now,
+    )
+    if (
+        AgentSession.objects.filter(stale, pk=session_id)
+        .filter(cancel_requested_at__isnull=False)
+        .update(**fields)
+    ):
+        return Status.CANCELLED
+    attempts = row["attempts"]
+    fields = _ending(
+        status=Status.FAILED,
+        phase="interrupted",
+        message=(
+            f"The run was interrupted {attempts} time(s) (its worker stopped before "
+            "it finished) and was not retried again."
+        ),
+        session_id=session_id,
+        now=now,
+    )
+    if (
+        AgentSession.objects.filter(stale, pk=session_id)
+        .filter(attempts__gte=settings.WINK_RUN_MAX_ATTEMPTS)
+        .update(**fields)
+    ):
+        return Status.FAILED
+    return None
+
+
+def mark_dispatched(
+    session_id: Any, *, previous: datetime | None, now: datetime
+) -> bool:
+    """Record a re-dispatch, unless another sweeper did it first."""
+    return bool(
+        AgentSession.objects.filter(pk=session_id, dispatched_at=previous).update(
+            dispatched_at=now
+        )
+    )

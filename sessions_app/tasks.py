@@ -1,0 +1,42 @@
+"""Celery tasks: each takes an id and calls one service.
+
+Runs are acknowledged late and rejected (requeued) when their worker is lost
+(settings: ``CELERY_TASK_ACKS_LATE``, ``CELERY_TASK_REJECT_ON_WORKER_LOST``);
+a redelivered run that another worker still holds is left to it, and a run
+whose worker died is recovered by the sweeper (``sweep_stale_sessions``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from sessions_app import dispatch, services
+from sessions_app.models import AgentSession
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name=dispatch.RUN_SESSION_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
+def run_session_task(session_id: str) -> str:
+    try:
+        session = services.run_session(session_id=session_id)
+    except AgentSession.DoesNotExist:
+        logger.warning("Session %s does not exist; nothing to run", session_id)
+        return "missing"
+    return str(session.status)
+
+
+@shared_task(name=dispatch.SWEEP_TASK, ignore_result=True)
+def sweep_stale_sessions_task() -> dict[str, Any]:
+    report = services.sweep_stale_sessions()
+    if report.redispatched or report.ran_inline or report.settled:
+        logger.info("Swept stale sessions: %s", report)
+    return report.as_dict()
