@@ -24,7 +24,10 @@ def _offline_provider(request):
         return
     if not request.config.pluginmanager.hasplugin("django"):
         return  # runtime tests run without Django (-p no:django)
-    request.getfixturevalue("settings").WINK_PROVIDER = "offline"
+    settings = request.getfixturevalue("settings")
+    settings.WINK_PROVIDER = "offline"
+    # Test users need no slow key derivation.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -28,6 +28,13 @@ class HandlerRegistry:
         for tool in tools:
             self.register(f"{group}.{tool.name}", tool)
 
+    def unregister(self, key: str) -> Tool[Any, Any]:
+        """Remove a handler; catalog revisions that name it can no longer run."""
+        try:
+            return self._tools.pop(key)
+        except KeyError:
+            raise KeyError(f"No handler is registered as '{key}'.") from None
+
     def get(self, key: str) -> Tool[Any, Any]:
         try:
             return self._tools[key]

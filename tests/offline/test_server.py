@@ -157,3 +157,25 @@ def test_server_stop_releases_the_port() -> None:
 
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_server_delay_holds_replies_back_and_the_log_lists_them() -> None:
+    with OfflineServer(delay=0.3) as server:
+        client = openai.OpenAI(
+            api_key="sk-offline", base_url=server.base_url, max_retries=0
+        )
+        started = time.monotonic()
+        response = client.responses.create(
+            model="gpt-5.4", input=[{"role": "system", "content": "Say hi."}]
+        )
+        elapsed = time.monotonic() - started
+        client.models.list()
+    assert elapsed >= 0.3
+    posts = [entry for entry in server.served if entry.method == "POST"]
+    assert [(e.status, e.response_id) for e in posts] == [(200, response.id)]
+    assert [e.method for e in server.served] == ["POST", "GET"]
+
+
+def test_server_refuses_a_negative_delay() -> None:
+    with pytest.raises(ValueError, match="delay must not be negative"):
+        OfflineServer(delay=-1)

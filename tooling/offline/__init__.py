@@ -28,7 +28,7 @@ from .hosted import (
 from .model import ScriptedModel, parallel_calls_script
 from .response import FIXED_EPOCH, build_response
 from .schema_values import check_value, sample_value
-from .server import OfflineServer
+from .server import OfflineServer, Served
 from .transport import Reply, offline_transport, route
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "OfflineServer",
     "Reply",
     "ScriptedModel",
+    "Served",
     "build_response",
     "check_value",
     "error_payload",

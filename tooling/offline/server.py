@@ -9,10 +9,13 @@ no per-request logging unless ``verbose``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
+import json
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -20,7 +23,18 @@ from typing import Any
 from .model import ScriptedModel
 from .transport import route
 
-__all__ = ["OfflineServer"]
+__all__ = ["OfflineServer", "Served"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Served:
+    """One reply the server sent: what it answered, and the response's id."""
+
+    method: str
+    path: str
+    status: int
+    response_id: str | None
+    at: float
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -31,6 +45,9 @@ class _HTTPServer(ThreadingHTTPServer):
     model: ScriptedModel
     verbose: bool
     counter: itertools.count[int]
+    delay: float
+    served: list[Served]
+    lock: threading.Lock
 
 
 class _HTTPServer6(_HTTPServer):
@@ -76,6 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         body = self._read_body()
         reply = route(self.server.model, self.command, self.path, body)
+        if self.server.delay and self.command == "POST":
+            time.sleep(self.server.delay)
+        self._record(reply)
         self.send_response_only(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(reply.body)))
@@ -89,6 +109,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             self.log_request(reply.status, len(reply.body))
 
+    def _record(self, reply: Any) -> None:
+        response_id = None
+        if reply.status == 200 and self.path.rstrip("/").endswith("/responses"):
+            with contextlib.suppress(ValueError, AttributeError):
+                response_id = json.loads(reply.body).get("id")
+        entry = Served(self.command, self.path, reply.status, response_id, time.time())
+        with self.server.lock:
+            self.server.served.append(entry)
+
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
             sys.stderr.write(f"offline-provider: {format % args}\n")
@@ -100,6 +129,10 @@ class OfflineServer:
     ``port=0`` picks a free port. ``start()`` serves from a daemon thread (and
     returns ``self``), ``stop()`` shuts down; ``serve_forever()`` serves in
     the foreground. Also a context manager: ``with OfflineServer() as s:``.
+
+    ``delay`` holds every ``POST`` reply back that many seconds (a slow model);
+    ``served`` lists every reply sent, with the response id (tests use it to
+    check that no response was requested twice).
     """
 
     def __init__(
@@ -109,13 +142,25 @@ class OfflineServer:
         port: int = 0,
         *,
         verbose: bool = False,
+        delay: float = 0.0,
     ) -> None:
+        if delay < 0:
+            raise ValueError("delay must not be negative.")
         server_class = _HTTPServer6 if ":" in host else _HTTPServer
         self.httpd = server_class((host, port), _Handler)
         self.httpd.model = model if model is not None else ScriptedModel()
         self.httpd.verbose = verbose
         self.httpd.counter = itertools.count(1)
+        self.httpd.delay = delay
+        self.httpd.served = []
+        self.httpd.lock = threading.Lock()
         self._thread: threading.Thread | None = None
+
+    @property
+    def served(self) -> list[Served]:
+        """A copy of the replies sent so far, oldest first."""
+        with self.httpd.lock:
+            return list(self.httpd.served)
 
     @property
     def host(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from tooling.offline import OfflineServer, ScriptedModel
 
@@ -19,11 +19,27 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8001)
         parser.add_argument("--verbose", action="store_true", help="Log each request.")
+        parser.add_argument(
+            "--delay",
+            type=float,
+            default=0.0,
+            help="Seconds to hold back every reply (a slow model).",
+        )
 
     def handle(
-        self, *args: Any, host: str, port: int, verbose: bool, **options: Any
+        self,
+        *args: Any,
+        host: str,
+        port: int,
+        verbose: bool,
+        delay: float,
+        **options: Any,
     ) -> None:
-        server = OfflineServer(ScriptedModel(), host=host, port=port, verbose=verbose)
+        if delay < 0:
+            raise CommandError("--delay must not be negative.")
+        server = OfflineServer(
+            ScriptedModel(), host=host, port=port, verbose=verbose, delay=delay
+        )
         self.stdout.write(f"Offline provider listening on {server.base_url}")
         self.stdout.write(
             "Use: WINK_PROVIDER=openai OPENAI_API_KEY=sk-offline "
