@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup migrate demo check lint format typecheck bench worker offline-provider browser clean
+.PHONY: run test setup migrate demo check lint format typecheck imports bench worker beat sweep offline-provider browser clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -41,7 +41,7 @@ browser:  ## Install Debian's Chromium and ChromeDriver for the browser tests (r
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-check: setup lint typecheck  ## Static checks: ruff, mypy, migrations, schema
+check: setup lint typecheck imports  ## Static checks: ruff, mypy, import contracts, migrations, schema
 	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run
 	DEBUG=1 $(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 
@@ -56,14 +56,28 @@ format: setup
 typecheck: setup
 	DEBUG=1 $(BIN)/mypy tooling/runtime
 
+imports: setup  ## The layering contracts in pyproject.toml (import-linter)
+	$(BIN)/lint-imports
+
 bench: setup  ## Three-way agent-loop benchmark against the offline provider
 	$(BIN)/python bench/agent_loop.py
 
-worker: setup  ## A Celery worker (needs CELERY_BROKER_URL)
-	$(BIN)/celery -A wink_project worker --loglevel=info
+# The worker embeds Celery beat (the stale-run sweeper) unless WORKER_BEAT is
+# emptied: with several workers, run `make worker WORKER_BEAT=` on all but one,
+# or all of them plus one `make beat`.
+WORKER_BEAT ?= -B --schedule=$(VENV)/celerybeat-schedule
+
+worker: setup  ## A Celery worker with the sweeper (needs CELERY_BROKER_URL)
+	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project worker --loglevel=info $(WORKER_BEAT)
+
+beat: setup  ## Celery beat alone: runs the stale-run sweeper every WINK_SWEEP_INTERVAL s
+	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project beat --loglevel=info --schedule=$(VENV)/celerybeat-schedule
+
+sweep: setup  ## Recover runs a dead worker or web process left behind, once
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py sweep_sessions
 
 offline-provider: setup  ## Serve the offline provider on http://127.0.0.1:8001/v1
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py serve_offline_provider
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py serve_offline_provider $(OFFLINE_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache .mypy_cache .ruff_cache

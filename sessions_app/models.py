@@ -33,12 +33,57 @@ from tooling.append_only import (
 )
 from tooling.models import TrustLevel
 
+# Session fields lists never show; they can be large.
+SESSION_BODY_FIELDS = (
+    "rendered_prompt",
+    "tools_payload",
+    "request_options",
+    "output_text",
+    "output",
+    "error_payload",
+    "params",
+)
+
 
 class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def with_counts(self) -> AgentSessionQuerySet:
         return self.annotate(
             tool_call_count=models.Count("tool_invocations", distinct=True),
             citation_count=models.Count("citations", distinct=True),
+        )
+
+    def summaries(self) -> AgentSessionQuerySet:
+        """For lists: counts of tool calls and citations, no large fields."""
+        return self.with_counts().defer(*SESSION_BODY_FIELDS)
+
+    def with_audit_trail(self) -> AgentSessionQuerySet:
+        """Sessions with their whole audit trail in a constant number of queries
+        (provider call bodies left out)."""
+        return self.select_related("created_by", "cancelled_by").prefetch_related(
+            models.Prefetch(
+                "provider_calls",
+                queryset=ProviderCall.objects.defer("request", "response").order_by(
+                    "turn"
+                ),
+            ),
+            models.Prefetch(
+                "tool_invocations", queryset=ToolInvocation.objects.order_by("sequence")
+            ),
+            models.Prefetch(
+                "citations",
+                queryset=Citation.objects.annotate(
+                    turn=models.F("provider_call__turn")
+                ).order_by("turn", "id"),
+            ),
+            models.Prefetch(
+                "policy_denials",
+                queryset=PolicyDenial.objects.order_by("created_at", "id"),
+            ),
+            models.Prefetch(
+                "state_changes",
+                queryset=StateChange.objects.order_by("created_at", "id"),
+            ),
+            "files",
         )
 
     def delete(self) -> tuple[int, dict[str, int]]:
@@ -330,6 +375,18 @@ class PolicyDenial(AppendOnlyModel):
 
 
 class CitationQuerySet(AppendOnlyQuerySet["Citation"]):
+    def listing(self) -> CitationQuerySet:
+        """Newest first, with their turn and the session fields lists read."""
+        return (
+            self.select_related("session")
+            .annotate(turn=models.F("provider_call__turn"))
+            # tools_payload stays: it holds the web search's allowed domains.
+            .defer(
+                *(f"session__{f}" for f in SESSION_BODY_FIELDS if f != "tools_payload")
+            )
+            .order_by("-created_at", "-id")
+        )
+
     def for_domain(self, domain: str) -> CitationQuerySet:
         domain = domain.lower().strip()
         return self.filter(Q(domain=domain) | Q(domain__endswith=f".{domain}"))

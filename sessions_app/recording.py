@@ -88,7 +88,7 @@ def record_provider_call(
             attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
             attempt_count=min(len(event.attempts) or 1, 32767),
             event_id=event.event_id,
-            text_altered=scrub.altered or event.text_altered,
+            text_altered=scrub.altered,
             created_at=event.created_at,
         )
         Citation.objects.bulk_create(

@@ -23,11 +23,6 @@ from django.views import View
 from django.views.generic import DetailView, ListView
 
 from sessions_app import services
-from sessions_app.api.views import (
-    SESSION_BODY_FIELDS,
-    citation_list_queryset,
-    session_detail_queryset,
-)
 from sessions_app.bidi import NeutraliseBidiMixin
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
@@ -162,11 +157,7 @@ class SessionListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     context_object_name = "sessions"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        queryset = (
-            AgentSession.objects.with_counts()
-            .defer(*SESSION_BODY_FIELDS)
-            .order_by("-created_at")
-        )
+        queryset = AgentSession.objects.summaries().order_by("-created_at")
         self.filterset = AgentSessionFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
@@ -184,7 +175,7 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
     context_object_name = "session"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        return session_detail_queryset()
+        return AgentSession.objects.with_audit_trail()
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
@@ -297,7 +288,7 @@ class CitationListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     context_object_name = "citations"
 
     def get_queryset(self) -> QuerySet[Citation]:
-        queryset = citation_list_queryset()
+        queryset = Citation.objects.listing()
         self.filterset = CitationFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()

@@ -254,6 +254,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
                 )
             except ValidationError as error:
                 errors = [*errors, *error.messages]
+        errors = list(dict.fromkeys(errors))  # a refused run repeats the preview's
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

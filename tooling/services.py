@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import openai
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from tooling import assembly
@@ -73,15 +72,16 @@ class PromptPreview:
 def build_adapter(
     *, revision: Mapping[str, Any], client: openai.OpenAI | None = None
 ) -> OpenAIAdapter:
-    """The adapter that runs ``revision`` (a ``CatalogRevision.data``)."""
+    """The adapter that runs ``revision`` (a ``CatalogRevision.data``).
+
+    Retries and the per-attempt timeout are the client's (``build_client``
+    sets them from ``WINK_OPENAI_MAX_RETRIES`` and ``WINK_OPENAI_TIMEOUT``)."""
     prompt = revision["prompt"]
     return OpenAIAdapter(
         client=client or build_client(),
         model=prompt["model"],
         model_capabilities=assembly.model_capabilities_of(revision),
         max_turns=prompt["max_turns"],
-        max_retries=settings.WINK_OPENAI_MAX_RETRIES,
-        timeout=settings.WINK_OPENAI_TIMEOUT,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import F, Prefetch, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -36,64 +36,8 @@ from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
     AgentSession,
     Citation,
-    PolicyDenial,
     ProviderCall,
-    StateChange,
-    ToolInvocation,
 )
-
-# Fields the session and citation lists never show; they can be large.
-SESSION_BODY_FIELDS = (
-    "rendered_prompt",
-    "tools_payload",
-    "request_options",
-    "output_text",
-    "output",
-    "error_payload",
-    "params",
-)
-
-
-def session_detail_queryset() -> QuerySet[AgentSession]:
-    """Sessions with their whole audit trail in a constant number of queries."""
-    return AgentSession.objects.select_related(
-        "created_by", "cancelled_by"
-    ).prefetch_related(
-        Prefetch(
-            "provider_calls",
-            queryset=ProviderCall.objects.defer("request", "response").order_by("turn"),
-        ),
-        Prefetch(
-            "tool_invocations",
-            queryset=ToolInvocation.objects.order_by("sequence"),
-        ),
-        Prefetch(
-            "citations",
-            queryset=Citation.objects.annotate(turn=F("provider_call__turn")).order_by(
-                "turn", "id"
-            ),
-        ),
-        Prefetch(
-            "policy_denials",
-            queryset=PolicyDenial.objects.order_by("created_at", "id"),
-        ),
-        Prefetch(
-            "state_changes",
-            queryset=StateChange.objects.order_by("created_at", "id"),
-        ),
-        "files",
-    )
-
-
-def citation_list_queryset() -> QuerySet[Citation]:
-    """Citations with their turn and the session fields the list reads."""
-    return (
-        Citation.objects.select_related("session")
-        .annotate(turn=F("provider_call__turn"))
-        # tools_payload stays: it holds the web search's allowed domains.
-        .defer(*(f"session__{f}" for f in SESSION_BODY_FIELDS if f != "tools_payload"))
-        .order_by("-created_at", "-id")
-    )
 
 
 def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
@@ -118,12 +62,12 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
 
     def get_queryset(self) -> QuerySet[AgentSession]:
         if self.action == "list":
-            return AgentSession.objects.with_counts().defer(*SESSION_BODY_FIELDS)
+            return AgentSession.objects.summaries()
         if self.action == "provider_calls":
             return AgentSession.objects.only("id")
         if self.action == "cancel":
             return AgentSession.objects.only("id", "status", "created_by")
-        return session_detail_queryset()
+        return AgentSession.objects.with_audit_trail()
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
         if self.action == "list":
@@ -170,7 +114,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             )
         except DjangoValidationError as exc:
             raise ValidationError(_validation_error_detail(exc)) from exc
-        session = session_detail_queryset().get(pk=session.pk)
+        session = AgentSession.objects.with_audit_trail().get(pk=session.pk)
         data = AgentSessionDetailSerializer(
             session, context=self.get_serializer_context()
         ).data
@@ -217,7 +161,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 {"detail": f"The session has already ended ({current})."},
                 status=status.HTTP_409_CONFLICT,
             )
-        fresh = session_detail_queryset().get(pk=session.pk)
+        fresh = AgentSession.objects.with_audit_trail().get(pk=session.pk)
         data = AgentSessionDetailSerializer(
             fresh, context=self.get_serializer_context()
         ).data
@@ -255,4 +199,4 @@ class CitationViewSet(viewsets.ReadOnlyModelViewSet[Citation]):
     pagination_class = CreatedAtCursorPagination
 
     def get_queryset(self) -> QuerySet[Citation]:
-        return citation_list_queryset()
+        return Citation.objects.listing()

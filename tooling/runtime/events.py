@@ -95,9 +95,9 @@ class ProviderCallCompleted:
 
     ``request`` is the body sent, except that ``input`` holds only the items
     added since the previous call (``input_offset`` says where they start).
-    ``attempts`` lists every HTTP attempt, the successful one last;
-    ``text_altered`` says unpaired surrogates in the response were replaced
-    (``tooling.runtime.text``) so that the conversation can be sent again.
+    ``attempts`` lists every HTTP attempt, the successful one last.
+    ``response`` is the body as received (it may hold text a database cannot
+    store: the recording side converts it).
     """
 
     prompt_name: str
@@ -113,7 +113,6 @@ class ProviderCallCompleted:
     unknown_item_types: tuple[str, ...] = ()
     request_id: str | None = None
     attempts: tuple[ProviderAttempt, ...] = ()
-    text_altered: bool = False
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)

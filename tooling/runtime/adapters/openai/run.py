@@ -46,6 +46,7 @@ from ...prompt import Prompt, PromptResponse, RenderedPrompt
 from ...results import ToolResult
 from ...serde import SerdeError, parse
 from ...session import SessionProtocol
+from ...text import sendable
 from .codecs.base import JsonObject, field
 from .parsing import citations_from_items, message_text
 from .redaction import redact_request, redact_tools
@@ -112,6 +113,9 @@ class Run:
         self.all_items: list[Any] = []
         self.citations: list[Any] = []
         self.call_ids: set[str] = set()
+        # Set once a reply held surrogate escapes: the history is then made
+        # sendable before each request (it is never changed in place).
+        self.scrub_history = False
         self.sender = Sender(
             adapter.request_client,
             max_retries=adapter.max_retries,
@@ -166,6 +170,7 @@ class Run:
         for turn in range(1, max_turns + 1):
             if turn <= len(recorded):
                 data = JsonObject.wrap(recorded[turn - 1])
+                self.scrub_history = self.scrub_history or _has_surrogates(data)
                 self._account(data)
                 self._check_status(data)
             else:
@@ -280,6 +285,8 @@ class Run:
         self, body: dict[str, Any], history: list[Any], sent: int, turn: int
     ) -> dict[str, Any]:
         request = {**body, "input": history}
+        if self.scrub_history:
+            request = sendable(request)[0]
         record = redact_request({**body, "input": history[sent:]})
         try:
             reply = self.sender.send(request)
@@ -303,6 +310,7 @@ class Run:
             )
             raise self._fail(failure.message, failure.phase, failure.payload) from None
         data = reply.data
+        self.scrub_history = self.scrub_history or reply.has_surrogates
         earlier = len(self.citations)
         usage = self._account(data)
         known = set(_IGNORED_ITEM_TYPES)
@@ -328,7 +336,6 @@ class Run:
                 unknown_item_types=unknown,
                 request_id=reply.request_id,
                 attempts=reply.attempts,
-                text_altered=reply.altered,
                 session_id=self.session.session_id,
                 event_id=self.event_id("provider", turn),
             )
@@ -507,6 +514,10 @@ class Run:
                 "response",
             )
         return decoded
+
+
+def _has_surrogates(data: Any) -> bool:
+    return sendable(data)[1]
 
 
 def _items(data: Mapping[str, Any]) -> list[Any]:

@@ -16,7 +16,8 @@ else exponential backoff), so that:
   An abandoned call ends on its own timeout; its reply is ignored.
 
 The body is decoded here, once: a 200 whose body is not a JSON object is a
-failed call, not a crash.
+failed call, not a crash. It is returned as received; ``has_surrogates`` tells
+the run that replaying it needs ``tooling.runtime.text.sendable`` first.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import openai
 
 from ...deadlines import Deadline
 from ...events import ProviderAttempt
-from ...text import sendable, storable_text
 from .codecs.base import JsonObject
 
 T = TypeVar("T")
@@ -96,7 +96,7 @@ class SendFailure(Exception):
 class Reply:
     """A decoded response body and how it was obtained."""
 
-    __slots__ = ("altered", "attempts", "data", "latency_ms", "request_id")
+    __slots__ = ("attempts", "data", "has_surrogates", "latency_ms", "request_id")
 
     def __init__(
         self,
@@ -105,13 +105,13 @@ class Reply:
         request_id: str | None,
         attempts: tuple[ProviderAttempt, ...],
         latency_ms: float,
-        altered: bool,
+        has_surrogates: bool,
     ) -> None:
         self.data = data
         self.request_id = request_id
         self.attempts = attempts
         self.latency_ms = latency_ms
-        self.altered = altered
+        self.has_surrogates = has_surrogates
 
 
 class _DeadlinePassed(Exception):
@@ -119,9 +119,8 @@ class _DeadlinePassed(Exception):
 
 
 def excerpt(text: str, limit: int = _EXCERPT) -> str:
-    """The start of ``text`` on one line, storable, for an error message."""
+    """The start of ``text`` on one line, for an error message."""
     flat = " ".join(text.split())
-    flat = storable_text(flat)[0]
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
 
 
@@ -281,16 +280,15 @@ class Sender:
                 request_id=request_id,
                 payload={"status_code": status, "request_id": request_id},
             )
-        altered = False
-        if _SURROGATE_ESCAPE.search(content):
-            data, altered = sendable(data)
         attempts.append(ProviderAttempt(number, status, latency, request_id=request_id))
         return Reply(
             data,
             request_id=request_id,
             attempts=tuple(attempts),
             latency_ms=(time.perf_counter() - started) * 1000,
-            altered=altered,
+            # JSON can escape what no encoder accepts: a conversation holding
+            # such a reply must be made sendable before it is sent again.
+            has_surrogates=bool(_SURROGATE_ESCAPE.search(content)),
         )
 
     # -- retries ------------------------------------------------------------
@@ -410,6 +408,12 @@ def _describe(error: openai.APIError) -> str:
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
         return f"Connection error ({type(cause).__name__})." if cause else str(error)
+    if isinstance(error, openai.APIStatusError):
+        body = error.body
+        detail = body.get("message") if isinstance(body, Mapping) else None
+        if not isinstance(detail, str) or not detail:
+            detail = error.response.text or "(no message)"
+        return f"HTTP {error.status_code}: {excerpt(detail, 500)}"
     return excerpt(str(error.message), 500)
 
 

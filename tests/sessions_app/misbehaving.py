@@ -1,0 +1,208 @@
+"""A provider that misbehaves on purpose, and the checks every run against it
+must pass: the real ``openai`` SDK over ``httpx.MockTransport``, fed scripted
+replies (raw bytes allowed: invalid JSON, HTML, ``\\u0000``, lone surrogate
+escapes), driven through the service layer, then every page that shows the
+session read back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+import openai
+from django.utils.html import escape
+
+from sessions_app import services
+from sessions_app.bidi import neutralise
+from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+
+# Never in a session's error message: a database or Python internal leaked.
+LEAKS = ("SELECT", "INSERT", "Traceback", "psycopg")
+
+Reply = Mapping[str, Any] | bytes | httpx.Response | Exception | Callable[[], Any]
+
+
+def encode(body: Any) -> bytes:
+    """``body`` as the bytes of a JSON reply: ASCII only, so NUL goes out as
+    ``\\u0000`` and a lone surrogate as ``\\ud800``; NaN and infinities as the
+    bare tokens Python writes (which strict JSON refuses)."""
+    return json.dumps(body, ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
+def raw(content: bytes, *, status: int = 200, **headers: str) -> httpx.Response:
+    return httpx.Response(
+        status, content=content, headers={"content-type": "application/json", **headers}
+    )
+
+
+def error_reply(status: int, **headers: str) -> httpx.Response:
+    body = {"error": {"message": f"status {status}", "type": "x", "code": None}}
+    return raw(encode(body), status=status, **headers)
+
+
+class ScriptedProvider:
+    """Answers ``POST /v1/responses`` with the queued replies, in order.
+
+    A mapping is sent as a 200 JSON body (``encode``) with an ``x-request-id``;
+    bytes as a 200 body as they are; an ``httpx.Response`` as it is; an
+    exception is raised (``httpx.ReadError``: a cut connection).
+    """
+
+    def __init__(self, *replies: Reply, max_retries: int = 0) -> None:
+        self.replies = list(replies)
+        self.max_retries = max_retries
+        self.requests: list[Any] = []
+        self.client = openai.OpenAI(
+            api_key="sk-test",
+            base_url="http://provider.test/v1",
+            http_client=httpx.Client(transport=httpx.MockTransport(self.handle)),
+            max_retries=max_retries,
+        )
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        assert request.method == "POST"
+        assert request.url.path == "/v1/responses"
+        self.requests.append(json.loads(request.content))
+        assert self.replies, "the run sent more requests than were scripted"
+        reply = self.replies.pop(0)
+        while callable(reply):
+            reply = reply()
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(reply, httpx.Response):
+            return reply
+        if isinstance(reply, bytes):
+            return raw(reply, **{"x-request-id": f"req_{len(self.requests)}"})
+        return raw(encode(reply), **{"x-request-id": f"req_{len(self.requests)}"})
+
+
+def run(settings: Any, prompt_ref: str, provider: ScriptedProvider) -> AgentSession:
+    """One session of ``prompt_ref`` against ``provider``, inline, finished.
+
+    The service layer builds its adapter with ``WINK_OPENAI_MAX_RETRIES``; it is
+    set to the client's own ``max_retries`` so both say the same.
+    """
+    settings.WINK_OPENAI_MAX_RETRIES = provider.max_retries
+    session = services.start_session(prompt_ref=prompt_ref, client=provider.client)
+    assert provider.replies == [], "the run stopped before every scripted reply"
+    session = AgentSession.objects.get(pk=session.pk)
+    assert session.is_finished, session.status
+    assert_no_leak(session)
+    return session
+
+
+def assert_no_leak(session: AgentSession) -> None:
+    for leak in LEAKS:
+        assert leak not in session.error_message, session.error_message
+    for error in ProviderCall.objects.filter(session=session).values_list(
+        "error", flat=True
+    ):
+        for leak in LEAKS:
+            assert leak not in error, error
+
+
+def rows(session: AgentSession) -> tuple[list[ProviderCall], list[ToolInvocation]]:
+    calls = list(ProviderCall.objects.filter(session=session).order_by("turn"))
+    tools = list(ToolInvocation.objects.filter(session=session).order_by("sequence"))
+    return calls, tools
+
+
+def usage(input_tokens: int, output_tokens: int, **extra: int) -> dict[str, int]:
+    """A session's ``usage`` as ``lifecycle.totals`` writes it."""
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_tokens": extra.get("cached_tokens", 0),
+        "reasoning_tokens": extra.get("reasoning_tokens", 0),
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+@dataclasses.dataclass
+class Pages:
+    """What every page showing the session answered, decoded."""
+
+    detail: dict[str, Any]
+    provider_calls: list[dict[str, Any]]
+    session_page: str
+    admin_change: str
+    admin_pages: dict[str, str]
+
+
+def _ok(response: Any, url: str) -> str:
+    assert response.status_code == 200, (url, response.status_code)
+    content = b"".join(response) if response.streaming else response.content
+    text = content.decode("utf-8")  # strict: every page is valid UTF-8
+    assert "\x00" not in text, url
+    return text
+
+
+def read_pages(session: AgentSession, api_client: Any, admin_client: Any) -> Pages:
+    """GET every page that shows ``session``; each must answer 200 and decode.
+
+    The admin changelists of the session's tool invocations and provider calls
+    must list exactly its rows, and each row's own admin page must render too.
+    """
+    pk = session.pk
+    url = f"/api/sessions/{pk}/"
+    detail = json.loads(_ok(api_client.get(url), url))
+    url = f"/api/sessions/{pk}/provider-calls/"
+    provider_calls = json.loads(_ok(api_client.get(url), url))
+    url = f"/audit/sessions/{pk}/"
+    session_page = _ok(admin_client.get(url), url)
+    url = f"/admin/sessions_app/agentsession/{pk}/change/"
+    admin_change = _ok(admin_client.get(url), url)
+
+    admin_pages: dict[str, str] = {}
+    for model, name in (
+        (ToolInvocation, "toolinvocation"),
+        (ProviderCall, "providercall"),
+        (Citation, "citation"),
+    ):
+        url = f"/admin/sessions_app/{name}/?session__id__exact={pk}"
+        response = admin_client.get(url)
+        admin_pages[url] = _ok(response, url)
+        expected = model.objects.filter(session=session).count()
+        assert response.context["cl"].result_count == expected, url
+        for row_pk in model.objects.filter(session=session).values_list(
+            "pk", flat=True
+        ):
+            url = f"/admin/sessions_app/{name}/{row_pk}/change/"
+            admin_pages[url] = _ok(admin_client.get(url), url)
+
+    # What the pages show is what the rows hold.
+    assert detail["id"] == str(pk)
+    for key in ("status", "error_phase", "error_message", "turns", "usage"):
+        assert detail[key] == getattr(session, key), key
+    assert detail["output_text"] == session.output_text
+    assert detail["text_altered"] == session.text_altered
+    calls, tools = rows(session)
+    assert [
+        (
+            c["turn"],
+            c["status"],
+            c["status_code"],
+            c["attempt_count"],
+            c["text_altered"],
+        )
+        for c in detail["provider_calls"]
+    ] == [
+        (c.turn, c.status, c.status_code, c.attempt_count, c.text_altered)
+        for c in calls
+    ]
+    assert [c["response"] for c in provider_calls] == [c.response for c in calls]
+    assert [c["request"] for c in provider_calls] == [c.request for c in calls]
+    assert [
+        (t["sequence"], t["name"], t["call_id"], t["success"], t["text_altered"])
+        for t in detail["tool_invocations"]
+    ] == [(t.sequence, t.name, t.call_id, t.success, t.text_altered) for t in tools]
+    citations = Citation.objects.filter(session=session).order_by("pk")
+    assert [(c["url"], c["domain"], c["title"]) for c in detail["citations"]] == [
+        (c.url, c.domain, c.title) for c in citations
+    ]
+    if session.error_message:
+        assert escape(neutralise(session.error_message)) in session_page
+    return Pages(detail, provider_calls, session_page, admin_change, admin_pages)
