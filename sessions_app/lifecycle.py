@@ -191,22 +191,6 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
         raise LeaseLost("Another worker holds this session now.")
 
 
-def fail_unheld(session_id: Any, *, phase: str, message: str) -> bool:
-    """End a running session without a claim (a worker that can no longer
-    prove its claim, an unexpected error): only if no live lease holds it."""
-    now = timezone.now()
-    fields = _ending(
-        status=Status.FAILED, phase=phase, message=message, session_id=session_id
-    )
-    return bool(
-        AgentSession.objects.filter(
-            Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
-            pk=session_id,
-            status__in=(Status.QUEUED, Status.RUNNING),
-        ).update(**fields)
-    )
-
-
 def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:
     """End the claimed run as failed; ``False`` if another worker holds it or
     the database cannot be reached (the sweeper then settles it)."""
