@@ -151,7 +151,8 @@ def _run_claimed(claim: lifecycle.Claim, client: openai.OpenAI | None) -> None:
             _evaluate(claim, client, resuming=resuming)
             return
         except lifecycle.RunCancelled:
-            lifecycle.cancel_claimed(claim)
+            with contextlib.suppress(lifecycle.LeaseLost):
+                lifecycle.cancel_claimed(claim)
             return
         except lifecycle.LeaseLost:
             logger.warning("Session %s: another worker holds it now", claim.session_id)
@@ -171,8 +172,9 @@ def _run_claimed(claim: lifecycle.Claim, client: openai.OpenAI | None) -> None:
                 reconnects,
                 exc_info=True,
             )
-            if connection.in_atomic_block or not _reconnect():
-                raise
+            if connection.in_atomic_block:
+                raise  # a caller's transaction is broken: it must handle that
+            _reconnect()
             if reconnects > MAX_RECONNECTS:
                 lifecycle.end_claimed(
                     claim,
@@ -195,13 +197,12 @@ def _run_claimed(claim: lifecycle.Claim, client: openai.OpenAI | None) -> None:
             return
 
 
-def _reconnect() -> bool:
+def _reconnect() -> None:
     """Drop the broken connection; the next query opens a new one."""
     try:
         connection.close()
     except Exception:  # a dead connection may fail to close: it is gone anyway
         logger.debug("Closing the broken connection failed", exc_info=True)
-    return True
 
 
 def _evaluate(
