@@ -68,7 +68,8 @@ bench: setup  ## Three-way agent-loop benchmark against the offline provider
 WORKER_BEAT ?= -B --schedule=$(VENV)/celerybeat-schedule
 
 worker: setup  ## A Celery worker with the sweeper (needs CELERY_BROKER_URL)
-	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project worker --loglevel=info $(WORKER_BEAT)
+	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project worker --loglevel=info \
+	  --queues=celery,wink-maintenance $(WORKER_BEAT)
 
 beat: setup  ## Celery beat alone: runs the stale-run sweeper every WINK_SWEEP_INTERVAL s
 	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project beat --loglevel=info --schedule=$(VENV)/celerybeat-schedule

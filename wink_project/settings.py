@@ -205,10 +205,18 @@ CELERY_TASK_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE
 CELERY_TASK_SOFT_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE // 2
 # Redis redelivers an unacknowledged message after this: above the hard limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 300}
+# The sweeper has a queue of its own, so it never waits behind queued runs; a
+# sweep not started within one interval is dropped (the next one comes). Every
+# worker that should sweep consumes it: `make worker` does (-Q celery,...).
+WINK_MAINTENANCE_QUEUE = "wink-maintenance"
+CELERY_TASK_ROUTES = {
+    "sessions_app.sweep_stale_sessions": {"queue": WINK_MAINTENANCE_QUEUE}
+}
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-sessions": {
         "task": "sessions_app.sweep_stale_sessions",
         "schedule": WINK_SWEEP_INTERVAL,
+        "options": {"expires": WINK_SWEEP_INTERVAL},
     }
 }
 

@@ -49,6 +49,14 @@ class _HTTPServer(ThreadingHTTPServer):
     served: list[Served]
     lock: threading.Lock
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a killed worker, an abandoned request) is not
+        # a server error worth a traceback.
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionResetError | BrokenPipeError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _HTTPServer6(_HTTPServer):
     address_family = socket.AF_INET6

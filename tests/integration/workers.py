@@ -1,0 +1,200 @@
+"""Real Celery worker processes for the integration tests.
+
+The worker tests need PostgreSQL (the worker and the test share the pytest test
+database) and a broker in ``CELERY_TEST_BROKER_URL``; ``.ci/run`` runs them once
+with Redis and once with RabbitMQ. This module holds what they share: the skip
+conditions, pointing the test process's Celery app at the broker, and
+``WorkerProcess``, a ``celery worker`` subprocess in its own process group (so
+a test can SIGKILL the whole worker, or one of its pool children).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from wink_project.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKER = os.environ.get("CELERY_TEST_BROKER_URL", "")
+NO_BROKER_REASON = "CELERY_TEST_BROKER_URL is not set: worker tests skipped"
+
+needs_broker = pytest.mark.skipif(not BROKER, reason=NO_BROKER_REASON)
+
+
+def require_postgresql() -> None:
+    """Skip unless the test database is PostgreSQL (a worker process cannot
+    share an SQLite test database)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker needs a shared PostgreSQL database")
+
+
+def database_url() -> str:
+    """``DATABASE_URL`` of the database this test runs against."""
+    db = connection.settings_dict
+    user = db["USER"]
+    if db.get("PASSWORD"):
+        user = f"{user}:{db['PASSWORD']}"
+    return (
+        f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+        f"/{db['NAME']}"
+    )
+
+
+@contextlib.contextmanager
+def broker_configured(settings: Any) -> Iterator[str]:
+    """Make the test process send its tasks to ``BROKER`` (instead of running
+    them inline); restore inline (eager) runs afterwards."""
+    settings.CELERY_BROKER_URL = BROKER
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    celery_app.conf.update(broker_url=BROKER, task_always_eager=False)
+    try:
+        yield BROKER
+    finally:
+        celery_app.close()
+        celery_app.conf.update(task_always_eager=True)
+
+
+def worker_env(**overrides: str) -> dict[str, str]:
+    """The environment of a worker process on the test database and broker."""
+    return {
+        **os.environ,
+        "DEBUG": "1",
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": BROKER,
+        **overrides,
+    }
+
+
+def child_pids(pid: int) -> list[int]:
+    """The pids of the live direct children of ``pid`` (read from /proc)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 2 and fields[0] != "Z" and int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return sorted(children)
+
+
+class WorkerProcess:
+    """One ``celery worker`` process (and its children) in its own process
+    group; its output goes to a file (``output()``), never to a pipe that
+    could fill up and block it."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        pool: str = "solo",
+        concurrency: int = 1,
+        beat: bool = False,
+        loglevel: str = "WARNING",
+        name: str = "worker",
+    ) -> None:
+        self.name = name
+        self._dir = tempfile.TemporaryDirectory(prefix=f"wink-{name}-")
+        self.log_path = Path(self._dir.name) / "worker.log"
+        args: list[str] = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "wink_project",
+            "worker",
+            f"--pool={pool}",
+            f"--concurrency={concurrency}",
+            f"--loglevel={loglevel}",
+            f"--hostname={name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            # Runs, and the sweeper's own queue (as `make worker` does).
+            "--queues=celery,wink-maintenance",
+        ]
+        if beat:
+            # Embedded beat: it runs the sweeper; a fresh schedule file per
+            # worker (a SIGKILL may leave the old one half written).
+            args += ["--beat", f"--schedule={Path(self._dir.name) / 'beat'}"]
+        self.args: Sequence[str] = args
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
+        self.process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=dict(env),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # its own process group: killpg reaches all
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def children(self) -> list[int]:
+        """The live child processes: the pool's children (and embedded beat)."""
+        return child_pids(self.pid)
+
+    def output(self) -> str:
+        """Everything the worker printed so far (also after ``stop()``)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no output)"
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: the main process and every child, at once."""
+        self._signal_group(signal.SIGKILL)
+        self.process.wait(timeout=20)
+        self._wait_group_gone()
+
+    def stop(self) -> None:
+        """Stop the worker and everything it started (idempotent)."""
+        if self.alive():
+            self.process.terminate()  # a warm shutdown: the main process ends its pool
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=15)
+        self._signal_group(signal.SIGKILL)  # stragglers, or a worker that hung
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=20)
+        self._wait_group_gone()
+        self._log.close()
+
+    def _wait_group_gone(self, seconds: float = 10) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+
+    def cleanup(self) -> None:
+        self.stop()
+        self._dir.cleanup()
