@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
-import openai
 from django.utils.html import escape
 
 from sessions_app import services
 from sessions_app.bidi import neutralise
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+from tests.runtime.fakes import FakeProvider
 
 # Never in a session's error message: a database or Python internal leaked.
 LEAKS = ("SELECT", "INSERT", "Traceback", "psycopg")
@@ -43,24 +43,13 @@ def error_reply(status: int, **headers: str) -> httpx.Response:
     return raw(encode(body), status=status, **headers)
 
 
-class ScriptedProvider:
+class ScriptedProvider(FakeProvider):
     """Answers ``POST /v1/responses`` with the queued replies, in order.
 
     A mapping is sent as a 200 JSON body (``encode``) with an ``x-request-id``;
     bytes as a 200 body as they are; an ``httpx.Response`` as it is; an
     exception is raised (``httpx.ReadError``: a cut connection).
     """
-
-    def __init__(self, *replies: Reply, max_retries: int = 0) -> None:
-        self.replies = list(replies)
-        self.max_retries = max_retries
-        self.requests: list[Any] = []
-        self.client = openai.OpenAI(
-            api_key="sk-test",
-            base_url="http://provider.test/v1",
-            http_client=httpx.Client(transport=httpx.MockTransport(self.handle)),
-            max_retries=max_retries,
-        )
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         assert request.method == "POST"
@@ -79,13 +68,9 @@ class ScriptedProvider:
         return raw(encode(reply), **{"x-request-id": f"req_{len(self.requests)}"})
 
 
-def run(settings: Any, prompt_ref: str, provider: ScriptedProvider) -> AgentSession:
-    """One session of ``prompt_ref`` against ``provider``, inline, finished.
-
-    The service layer builds its adapter with ``WINK_OPENAI_MAX_RETRIES``; it is
-    set to the client's own ``max_retries`` so both say the same.
-    """
-    settings.WINK_OPENAI_MAX_RETRIES = provider.max_retries
+def run(prompt_ref: str, provider: ScriptedProvider) -> AgentSession:
+    """One session of ``prompt_ref`` against ``provider``, inline, finished
+    (retries: the client's own ``max_retries``)."""
     session = services.start_session(prompt_ref=prompt_ref, client=provider.client)
     assert provider.replies == [], "the run stopped before every scripted reply"
     session = AgentSession.objects.get(pk=session.pk)

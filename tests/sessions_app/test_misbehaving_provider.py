@@ -99,12 +99,10 @@ def assert_succeeded(session: Any) -> None:
 # -- 1. NUL in the final message -------------------------------------------------------
 
 
-def test_nul_in_the_final_message_is_replaced_and_flagged(
-    settings, api_client, admin_client
-):
+def test_nul_in_the_final_message_is_replaced_and_flagged(api_client, admin_client):
     provider = ScriptedProvider(response(message("Tides\u0000 follow the moon.")))
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert b"\\u0000" in encode(response(message("\u0000")))  # sent as an escape
     assert_succeeded(session)
@@ -126,11 +124,11 @@ def test_nul_in_the_final_message_is_replaced_and_flagged(
 
 
 def test_lone_surrogate_in_the_final_message_is_replaced_and_flagged(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     provider = ScriptedProvider(response(message("thinking \ud800 aloud")))
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == f"thinking {FFFD} aloud"
@@ -147,7 +145,7 @@ def test_lone_surrogate_in_the_final_message_is_replaced_and_flagged(
 
 
 def test_lone_surrogate_escaped_inside_function_arguments_runs_the_tool(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     # The arguments string holds the JSON escape "\ud800": it decodes to a lone
     # surrogate only when the tool's arguments are parsed.
@@ -156,7 +154,7 @@ def test_lone_surrogate_escaped_inside_function_arguments_runs_the_tool(
         response(message("Linted."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == "Linted."
@@ -180,7 +178,7 @@ def test_lone_surrogate_escaped_inside_function_arguments_runs_the_tool(
 
 
 def test_lone_surrogate_in_the_function_arguments_string_runs_the_tool(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     # The arguments string itself holds a lone surrogate (escaped in the body).
     provider = ScriptedProvider(
@@ -188,7 +186,7 @@ def test_lone_surrogate_in_the_function_arguments_string_runs_the_tool(
         response(message("Linted."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -203,9 +201,7 @@ def test_lone_surrogate_in_the_function_arguments_string_runs_the_tool(
     assert tool.text_altered is True
 
 
-def test_lone_surrogates_in_a_citation_title_and_url(
-    settings, api_client, admin_client
-):
+def test_lone_surrogates_in_a_citation_title_and_url(api_client, admin_client):
     url = "https://docs.djangoproject.com/en/5.2/\udc00releases/"
     provider = ScriptedProvider(
         response(
@@ -214,7 +210,7 @@ def test_lone_surrogates_in_a_citation_title_and_url(
         )
     )
 
-    session = run(settings, RESEARCH, provider)
+    session = run(RESEARCH, provider)
 
     assert_succeeded(session)
     assert session.output == {
@@ -247,15 +243,13 @@ def test_lone_surrogates_in_a_citation_title_and_url(
 # -- 3. NUL in arguments, a tool name, a call_id ---------------------------------------
 
 
-def test_nul_escaped_inside_function_arguments_runs_the_tool(
-    settings, api_client, admin_client
-):
+def test_nul_escaped_inside_function_arguments_runs_the_tool(api_client, admin_client):
     provider = ScriptedProvider(
         response(lint_call("call_1", {"target": "src\u0000app"})),
         response(message("Linted."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -277,14 +271,14 @@ def test_nul_escaped_inside_function_arguments_runs_the_tool(
 
 
 def test_nul_in_the_function_arguments_string_is_a_failed_call(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     provider = ScriptedProvider(
         response(lint_call("call_1", '{"target": "src\u0000app"}')),
         response(message("Sorry."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -300,13 +294,13 @@ def test_nul_in_the_function_arguments_string_is_a_failed_call(
     read_pages(session, api_client, admin_client)
 
 
-def test_nul_in_a_tool_name_is_an_unknown_tool(settings, api_client, admin_client):
+def test_nul_in_a_tool_name_is_an_unknown_tool(api_client, admin_client):
     provider = ScriptedProvider(
         response(function_call("li\u0000nt", LINT, "call_1")),
         response(message("Sorry."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -319,13 +313,13 @@ def test_nul_in_a_tool_name_is_an_unknown_tool(settings, api_client, admin_clien
     read_pages(session, api_client, admin_client)
 
 
-def test_nul_in_a_call_id_runs_the_tool(settings, api_client, admin_client):
+def test_nul_in_a_call_id_runs_the_tool(api_client, admin_client):
     provider = ScriptedProvider(
         response(lint_call("call\u0000_1")),
         response(message("Linted."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -344,7 +338,7 @@ def test_nul_in_a_call_id_runs_the_tool(settings, api_client, admin_client):
 
 
 def test_a_huge_unknown_tool_name_is_cut_in_the_row_and_kept_in_the_response(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     name = "x" * 5000
     provider = ScriptedProvider(
@@ -352,7 +346,7 @@ def test_a_huge_unknown_tool_name_is_cut_in_the_row_and_kept_in_the_response(
         response(message("Sorry."), id="resp_2"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -371,7 +365,7 @@ def test_a_huge_unknown_tool_name_is_cut_in_the_row_and_kept_in_the_response(
 # -- 5. Over-long call_id, response id, x-request-id -----------------------------------
 
 
-def test_over_long_ids_are_cut_in_the_rows(settings, api_client, admin_client):
+def test_over_long_ids_are_cut_in_the_rows(api_client, admin_client):
     call_id = "call_" + "c" * 995
     response_id = "resp_" + "r" * 995
     request_id = "req_" + "q" * 496
@@ -384,7 +378,7 @@ def test_over_long_ids_are_cut_in_the_rows(settings, api_client, admin_client):
         reply(response(message("Linted."), id=response_id + "2")),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -409,7 +403,7 @@ def test_over_long_ids_are_cut_in_the_rows(settings, api_client, admin_client):
 
 
 def test_a_citation_with_a_huge_host_name_keeps_its_url_and_cuts_its_domain(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     host = "a" * 1000 + ".docs.python.org"
     url = f"https://{host}/3/library/"
@@ -420,7 +414,7 @@ def test_a_citation_with_a_huge_host_name_keeps_its_url_and_cuts_its_domain(
         )
     )
 
-    session = run(settings, RESEARCH, provider)
+    session = run(RESEARCH, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (1, usage(10, 5))
@@ -442,7 +436,7 @@ def test_a_citation_with_a_huge_host_name_keeps_its_url_and_cuts_its_domain(
 
 
 def test_a_repeated_call_id_runs_once_and_records_the_others_as_failed(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     provider = ScriptedProvider(
         response(
@@ -453,7 +447,7 @@ def test_a_repeated_call_id_runs_once_and_records_the_others_as_failed(
         response(message("Linted once."), id="resp_3"),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == "Linted once."
@@ -498,14 +492,14 @@ def test_a_repeated_call_id_runs_once_and_records_the_others_as_failed(
     ids=["object", "not-json"],
 )
 def test_malformed_arguments_are_a_failed_call(
-    settings, api_client, admin_client, arguments, raw_arguments, problem
+    api_client, admin_client, arguments, raw_arguments, problem
 ):
     item = lint_call("call_1") | {"arguments": arguments}
     provider = ScriptedProvider(
         response(item), response(message("Sorry."), id="resp_2")
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
@@ -542,7 +536,7 @@ GARBAGE = b"<html>\x00\xff\xfe gateway \x00</html>"
     ids=["html", "nul-and-invalid-utf8"],
 )
 def test_an_html_body_on_turn_two_fails_the_response_phase(
-    settings, api_client, admin_client, content, excerpt
+    api_client, admin_client, content, excerpt
 ):
     html = httpx.Response(
         200,
@@ -551,7 +545,7 @@ def test_an_html_body_on_turn_two_fails_the_response_phase(
     )
     provider = ScriptedProvider(response(lint_call()), html, max_retries=2)
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert (session.status, session.error_phase) == ("failed", "response")
     assert session.error_message == (
@@ -612,14 +606,14 @@ def test_an_html_body_on_turn_two_fails_the_response_phase(
     ids=["failed", "failed-with-nul", "incomplete"],
 )
 def test_a_failed_or_incomplete_response_fails_the_response_phase(
-    settings, api_client, admin_client, extra, status, message_, altered
+    api_client, admin_client, extra, status, message_, altered
 ):
     provider = ScriptedProvider(
         response(lint_call()),
         response(message("Half an ans"), id="resp_2", status=status, **extra),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert (session.status, session.error_phase) == ("failed", "response")
     assert session.error_message == message_
@@ -644,16 +638,14 @@ def test_a_failed_or_incomplete_response_fails_the_response_phase(
 # -- 11. Retries -----------------------------------------------------------------------
 
 
-def test_a_429_is_retried_and_both_attempts_are_recorded(
-    settings, api_client, admin_client
-):
+def test_a_429_is_retried_and_both_attempts_are_recorded(api_client, admin_client):
     provider = ScriptedProvider(
         error_reply(429, **{"retry-after-ms": "1", "x-request-id": "req_429"}),
         response(message("Hi.")),
         max_retries=2,
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == "Hi."
@@ -672,14 +664,14 @@ def test_a_429_is_retried_and_both_attempts_are_recorded(
     assert pages.detail["provider_calls"][0]["attempt_count"] == 2
 
 
-def test_a_cut_connection_is_retried(settings, api_client, admin_client):
+def test_a_cut_connection_is_retried(api_client, admin_client):
     provider = ScriptedProvider(
         httpx.ReadError("connection reset by peer"),
         response(message("Hi.")),
         max_retries=2,
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert (session.turns, session.usage) == (1, usage(10, 5))
@@ -695,14 +687,14 @@ def test_a_cut_connection_is_retried(settings, api_client, admin_client):
     read_pages(session, api_client, admin_client)
 
 
-def test_a_500_three_times_fails_the_request_phase(settings, api_client, admin_client):
+def test_a_500_three_times_fails_the_request_phase(api_client, admin_client):
     request_id = "req_" + "5" * 496
     provider = ScriptedProvider(
         *[error_reply(500, **{"retry-after-ms": "1", "x-request-id": request_id})] * 3,
         max_retries=2,
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert (session.status, session.error_phase) == ("failed", "request")
     assert session.error_message == (
@@ -738,9 +730,7 @@ def test_a_500_three_times_fails_the_request_phase(settings, api_client, admin_c
     [(10**20, MAX_COUNT), (-5, 0), ("a lot", 0)],
     ids=["huge", "negative", "string"],
 )
-def test_absurd_usage_is_stored_clamped(
-    settings, api_client, admin_client, value, stored
-):
+def test_absurd_usage_is_stored_clamped(api_client, admin_client, value, stored):
     body = response(message("Hi."))
     body["usage"] = {
         "input_tokens": value,
@@ -751,7 +741,7 @@ def test_absurd_usage_is_stored_clamped(
     }
     provider = ScriptedProvider(body)
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     (call,), _ = rows(session)
@@ -773,14 +763,14 @@ def test_absurd_usage_is_stored_clamped(
 
 
 def test_huge_usage_on_every_turn_sums_past_the_column_maximum(
-    settings, api_client, admin_client
+    api_client, admin_client
 ):
     provider = ScriptedProvider(
         response(lint_call(), usage=(10**20, 10**20)),
         response(message("Hi."), id="resp_2", usage=(10**20, 7)),
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     calls, (tool,) = rows(session)
@@ -799,13 +789,13 @@ def test_huge_usage_on_every_turn_sums_past_the_column_maximum(
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=str)
 def test_a_body_with_a_non_finite_number_is_invalid_json(
-    settings, api_client, admin_client, value
+    api_client, admin_client, value
 ):
     body = encode(response(message("Hi."), usage=(value, 5)))
     assert b"NaN" in body or b"Infinity" in body
     provider = ScriptedProvider(response(lint_call()), body, max_retries=2)
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert (session.status, session.error_phase) == ("failed", "response")
     assert session.error_message.startswith(
@@ -825,12 +815,12 @@ def test_a_body_with_a_non_finite_number_is_invalid_json(
 # -- 14. Megabytes ---------------------------------------------------------------------
 
 
-def test_a_three_megabyte_answer_is_stored_whole(settings, api_client, admin_client):
+def test_a_three_megabyte_answer_is_stored_whole(api_client, admin_client):
     text = ("Tides follow the moon; " * 150_000)[: 3 * 1024 * 1024]
     assert len(text) == 3 * 1024 * 1024
     provider = ScriptedProvider(response(message(text)))
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == text
@@ -849,15 +839,13 @@ def test_a_three_megabyte_answer_is_stored_whole(settings, api_client, admin_cli
 # -- 15. Bidi controls -----------------------------------------------------------------
 
 
-def test_bidi_controls_are_stored_as_is_and_shown_neutralised(
-    settings, api_client, admin_client
-):
+def test_bidi_controls_are_stored_as_is_and_shown_neutralised(api_client, admin_client):
     text = "Approved \u202etxt.exe\u202c for release."
     provider = ScriptedProvider(
         response(lint_call("call_\u202e1")), response(message(text), id="resp_2")
     )
 
-    session = run(settings, RELEASE, provider)
+    session = run(RELEASE, provider)
 
     assert_succeeded(session)
     assert session.output_text == text  # the record keeps them
