@@ -1,8 +1,10 @@
 """Admin for the audit trail (read-only), and running a prompt from its preview.
 
-Who may see it: staff with the models' view permission. Nothing in the audit
+Who may see it: staff with the models' view permission, each only the sessions
+``access.py`` lets them see (another user's row is a 404). Nothing in the audit
 trail can be added, changed or deleted here; sessions can be cancelled (their
-author, or ``cancel_any_session``). Pages show bidi controls neutralised.
+author, or ``cancel_any_session``); running a prompt needs ``start_session``.
+Pages show bidi controls neutralised.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from sessions_app import services
+from sessions_app import access, services
 from sessions_app.bidi import neutralised
 from sessions_app.models import (
     AgentSession,
@@ -34,6 +36,19 @@ from tooling.models import CatalogRevision, PromptTemplate
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     show_full_result_count = False
+    # The audit rows of sessions the user may not see do not exist for them.
+    scoped_to_sessions = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if self.scoped_to_sessions:
+            return queryset.visible_to(request.user)  # type: ignore[attr-defined]
+        return queryset
+
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Any, object_id: str
+    ) -> HttpResponse:
+        raise Http404  # hidden and missing rows look the same: no redirect hint
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -89,7 +104,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         for session in queryset.only("pk", "status", "created_by"):
             if session.is_finished:
                 outcomes["finished"] += 1
-            elif not services.may_cancel(request.user, session):
+            elif not access.may_cancel(request.user, session):
                 outcomes["not yours"] += 1
             else:
                 outcomes[
@@ -160,12 +175,14 @@ class CitationAdmin(ReadOnlyAdmin):
 
 @admin.register(SessionPurge)
 class SessionPurgeAdmin(ReadOnlyAdmin):
+    scoped_to_sessions = False
     list_display = ["created_at", "older_than", "session_count", "requested_by"]
     date_hierarchy = "created_at"
 
 
 @admin.register(CatalogRevision)
 class CatalogRevisionAdmin(ReadOnlyAdmin):
+    scoped_to_sessions = False
     list_display = ["hash", "prompt_ref", "created_at"]
     search_fields = ["hash", "prompt_ref"]
     date_hierarchy = "created_at"
@@ -199,12 +216,14 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
         if request.method != "POST":
             preview = reverse("admin:tooling_prompttemplate_preview", args=[pk])
             return HttpResponseRedirect(preview)
+        if not access.may_start(request.user):
+            raise PermissionDenied
         form = PreviewForm(request.POST)
         if not form.is_valid():
             return self.render_preview(request, template, form)
         params = form.cleaned_data["params"]
         trust_level = form.cleaned_data["trust_level"]
-        if not services.may_start_at(request.user, trust_level):
+        if not access.may_start_at(request.user, trust_level):
             errors = [f"You may not start sessions at trust level '{trust_level}'."]
             return self.render_preview(request, template, form, errors)
         try:

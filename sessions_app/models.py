@@ -25,6 +25,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from sessions_app import access
 from tooling.append_only import (
     PURGE_SETTING,
     AppendOnlyError,
@@ -45,7 +46,30 @@ SESSION_BODY_FIELDS = (
 )
 
 
-class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
+class VisibleQuerySetMixin:
+    """``visible_to(user)``: the rows of the sessions ``user`` may see
+    (``sessions_app.access``); ``session_field`` leads from a row to its
+    session."""
+
+    session_field = "session"
+
+    def visible_to(self, user: Any) -> Any:
+        queryset: Any = self
+        if access.sees_all(user):
+            return queryset
+        if not access.is_user(user):
+            return queryset.none()
+        prefix = f"{self.session_field}__" if self.session_field else ""
+        return queryset.filter(**{f"{prefix}created_by": user})
+
+
+class AuditQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet[Any]):
+    """Append-only rows of a session, scoped by who may see the session."""
+
+
+class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]):
+    session_field = ""
+
     def with_counts(self) -> AgentSessionQuerySet:
         return self.annotate(
             tool_call_count=models.Count("tool_invocations", distinct=True),
@@ -209,6 +233,8 @@ class AgentSession(models.Model):
     class Meta:
         ordering = ["-created_at"]
         permissions = [
+            ("view_all_sessions", "Can view all sessions"),
+            ("start_session", "Can start sessions (runs that call the provider)"),
             ("start_trusted_session", "Can start sessions at the trusted level"),
             ("cancel_any_session", "Can cancel any session"),
         ]
@@ -294,7 +320,7 @@ class ProviderCall(AppendOnlyModel):
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = AuditQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "turn"]
@@ -334,7 +360,7 @@ class ToolInvocation(AppendOnlyModel):
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = AuditQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "sequence"]
@@ -365,7 +391,7 @@ class PolicyDenial(AppendOnlyModel):
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = AuditQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "created_at", "id"]
@@ -374,7 +400,7 @@ class PolicyDenial(AppendOnlyModel):
         return f"{self.policy_name} denied {self.tool_name}"
 
 
-class CitationQuerySet(AppendOnlyQuerySet["Citation"]):
+class CitationQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet["Citation"]):
     def listing(self) -> CitationQuerySet:
         """Newest first, with their turn and the session fields lists read."""
         return (
@@ -454,7 +480,7 @@ class StateChange(AppendOnlyModel):
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = AuditQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "created_at", "id"]

@@ -42,27 +42,6 @@ Status = AgentSession.Status
 MAX_RECONNECTS = 3
 
 
-def may_start_at(user: Any, trust_level: str) -> bool:
-    """Whether ``user`` may start a session at ``trust_level``: anyone may
-    lower the level; ``trusted`` needs the ``start_trusted_session``
-    permission."""
-    if trust_level != TrustLevel.TRUSTED:
-        return True
-    return bool(
-        user is not None and user.has_perm("sessions_app.start_trusted_session")
-    )
-
-
-def may_cancel(user: Any, session: AgentSession) -> bool:
-    """The session's author, or a user with ``cancel_any_session``."""
-    if user is None or not user.is_authenticated:
-        return False
-    return bool(
-        session.created_by_id == user.pk
-        or user.has_perm("sessions_app.cancel_any_session")
-    )
-
-
 def run_deadline(template_seconds: int | None) -> int:
     """A run's time limit: the template's deadline, capped by
     ``WINK_RUN_MAX_SECONDS`` (which is also the limit of a template without)."""
@@ -83,7 +62,7 @@ def start_session(
     ``queued``).
 
     ``trust_level`` decides which hosted tools the run is offered; callers
-    check who may ask for ``trusted`` (``may_start_at``). ``client`` replaces
+    check who may start and at which level (``access``). ``client`` replaces
     the provider client of an inline run (tests).
     """
     try:

@@ -1,6 +1,7 @@
 """The audit pages: sessions, one session's timeline, citations.
 
-Who may see them: any logged-in user (anonymous users go to the login page).
+Who may see them: logged-in users (anonymous users go to the login page), each
+only the sessions ``access.py`` lets them see: another user's session is a 404.
 Cancelling a session needs to be its author or hold ``cancel_any_session``.
 Every page shows bidirectional control characters neutralised (``bidi.py``).
 """
@@ -22,7 +23,7 @@ from django.shortcuts import get_object_or_404
 from django.views import View
 from django.views.generic import DetailView, ListView
 
-from sessions_app import services
+from sessions_app import access, services
 from sessions_app.bidi import NeutraliseBidiMixin
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
@@ -157,7 +158,11 @@ class SessionListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     context_object_name = "sessions"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        queryset = AgentSession.objects.summaries().order_by("-created_at")
+        queryset = (
+            AgentSession.objects.visible_to(self.request.user)
+            .summaries()
+            .order_by("-created_at")
+        )
         self.filterset = AgentSessionFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
@@ -175,7 +180,7 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
     context_object_name = "session"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        return AgentSession.objects.with_audit_trail()
+        return AgentSession.objects.visible_to(self.request.user).with_audit_trail()
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
@@ -194,9 +199,11 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             consulted_sources=consulted_sources(invocations, citations),
             files=list(session.files.all()),
             may_cancel=not session.is_finished
-            and services.may_cancel(self.request.user, session),
+            and access.may_cancel(self.request.user, session),
             progress_version=(
-                "" if session.is_finished else progress_version(session.pk)
+                ""
+                if session.is_finished
+                else progress_version(session.pk, self.request.user)
             ),
         )
         return context
@@ -215,10 +222,12 @@ def _count(model: Any) -> Any:
     )
 
 
-def progress(session_id: Any) -> dict[str, Any] | None:
-    """A running session's progress in one query: status and row counts."""
+def progress(session_id: Any, user: Any) -> dict[str, Any] | None:
+    """A running session's progress in one query: status and row counts
+    (``None`` when ``user`` may not see it)."""
     row = (
-        AgentSession.objects.filter(pk=session_id)
+        AgentSession.objects.visible_to(user)
+        .filter(pk=session_id)
         .annotate(
             calls=_count(ProviderCall),
             tools=_count(ToolInvocation),
@@ -245,8 +254,8 @@ def progress(session_id: Any) -> dict[str, Any] | None:
     }
 
 
-def progress_version(session_id: Any) -> str:
-    data = progress(session_id)
+def progress_version(session_id: Any, user: Any) -> str:
+    data = progress(session_id, user)
     return data["version"] if data else ""
 
 
@@ -255,7 +264,7 @@ class SessionProgressView(LoginRequiredMixin, View):
     live; the page refreshes its content when ``version`` changes."""
 
     def get(self, request: HttpRequest, pk: Any) -> HttpResponse:
-        data = progress(pk)
+        data = progress(pk, request.user)
         if data is None:
             return JsonResponse({"detail": "Not found."}, status=404)
         response = JsonResponse(data)
@@ -268,9 +277,12 @@ class SessionCancelView(LoginRequiredMixin, View):
 
     def post(self, request: HttpRequest, pk: Any) -> HttpResponse:
         session = get_object_or_404(
-            AgentSession.objects.only("pk", "status", "created_by"), pk=pk
+            AgentSession.objects.visible_to(request.user).only(
+                "pk", "status", "created_by"
+            ),
+            pk=pk,
         )
-        if not services.may_cancel(request.user, session):
+        if not access.may_cancel(request.user, session):
             raise PermissionDenied("You may cancel only your own sessions.")
         outcome = services.cancel_session(session_id=session.pk, user=request.user)
         text = {
@@ -288,7 +300,7 @@ class CitationListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     context_object_name = "citations"
 
     def get_queryset(self) -> QuerySet[Citation]:
-        queryset = Citation.objects.listing()
+        queryset = Citation.objects.visible_to(self.request.user).listing()
         self.filterset = CitationFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()

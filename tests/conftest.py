@@ -32,9 +32,20 @@ def _offline_provider(request):
 
 @pytest.fixture
 def user(db):
+    """An operator: sees every session and may start runs (what most tests
+    need; the access tests use users with fewer permissions)."""
+    from django.contrib.auth.models import Permission
+
     from tests.sessions_app.factories import UserFactory
 
-    return UserFactory()
+    operator = UserFactory()
+    operator.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="sessions_app",
+            codename__in=["view_all_sessions", "start_session"],
+        )
+    )
+    return operator
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from tooling import services
+from tooling import assembly, services
+from tooling.assembly.edits import describe
 from tooling.forms import (
     HostedToolDefinitionForm,
     ModelCapabilityForm,
@@ -26,6 +27,8 @@ from tooling.forms import (
     PromptSectionFormSet,
     PromptTemplateForm,
     SectionDefinitionForm,
+    SectionHostedToolFormSet,
+    SectionToolFormSet,
     ToolDefinitionForm,
     pretty,
 )
@@ -44,8 +47,27 @@ from tooling.models import (
 )
 
 
+class GuardedDeleteMixin:
+    """Deleting rows that saved prompts depend on is refused, naming each
+    prompt: the admin lists them as protected, as it does for protected
+    foreign keys, and deletes nothing."""
+
+    def rows_deleted_with(self, objs: Any) -> list[Any]:
+        return list(objs)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(  # type: ignore[misc]
+            objs, request
+        )
+        edit = assembly.CatalogEdit.deleting(self.rows_deleted_with(objs))
+        problems = assembly.prompts_broken_by(edit)
+        if problems:
+            protected = [*protected, *describe(problems, "Deleting it")]
+        return deleted, counts, perms_needed, protected
+
+
 @admin.register(ToolDefinition)
-class ToolDefinitionAdmin(admin.ModelAdmin):
+class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     form = ToolDefinitionForm
     list_display = ["name", "handler_key", "accepts_overrides", "enabled", "updated_at"]
     list_filter = ["enabled"]
@@ -60,7 +82,7 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(HostedToolDefinition)
-class HostedToolDefinitionAdmin(admin.ModelAdmin):
+class HostedToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     form = HostedToolDefinitionForm
     list_display = ["name", "kind", "min_trust_level", "enabled", "updated_at"]
     list_filter = ["kind", "min_trust_level", "enabled"]
@@ -141,7 +163,7 @@ class HostedToolDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(PolicyDefinition)
-class PolicyDefinitionAdmin(admin.ModelAdmin):
+class PolicyDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     form = PolicyDefinitionForm
     list_display = ["name", "kind", "updated_at"]
     list_filter = ["kind"]
@@ -150,18 +172,20 @@ class PolicyDefinitionAdmin(admin.ModelAdmin):
 
 class SectionToolInline(admin.TabularInline):
     model = SectionTool
+    formset = SectionToolFormSet
     extra = 0
     autocomplete_fields = ["tool"]
 
 
 class SectionHostedToolInline(admin.TabularInline):
     model = SectionHostedTool
+    formset = SectionHostedToolFormSet  # the last: it checks the whole section
     extra = 0
     autocomplete_fields = ["hosted_tool"]
 
 
 @admin.register(SectionDefinition)
-class SectionDefinitionAdmin(admin.ModelAdmin):
+class SectionDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     form = SectionDefinitionForm
     list_display = ["key", "title", "parent", "position", "enabled"]
     list_filter = ["enabled"]
@@ -169,6 +193,20 @@ class SectionDefinitionAdmin(admin.ModelAdmin):
     search_fields = ["key", "title", "template"]
     filter_horizontal = ["policies"]
     inlines = [SectionToolInline, SectionHostedToolInline]
+
+    def save_form(self, request: HttpRequest, form: Any, change: bool) -> Any:
+        instance = super().save_form(request, form, change)
+        # The link formsets check the whole section, policies included.
+        instance._pending_policies = list(form.cleaned_data.get("policies") or [])
+        return instance
+
+    def rows_deleted_with(self, objs: Any) -> list[Any]:
+        sections = assembly.all_sections()
+        rows: dict[int, Any] = {}
+        for section in objs:
+            for row in assembly.with_descendants(section, sections):
+                rows[row.pk] = row
+        return list(rows.values())
 
 
 class PromptSectionInline(admin.TabularInline):

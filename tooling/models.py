@@ -11,7 +11,8 @@ import hashlib
 import json
 from typing import Any
 
-from django.db import models
+from django.core.exceptions import ValidationError
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
@@ -209,6 +210,47 @@ class SectionDefinition(TimestampedModel):
 
     def __str__(self) -> str:
         return self.key
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves under the section tree's lock, refusing a parent that would
+        make the section its own ancestor (also against concurrent edits)."""
+        with transaction.atomic(using=kwargs.get("using")):
+            lock_section_tree()
+            if self.pk is not None and would_cycle(self.pk, self.parent_id):
+                raise ValidationError(
+                    {"parent": "A section cannot be its own ancestor."}
+                )
+            super().save(*args, **kwargs)
+
+
+SECTION_TREE_LOCK = 0x57494E4B  # "WINK": one advisory lock for tree edits
+
+
+def lock_section_tree() -> None:
+    """Serialise section tree edits until the current transaction ends.
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite needs none: its
+    transactions start IMMEDIATE (settings), so writers are serialised anyway.
+    """
+    if connection.vendor == "postgresql" and connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SECTION_TREE_LOCK])
+
+
+def would_cycle(section_id: int, parent_id: int | None) -> bool:
+    """Whether giving section ``section_id`` the parent ``parent_id`` makes it
+    its own ancestor. One query; terminates on any data (cycles included)."""
+    if parent_id is None:
+        return False
+    parents = dict(SectionDefinition.objects.values_list("pk", "parent_id"))
+    seen: set[int] = set()
+    current: int | None = parent_id
+    while current is not None and current not in seen:
+        if current == section_id:
+            return True
+        seen.add(current)
+        current = parents.get(current)
+    return False
 
 
 class SectionTool(models.Model):

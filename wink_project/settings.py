@@ -120,6 +120,11 @@ DATABASES = {
     )
 }
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Writers take the lock when their transaction starts: no deadlocked
+    # upgrades, and catalog tree edits are serialised.
+    DATABASES["default"].setdefault("OPTIONS", {})["transaction_mode"] = "IMMEDIATE"
+
 _VALIDATION = "django.contrib.auth.password_validation"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"{_VALIDATION}.UserAttributeSimilarityValidator"},
@@ -235,6 +240,10 @@ if WINK_PROVIDER == "openai" and not OPENAI_API_KEY:
     raise ImproperlyConfigured(
         "WINK_PROVIDER=openai needs OPENAI_API_KEY in the environment."
     )
+# MCP header values are read from environment variables; only these may be
+# named in the catalog (a prefix, and/or a comma-separated list of names).
+WINK_MCP_HEADER_ENV_PREFIX = os.environ.get("WINK_MCP_HEADER_ENV_PREFIX", "WINK_MCP_")
+WINK_MCP_HEADER_ENV_ALLOW = env_list("WINK_MCP_HEADER_ENV_ALLOW", "")
 # Retries of a failed provider request (each attempt is recorded; none starts
 # past the run's deadline) and the timeout of one attempt, in seconds.
 WINK_OPENAI_MAX_RETRIES = int(env_number("WINK_OPENAI_MAX_RETRIES", 2))

@@ -23,7 +23,7 @@ from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 from rest_framework.settings import api_settings
 
-from sessions_app import dispatch, services
+from sessions_app import access, dispatch, services
 from sessions_app.api.pagination import CreatedAtCursorPagination
 from sessions_app.api.serializers import (
     AgentSessionCreateSerializer,
@@ -61,13 +61,15 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     pagination_class = CreatedAtCursorPagination
 
     def get_queryset(self) -> QuerySet[AgentSession]:
+        # Another user's session is a 404 here, like a missing one (access.py).
+        sessions = AgentSession.objects.visible_to(self.request.user)
         if self.action == "list":
-            return AgentSession.objects.summaries()
+            return sessions.summaries()
         if self.action == "provider_calls":
-            return AgentSession.objects.only("id")
+            return sessions.only("id")
         if self.action == "cancel":
-            return AgentSession.objects.only("id", "status", "created_by")
-        return AgentSession.objects.with_audit_trail()
+            return sessions.only("id", "status", "created_by")
+        return sessions.with_audit_trail()
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
         if self.action == "list":
@@ -101,7 +103,12 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         serializer = AgentSessionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         trust_level = serializer.validated_data["trust_level"]
-        if not services.may_start_at(request.user, trust_level):
+        if not access.may_start(request.user):
+            raise PermissionDenied(
+                "You may not start sessions: that needs the 'Can start sessions' "
+                "permission (the Runners group)."
+            )
+        if not access.may_start_at(request.user, trust_level):
             raise PermissionDenied(
                 f"You may not start sessions at trust level '{trust_level}'."
             )
@@ -147,7 +154,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         session = self.get_object()
-        if not services.may_cancel(request.user, session):
+        if not access.may_cancel(request.user, session):
             raise PermissionDenied(
                 "Only the session's author, or a user with 'Can cancel any "
                 "session', may cancel it."
@@ -199,4 +206,4 @@ class CitationViewSet(viewsets.ReadOnlyModelViewSet[Citation]):
     pagination_class = CreatedAtCursorPagination
 
     def get_queryset(self) -> QuerySet[Citation]:
-        return Citation.objects.listing()
+        return Citation.objects.visible_to(self.request.user).listing()

@@ -146,7 +146,7 @@ def test_revision_hash_is_shown_on_the_page_and_in_the_api(admin_client):
 
 
 def test_revision_holds_environment_variable_names_never_secrets(monkeypatch):
-    monkeypatch.setenv("MCP_TOKEN_FOR_TEST", "s3cret-value")
+    monkeypatch.setenv("WINK_MCP_TOKEN_FOR_TEST", "s3cret-value")
     from tooling.models import HostedToolDefinition, SectionHostedTool
 
     hosted = HostedToolDefinition.objects.create(
@@ -156,7 +156,7 @@ def test_revision_holds_environment_variable_names_never_secrets(monkeypatch):
         config={
             "server_label": "crm",
             "server_url": "https://mcp.example.com/sse",
-            "header_env": {"Authorization": "MCP_TOKEN_FOR_TEST"},
+            "header_env": {"Authorization": "WINK_MCP_TOKEN_FOR_TEST"},
         },
     )
     section = SectionDefinitionFactory(key="crm", template="Use the CRM.")
@@ -168,7 +168,9 @@ def test_revision_holds_environment_variable_names_never_secrets(monkeypatch):
 
     assert "s3cret-value" not in repr(data)
     frozen = data["sections"][0]["hosted_tools"][0]
-    assert frozen["config"]["header_env"] == {"Authorization": "MCP_TOKEN_FOR_TEST"}
+    assert frozen["config"]["header_env"] == {
+        "Authorization": "WINK_MCP_TOKEN_FOR_TEST"
+    }
     built = assembly.thaw_prompt(data).declared_hosted_tools()[0]
     assert built.config.headers == {"Authorization": "s3cret-value"}
 

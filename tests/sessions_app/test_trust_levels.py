@@ -104,7 +104,11 @@ def test_trusted_session_needs_the_permission(api_client):
 
 def test_trusted_session_with_the_permission_is_offered_trusted_tools(api_client):
     user = UserFactory()
-    user.user_permissions.add(Permission.objects.get(codename="start_trusted_session"))
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["start_session", "start_trusted_session"]
+        )
+    )
     api_client.force_authenticate(user=user)
     prompt = _prompt("trusted")
 
@@ -193,7 +197,9 @@ def test_admin_preview_at_a_lower_trust_level_shows_what_is_withheld(admin_clien
 def test_admin_preview_run_at_trusted_needs_the_permission(client):
     staff = UserFactory(is_staff=True)
     staff.user_permissions.add(
-        *Permission.objects.filter(codename__in=["view_prompttemplate"])
+        *Permission.objects.filter(
+            codename__in=["view_prompttemplate", "start_session"]
+        )
     )
     client.force_login(staff)
     prompt = _prompt("trusted")

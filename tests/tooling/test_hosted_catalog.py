@@ -33,8 +33,8 @@ from tooling.runtime import PromptValidationError
 pytestmark = pytest.mark.django_db
 
 SECRET = "Bearer s3cr3t-mcp-token-0042"
-AUTH_VAR = "WINK_TEST_MCP_AUTH"
-UNSET_VAR = "WINK_TEST_MCP_UNSET"
+AUTH_VAR = "WINK_MCP_TEST_AUTH"
+UNSET_VAR = "WINK_MCP_TEST_UNSET"
 
 
 @pytest.fixture(autouse=True)
@@ -416,7 +416,8 @@ def test_change_form_loads_the_typed_fields_back(admin_client, kind):
                 "header_env": "Authorization=SECRET_KEY",
             },
             "header_env",
-            "cannot read 'SECRET_KEY': it is one of the application's own settings",
+            "cannot read 'SECRET_KEY': MCP headers read only the environment "
+            "variables the operator allowed (names starting with WINK_MCP_;",
         ),
         (
             "mcp",
@@ -703,3 +704,27 @@ def test_web_search_country_is_stored_upper_case(admin_client):
 
     assert response.status_code == 302
     assert HostedToolDefinition.objects.get().config["country"] == "GB"
+
+
+def test_mcp_headers_read_only_allowed_variables(settings, monkeypatch):
+    from tooling.assembly.hosted import _mcp_config
+
+    monkeypatch.setenv("CRM_TOKEN", "t0ken")
+    config = {
+        "server_label": "crm",
+        "server_url": "https://mcp.example.com",
+        "header_env": {"Authorization": "CRM_TOKEN"},
+    }
+    with pytest.raises(PromptValidationError) as refused:
+        _mcp_config(config)
+    assert "names starting with WINK_MCP_" in refused.value.message
+
+    settings.WINK_MCP_HEADER_ENV_ALLOW = ["CRM_TOKEN"]
+    assert _mcp_config(config).headers == {"Authorization": "t0ken"}
+
+    settings.WINK_MCP_HEADER_ENV_PREFIX = ""
+    settings.WINK_MCP_HEADER_ENV_ALLOW = []
+    monkeypatch.setenv("WINK_MCP_X", "y")
+    with pytest.raises(PromptValidationError) as none_allowed:
+        _mcp_config({**config, "header_env": {"Authorization": "WINK_MCP_X"}})
+    assert "none (no variable is allowed)" in none_allowed.value.message

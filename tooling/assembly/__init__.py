@@ -13,12 +13,13 @@ database.
 """
 
 from .catalog import (
+    all_sections,
     build_prompt,
     build_prompt_from_parts,
     freeze_template,
     load_template,
-    prompts_broken_by_policy,
 )
+from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import HOSTED_BUILDERS, build_hosted_tool, model_capabilities
 from .policies import build_policy
 from .prompts import (
@@ -32,6 +33,8 @@ from .tools import build_tool
 
 __all__ = [
     "HOSTED_BUILDERS",
+    "CatalogEdit",
+    "all_sections",
     "build_hosted_tool",
     "build_policy",
     "build_prompt",
@@ -44,8 +47,9 @@ __all__ = [
     "model_capabilities",
     "model_capabilities_of",
     "output_for",
-    "prompts_broken_by_policy",
+    "prompts_broken_by",
     "section_params_type",
     "thaw_prompt",
     "tool_choice_for",
+    "with_descendants",
 ]

@@ -19,12 +19,13 @@ from tooling.models import (
     SectionHostedTool,
     SectionTool,
 )
-from tooling.runtime import Prompt, PromptError
+from tooling.runtime import Prompt
 
 from .revisions import freeze_prompt, thaw_prompt
 
 
-def _all_sections() -> dict[int, SectionDefinition]:
+def all_sections() -> dict[int, SectionDefinition]:
+    """Every section, with its tools, hosted tools and policies (4 queries)."""
     queryset = SectionDefinition.objects.prefetch_related(
         Prefetch(
             "sectiontool_set",
@@ -46,13 +47,13 @@ def _all_sections() -> dict[int, SectionDefinition]:
 def build_prompt(template: PromptTemplate) -> Prompt:
     """The runtime prompt of a saved template, from the live catalog."""
     return thaw_prompt(
-        freeze_prompt(template, sections=_all_sections(), with_capabilities=False)
+        freeze_prompt(template, sections=all_sections(), with_capabilities=False)
     )
 
 
 def freeze_template(template: PromptTemplate) -> dict[str, Any]:
     """The revision JSON of a saved template (see ``revisions.freeze_prompt``)."""
-    return freeze_prompt(template, sections=_all_sections())
+    return freeze_prompt(template, sections=all_sections())
 
 
 def build_prompt_from_parts(
@@ -67,56 +68,12 @@ def build_prompt_from_parts(
     return thaw_prompt(
         freeze_prompt(
             template,
-            sections=sections if sections is not None else _all_sections(),
+            sections=sections if sections is not None else all_sections(),
             roots=roots,
             policies=list(policies or []),
             with_capabilities=False,
         )
     )
-
-
-def prompts_broken_by_policy(candidate: PolicyDefinition) -> list[tuple[str, str]]:
-    """``(prompt ref, message)`` for each saved prompt that would no longer
-    build if the policy ``candidate.pk`` had ``candidate``'s kind and config.
-
-    Nothing is written: the loaded copies of the policy take the candidate's
-    kind and config, in memory only. Queries: a constant number.
-    """
-    sections = _all_sections()
-    templates = list(PromptTemplate.objects.with_catalog())
-    loaded = [p for section in sections.values() for p in section.policies.all()]
-    loaded += [p for template in templates for p in template.policies.all()]
-    for policy in loaded:
-        if policy.pk == candidate.pk:
-            policy.kind, policy.config = candidate.kind, candidate.config
-    children_of: dict[int | None, list[SectionDefinition]] = {}
-    for section in sections.values():
-        children_of.setdefault(section.parent_id, []).append(section)
-
-    def uses(section: SectionDefinition, seen: frozenset[int] = frozenset()) -> bool:
-        if section.pk in seen:
-            return False  # a cycle: reported by the build itself
-        if any(p.pk == candidate.pk for p in section.policies.all()):
-            return True
-        below = children_of.get(section.pk, [])
-        return any(uses(child, seen | {section.pk}) for child in below)
-
-    problems: list[tuple[str, str]] = []
-    for template in templates:
-        roots = [sections[link.section_id] for link in template.prompt_sections.all()]
-        direct = any(p.pk == candidate.pk for p in template.policies.all())
-        if not direct and not any(uses(root) for root in roots):
-            continue
-        try:
-            build_prompt_from_parts(
-                template,
-                roots=roots,
-                policies=list(template.policies.all()),
-                sections=sections,
-            )
-        except PromptError as error:
-            problems.append((template.ref, error.message))
-    return problems
 
 
 def load_template(ref: str) -> PromptTemplate:

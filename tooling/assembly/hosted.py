@@ -1,7 +1,10 @@
 """Hosted tool entries -> runtime ``HostedTool``s, one config builder per kind.
 
 MCP header values are read from the environment here, when the prompt is
-built: the catalog stores only the variables' names.
+built: the catalog stores only the variables' names, and only variables the
+operator allowed may be named (``WINK_MCP_HEADER_ENV_PREFIX``, default
+``WINK_MCP_``, or ``WINK_MCP_HEADER_ENV_ALLOW``): an MCP server can never be
+handed the application's own secrets.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from django.conf import settings
 
 from tooling.models import HostedToolDefinition, ModelCapability
 from tooling.runtime import (
@@ -84,17 +89,23 @@ MCP_OPTIONS = (
 _RANKING_OPTIONS = ("ranker", "score_threshold", "embedding_weight", "text_weight")
 
 ENV_VAR_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-# The application's own secrets: an MCP server must never receive them.
-RESERVED_ENV_VARS = frozenset(
-    {
-        "SECRET_KEY",
-        "DATABASE_URL",
-        "OPENAI_API_KEY",
-        "CELERY_BROKER_URL",
-        "CELERY_RESULT_BACKEND",
-        "WINK_DEMO_PASSWORD",
-    }
-)
+
+
+def allowed_header_variable(variable: str) -> bool:
+    """Whether an MCP header may read ``variable`` (settings decide)."""
+    prefix = settings.WINK_MCP_HEADER_ENV_PREFIX
+    return bool(prefix and variable.startswith(prefix)) or (
+        variable in settings.WINK_MCP_HEADER_ENV_ALLOW
+    )
+
+
+def header_variable_rule() -> str:
+    prefix = settings.WINK_MCP_HEADER_ENV_PREFIX
+    listed = ", ".join(settings.WINK_MCP_HEADER_ENV_ALLOW)
+    parts = [f"names starting with {prefix}"] if prefix else []
+    if listed:
+        parts.append(f"one of {listed}")
+    return " or ".join(parts) or "none (no variable is allowed)"
 
 
 def _check_options(kind: str, config: Mapping[str, Any], known: Sequence[str]) -> None:
@@ -145,7 +156,7 @@ def _mcp_headers(
     if not isinstance(header_env, Mapping):
         raise PromptValidationError(
             "header_env must map header names to environment variable names: "
-            '{"Authorization": "MY_MCP_TOKEN"}.',
+            '{"Authorization": "WINK_MCP_CRM_TOKEN"}.',
             placeholder="header_env",
         )
     headers: dict[str, str] = {}
@@ -157,10 +168,12 @@ def _mcp_headers(
                 f"^[A-Z_][A-Z0-9_]*$ (got {variable!r}).",
                 placeholder="header_env",
             )
-        if variable in RESERVED_ENV_VARS:
+        if not allowed_header_variable(variable):
             raise PromptValidationError(
-                f"MCP header '{header}' cannot read '{variable}': it is one of the "
-                "application's own settings. Use a variable of its own.",
+                f"MCP header '{header}' cannot read '{variable}': MCP headers read "
+                f"only the environment variables the operator allowed "
+                f"({header_variable_rule()}; settings WINK_MCP_HEADER_ENV_PREFIX "
+                "and WINK_MCP_HEADER_ENV_ALLOW).",
                 placeholder="header_env",
             )
         value = environ.get(variable)
@@ -183,7 +196,7 @@ def _mcp_config(
         raise PromptValidationError(
             "MCP header values are never stored in the catalog: name an environment "
             'variable per header instead, as header_env {"Authorization": '
-            '"MY_MCP_TOKEN"}.',
+            '"WINK_MCP_CRM_TOKEN"}.',
             placeholder="header_env",
         )
     _check_options("mcp", config, MCP_OPTIONS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooling.models import (
     ModelCapability,
@@ -36,6 +36,9 @@ from .hosted import build_hosted_tool
 from .policies import build_policy
 from .prompts import build_section, output_for, tool_choice_for
 from .tools import build_tool
+
+if TYPE_CHECKING:
+    from .edits import CatalogEdit
 
 FORMAT = 1
 
@@ -78,6 +81,7 @@ def freeze_prompt(
     roots: Sequence[SectionDefinition] | None = None,
     policies: Sequence[PolicyDefinition] | None = None,
     with_capabilities: bool = True,
+    edit: CatalogEdit | None = None,
 ) -> dict[str, Any]:
     """The revision JSON of ``template``.
 
@@ -85,22 +89,27 @@ def freeze_prompt(
     prefetched); ``roots`` and ``policies`` default to the template's saved
     ones (the admin passes unsaved ones to validate a form).
     ``with_capabilities`` adds the model's allowed hosted kinds (one query).
+    ``edit`` applies an unsaved catalog edit in memory (``edits.py``).
     """
+    from .edits import NO_EDIT
+
+    edit = edit or NO_EDIT
     if roots is None:
         roots = [sections[link.section_id] for link in template.prompt_sections.all()]
     if policies is None:
         policies = list(template.policies.all())
     children_of: dict[int | None, list[SectionDefinition]] = {}
-    for section in sections.values():
+    for section in edit.rows(sections.values()):
         children_of.setdefault(section.parent_id, []).append(section)
+    if edit.added_section is not None:
+        added = edit.added_section
+        children_of.setdefault(added.parent_id, []).append(added)
+    roots = edit.rows(sections.get(root.pk, root) for root in roots)
     data: dict[str, Any] = {
         "format": FORMAT,
         "prompt": _fields(template, _PROMPT_FIELDS),
-        "policies": [_fields(policy, _POLICY_FIELDS) for policy in policies],
-        "sections": [
-            _freeze_section(sections.get(root.pk, root), children_of, ())
-            for root in roots
-        ],
+        "policies": [_fields(policy, _POLICY_FIELDS) for policy in edit.rows(policies)],
+        "sections": [_freeze_section(root, children_of, (), edit) for root in roots],
     }
     if with_capabilities:
         row = ModelCapability.objects.filter(model=template.model).first()
@@ -114,6 +123,7 @@ def _freeze_section(
     definition: SectionDefinition,
     children_of: Mapping[int | None, list[SectionDefinition]],
     trail: tuple[int, ...],
+    edit: CatalogEdit,
 ) -> dict[str, Any]:
     if definition.pk is not None and definition.pk in trail:
         raise PromptValidationError(
@@ -124,20 +134,20 @@ def _freeze_section(
     return {
         **_fields(definition, _SECTION_FIELDS),
         "tools": [
-            _fields(link.tool, _TOOL_FIELDS)
-            for link in definition.sectiontool_set.all()
-            if link.tool.enabled
+            _fields(tool, _TOOL_FIELDS)
+            for tool in edit.tools_of(definition)
+            if tool.enabled
         ],
         "hosted_tools": [
-            _fields(link.hosted_tool, _HOSTED_FIELDS)
-            for link in definition.sectionhostedtool_set.all()
-            if link.hosted_tool.enabled
+            _fields(hosted, _HOSTED_FIELDS)
+            for hosted in edit.hosted_tools_of(definition)
+            if hosted.enabled
         ],
         "policies": [
-            _fields(policy, _POLICY_FIELDS) for policy in definition.policies.all()
+            _fields(policy, _POLICY_FIELDS) for policy in edit.policies_of(definition)
         ],
         "children": [
-            _freeze_section(child, children_of, (*trail, definition.pk))
+            _freeze_section(child, children_of, (*trail, definition.pk), edit)
             for child in below
         ],
     }

@@ -12,11 +12,13 @@ from .catalog import (
     PromptSectionFormSet,
     PromptTemplateForm,
     SectionDefinitionForm,
+    SectionHostedToolFormSet,
+    SectionToolFormSet,
     ToolDefinitionForm,
     pretty,
 )
 from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
-from .validation import runtime_error, validated
+from .validation import refuse_breaking, runtime_error, validated
 
 __all__ = [
     "HostedToolDefinitionForm",
@@ -26,8 +28,11 @@ __all__ = [
     "PromptSectionFormSet",
     "PromptTemplateForm",
     "SectionDefinitionForm",
+    "SectionHostedToolFormSet",
+    "SectionToolFormSet",
     "ToolDefinitionForm",
     "pretty",
+    "refuse_breaking",
     "runtime_error",
     "validated",
 ]

@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from tooling import assembly
+from tooling.assembly import CatalogEdit
 from tooling.handlers import registry
 from tooling.models import (
     PolicyDefinition,
@@ -17,10 +18,12 @@ from tooling.models import (
     SectionDefinition,
     ToolDefinition,
     TrustLevel,
+    lock_section_tree,
+    would_cycle,
 )
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 
-from .validation import validated
+from .validation import refuse_breaking, validated
 
 
 class ToolDefinitionForm(forms.ModelForm):
@@ -86,6 +89,12 @@ class ToolDefinitionForm(forms.ModelForm):
                         "1-200 ASCII characters."
                     }
                 )
+        if self.instance.pk is not None:
+            # An edit (disabling included) must not break the prompts using it.
+            candidate.pk = self.instance.pk
+            candidate.param_descriptions = overrides
+            candidate.enabled = cleaned.get("enabled", True)
+            refuse_breaking(CatalogEdit.saving(candidate))
         return cleaned
 
 
@@ -112,16 +121,10 @@ class PolicyDefinitionForm(forms.ModelForm):
         if self.instance.pk is not None:
             # An edit must not break the prompts that already use the policy.
             candidate.pk = self.instance.pk
-            problems = assembly.prompts_broken_by_policy(candidate)
-            if problems:
-                raise ValidationError(
-                    {
-                        "config": [
-                            f"This change would break prompt '{ref}': {message}"
-                            for ref, message in problems
-                        ]
-                    }
-                )
+            try:
+                refuse_breaking(CatalogEdit.saving(candidate))
+            except ValidationError as error:
+                raise ValidationError({"config": error.messages}) from None
         return cleaned
 
 
@@ -161,13 +164,66 @@ class SectionDefinitionForm(forms.ModelForm):
             template=candidate.template,
         )
         parent = cleaned.get("parent")
-        while parent is not None:
-            if self.instance.pk and parent.pk == self.instance.pk:
+        if self.instance.pk is not None and parent is not None:
+            # Under the tree's lock, held until the admin's transaction ends: a
+            # concurrent edit waits, then sees this one (no cycle either way).
+            lock_section_tree()
+            if would_cycle(self.instance.pk, parent.pk):
                 raise ValidationError(
                     {"parent": "A section cannot be its own ancestor."}
                 )
-            parent = parent.parent
         return cleaned
+
+
+class SectionLinkFormSet(forms.BaseInlineFormSet):
+    """The section's tool (or hosted tool) links. The last link formset checks
+    the whole edited section (its fields, policies and both kinds of links)
+    against every saved prompt that uses it, before anything is saved."""
+
+    link_field = "tool"
+    checks_section = False
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        linked = []
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None)
+            if not data or data.get("DELETE") or not data.get(self.link_field):
+                continue
+            linked.append((data.get("position") or 0, data[self.link_field]))
+        rows = [row for _, row in sorted(linked, key=lambda pair: pair[0])]
+        pending = getattr(self.instance, "_pending_links", {})
+        pending[self.link_field] = rows
+        self.instance._pending_links = pending
+        if self.checks_section:
+            self._check_section(pending)
+
+    def _check_section(self, pending: dict[str, list[Any]]) -> None:
+        section = self.instance
+        edit = CatalogEdit()
+        if section.pk is None:
+            edit.added_section = section
+        else:
+            edit.replaced[(SectionDefinition, section.pk)] = section
+        if "tool" in pending:
+            edit.section_tools[section.pk] = pending["tool"]
+        if "hosted_tool" in pending:
+            edit.section_hosted[section.pk] = pending["hosted_tool"]
+        policies = getattr(section, "_pending_policies", None)
+        if policies is not None:
+            edit.section_policies[section.pk] = policies
+        refuse_breaking(edit)
+
+
+class SectionToolFormSet(SectionLinkFormSet):
+    link_field = "tool"
+
+
+class SectionHostedToolFormSet(SectionLinkFormSet):
+    link_field = "hosted_tool"
+    checks_section = True
 
 
 class PromptTemplateForm(forms.ModelForm):

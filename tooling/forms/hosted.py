@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from tooling import assembly
+from tooling.assembly import CatalogEdit
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
@@ -26,7 +27,7 @@ from tooling.runtime.hosted.image_generation import (
 )
 from tooling.runtime.hosted.mcp import APPROVAL_MODES
 
-from .validation import validated
+from .validation import refuse_breaking, validated
 
 
 def _lines(value: str) -> list[str]:
@@ -337,6 +338,12 @@ class HostedToolDefinitionForm(forms.ModelForm):
             config=cleaned["config"],
         )
         validated(self, lambda: assembly.build_hosted_tool(candidate), "kind")
+        if self.instance.pk is not None:
+            # An edit (disabling included) must not break the prompts using it.
+            candidate.pk = self.instance.pk
+            candidate.enabled = cleaned.get("enabled", True)
+            candidate.min_trust_level = cleaned.get("min_trust_level") or ""
+            refuse_breaking(CatalogEdit.saving(candidate))
         return cleaned
 
     def save(self, commit: bool = True) -> HostedToolDefinition:

@@ -94,3 +94,14 @@ def validated(
         return build()
     except PromptError as error:
         raise runtime_error(error, form, default, template=template) from error
+
+
+def refuse_breaking(edit: Any, action: str = "This change") -> None:
+    """Refuse (``ValidationError``) an edit that would break saved prompts,
+    naming each prompt and why."""
+    from tooling.assembly import prompts_broken_by
+    from tooling.assembly.edits import describe
+
+    problems = prompts_broken_by(edit)
+    if problems:
+        raise ValidationError(describe(problems, action))

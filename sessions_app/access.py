@@ -1,0 +1,50 @@
+"""Who may see and do what with sessions: one rule for the API, the pages and
+the admin.
+
+- A user sees the sessions they started; ``view_all_sessions`` (the "Auditors"
+  group) sees every session. A session someone may not see does not exist for
+  them: every route answers 404, exactly as for a missing one.
+- Starting a run needs ``start_session`` (the "Runners" group); the trusted
+  level also needs ``start_trusted_session``.
+- Cancelling needs to be the session's author or hold ``cancel_any_session``.
+
+Superusers hold every permission.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VIEW_ALL = "sessions_app.view_all_sessions"
+START = "sessions_app.start_session"
+START_TRUSTED = "sessions_app.start_trusted_session"
+CANCEL_ANY = "sessions_app.cancel_any_session"
+
+
+def is_user(user: Any) -> bool:
+    return bool(user is not None and getattr(user, "is_authenticated", False))
+
+
+def sees_all(user: Any) -> bool:
+    return is_user(user) and bool(user.has_perm(VIEW_ALL))
+
+
+def may_start(user: Any) -> bool:
+    return is_user(user) and bool(user.has_perm(START))
+
+
+def may_start_at(user: Any, trust_level: str) -> bool:
+    """Anyone who may start may lower the level; ``trusted`` needs its own
+    permission."""
+    from tooling.models import TrustLevel
+
+    if trust_level != TrustLevel.TRUSTED:
+        return True
+    return is_user(user) and bool(user.has_perm(START_TRUSTED))
+
+
+def may_cancel(user: Any, session: Any) -> bool:
+    """The session's author, or a user with ``cancel_any_session``."""
+    if not is_user(user):
+        return False
+    return bool(session.created_by_id == user.pk or user.has_perm(CANCEL_ANY))

@@ -1,0 +1,361 @@
+"""Every catalog edit is checked against the prompts that use the edited row:
+saving, disabling or deleting a tool, hosted tool, section or policy that
+would break a prompt is refused with the prompt named, and nothing changes.
+Section parent cycles are impossible, and walking the tree terminates on any
+data."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from tests.tooling.admin_forms import change_form_data
+from tests.tooling.factories import (
+    HostedToolDefinitionFactory,
+    PromptTemplateFactory,
+    SectionDefinitionFactory,
+    ToolDefinitionFactory,
+    add_sections,
+    attach,
+)
+from tooling.demo import seed_demo_catalog
+from tooling.models import (
+    HostedToolDefinition,
+    PolicyDefinition,
+    SectionDefinition,
+    SectionHostedTool,
+    ToolDefinition,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def change_url(row) -> str:
+    meta = row._meta
+    return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[row.pk])
+
+
+def delete_url(row) -> str:
+    meta = row._meta
+    return reverse(f"admin:{meta.app_label}_{meta.model_name}_delete", args=[row.pk])
+
+
+def refused(response) -> str:
+    assert response.status_code == 200, "the form should come back with errors"
+    return response.content.decode()
+
+
+RELEASE_BREAK = "would break prompt &#x27;demo/release&#x27;"
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+def test_disabling_a_tool_a_policy_needs_is_refused(admin_client):
+    seed_demo_catalog()
+    build = ToolDefinition.objects.get(name="build")
+    data = change_form_data(admin_client, change_url(build))
+    data.pop("enabled")
+
+    page = refused(admin_client.post(change_url(build), data))
+
+    assert RELEASE_BREAK in page
+    assert "build" in page
+    assert ToolDefinition.objects.get(pk=build.pk).enabled
+
+
+def test_renaming_a_tool_a_policy_names_is_refused(admin_client):
+    seed_demo_catalog()
+    deploy = ToolDefinition.objects.get(name="deploy")
+    data = change_form_data(admin_client, change_url(deploy))
+    data["name"] = "ship"
+
+    page = refused(admin_client.post(change_url(deploy), data))
+
+    assert RELEASE_BREAK in page
+    assert ToolDefinition.objects.filter(name="deploy").exists()
+
+
+def test_an_edit_no_prompt_minds_is_saved(admin_client):
+    seed_demo_catalog()
+    lint = ToolDefinition.objects.get(name="lint")
+    data = change_form_data(admin_client, change_url(lint))
+    data["description"] = "Report the lint run, nothing more."
+
+    response = admin_client.post(change_url(lint), data)
+
+    assert response.status_code == 302
+    assert ToolDefinition.objects.get(pk=lint.pk).description.startswith("Report")
+
+
+def test_deleting_a_tool_a_prompt_needs_is_refused(admin_client):
+    seed_demo_catalog()
+    build = ToolDefinition.objects.get(name="build")
+
+    page = admin_client.get(delete_url(build)).content.decode()
+    response = admin_client.post(delete_url(build), {"post": "yes"})
+
+    assert "Deleting it would break prompt &#x27;demo/release&#x27;" in page
+    # The admin refuses to delete what is protected: the page comes back.
+    assert response.status_code == 200
+    assert "would break prompt" in response.content.decode()
+    assert ToolDefinition.objects.filter(pk=build.pk).exists()
+
+
+def test_bulk_delete_of_needed_tools_is_refused(admin_client):
+    seed_demo_catalog()
+    rows = ToolDefinition.objects.filter(name__in=["build", "lint"])
+
+    response = admin_client.post(
+        reverse("admin:tooling_tooldefinition_changelist"),
+        {
+            "action": "delete_selected",
+            "_selected_action": [str(pk) for pk in rows.values_list("pk", flat=True)],
+            "post": "yes",
+        },
+    )
+
+    assert "would break prompt" in response.content.decode()
+    assert ToolDefinition.objects.filter(name__in=["build", "lint"]).count() == 2
+
+
+def test_deleting_an_unused_tool_works(admin_client):
+    tool = ToolDefinitionFactory()
+
+    response = admin_client.post(delete_url(tool), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not ToolDefinition.objects.filter(pk=tool.pk).exists()
+
+
+# -- hosted tools --------------------------------------------------------------------
+
+
+def prompt_choosing(hosted: HostedToolDefinition):
+    section = SectionDefinitionFactory(template="Search.")
+    SectionHostedTool.objects.create(section=section, hosted_tool=hosted)
+    prompt = PromptTemplateFactory(tool_choice=f"tool:{hosted.name}")
+    add_sections(prompt, section)
+    return prompt
+
+
+def test_disabling_a_hosted_tool_the_tool_choice_names_is_refused(admin_client):
+    hosted = HostedToolDefinitionFactory()
+    prompt = prompt_choosing(hosted)
+    data = change_form_data(admin_client, change_url(hosted))
+    data.pop("enabled")
+
+    page = refused(admin_client.post(change_url(hosted), data))
+
+    assert f"would break prompt &#x27;{prompt.ref}&#x27;" in page
+    assert HostedToolDefinition.objects.get(pk=hosted.pk).enabled
+
+
+def test_deleting_a_hosted_tool_the_tool_choice_names_is_refused(admin_client):
+    hosted = HostedToolDefinitionFactory()
+    prompt_choosing(hosted)
+
+    response = admin_client.post(delete_url(hosted), {"post": "yes"})
+
+    assert response.status_code == 200
+    assert "would break prompt" in response.content.decode()
+    assert HostedToolDefinition.objects.filter(pk=hosted.pk).exists()
+
+
+# -- sections ------------------------------------------------------------------------
+
+
+def test_a_section_template_with_an_undeclared_placeholder_is_refused(admin_client):
+    seed_demo_catalog()
+    section = SectionDefinition.objects.get(key="release.pipeline")
+    data = change_form_data(admin_client, change_url(section))
+    data["template"] = "Ship $service to $nowhere."
+
+    page = refused(admin_client.post(change_url(section), data))
+
+    assert "nowhere" in page
+    assert "$nowhere" not in SectionDefinition.objects.get(pk=section.pk).template
+
+
+def test_removing_a_sections_tool_link_a_policy_needs_is_refused(admin_client):
+    seed_demo_catalog()
+    section = SectionDefinition.objects.get(key="release.pipeline")
+    data = change_form_data(admin_client, change_url(section))
+    build_row = next(
+        key[: -len("-tool")]
+        for key, value in data.items()
+        if key.startswith("sectiontool_set-")
+        and key.endswith("-tool")
+        and value == str(ToolDefinition.objects.get(name="build").pk)
+    )
+    data[f"{build_row}-DELETE"] = "on"
+
+    page = refused(admin_client.post(change_url(section), data))
+
+    assert RELEASE_BREAK in page
+    assert section.tools.filter(name="build").exists()
+
+
+def test_adding_a_tool_whose_name_a_sibling_section_has_is_refused(admin_client):
+    tool = ToolDefinitionFactory(name="twin")
+    first = SectionDefinitionFactory(key="first")
+    attach(first, tool)
+    second = SectionDefinitionFactory(key="second")
+    prompt = PromptTemplateFactory()
+    add_sections(prompt, first, second)
+    data = change_form_data(admin_client, change_url(second))
+    data.update(
+        {
+            "sectiontool_set-TOTAL_FORMS": "1",
+            "sectiontool_set-0-tool": str(tool.pk),
+            "sectiontool_set-0-position": "0",
+            "sectiontool_set-0-section": str(second.pk),
+        }
+    )
+
+    page = refused(admin_client.post(change_url(second), data))
+
+    assert f"would break prompt &#x27;{prompt.ref}&#x27;" in page
+    assert "Duplicate tool name" in page
+    assert not second.tools.exists()
+
+
+def test_deleting_a_prompts_only_section_is_refused(admin_client):
+    section = SectionDefinitionFactory()
+    prompt = PromptTemplateFactory()
+    add_sections(prompt, section)
+
+    page = admin_client.get(delete_url(section)).content.decode()
+
+    assert f"would break prompt &#x27;{prompt.ref}&#x27;" in page
+    assert "no section left" in page
+
+
+def test_deleting_a_parent_refuses_for_what_its_children_carry(admin_client):
+    seed_demo_catalog()
+    parent = SectionDefinitionFactory(key="holder")
+    SectionDefinition.objects.filter(key="release.pipeline").update(parent=parent)
+
+    response = admin_client.post(delete_url(parent), {"post": "yes"})
+
+    assert response.status_code == 200
+    assert "would break prompt &#x27;demo/release&#x27;" in response.content.decode()
+    assert SectionDefinition.objects.filter(pk=parent.pk).exists()
+
+
+# -- policies ----------------------------------------------------------------------
+
+
+def test_deleting_a_policy_never_breaks_a_prompt(admin_client):
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.get(name="release-order")
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_prompts_broken_by_uses_a_constant_number_of_queries(
+    django_assert_num_queries,
+):
+    from tooling.assembly import CatalogEdit, prompts_broken_by
+
+    seed_demo_catalog()
+    build = ToolDefinition.objects.get(name="build")
+    build.enabled = False
+    with django_assert_num_queries(7) as small:
+        assert [ref for ref, _ in prompts_broken_by(CatalogEdit.saving(build))] == [
+            "demo/release"
+        ]
+    for _ in range(20):
+        section = SectionDefinitionFactory()
+        attach(section, ToolDefinitionFactory(), ToolDefinitionFactory())
+        add_sections(PromptTemplateFactory(), section)
+    with django_assert_num_queries(len(small.captured_queries)):
+        prompts_broken_by(CatalogEdit.saving(build))
+
+
+# -- section cycles ----------------------------------------------------------------
+
+
+def test_a_parent_that_makes_a_cycle_is_refused(admin_client):
+    top = SectionDefinitionFactory(key="top")
+    middle = SectionDefinitionFactory(key="middle", parent=top)
+    data = change_form_data(admin_client, change_url(top))
+    data["parent"] = str(middle.pk)
+
+    page = refused(admin_client.post(change_url(top), data))
+
+    assert "A section cannot be its own ancestor." in page
+    assert SectionDefinition.objects.get(pk=top.pk).parent_id is None
+
+
+def test_saving_a_cycle_through_the_orm_is_refused():
+    from django.core.exceptions import ValidationError
+
+    top = SectionDefinitionFactory(key="top")
+    middle = SectionDefinitionFactory(key="middle", parent=top)
+    top.parent = middle
+    with pytest.raises(ValidationError):
+        top.save()
+    assert SectionDefinition.objects.get(pk=top.pk).parent_id is None
+
+
+def test_the_ancestor_walk_terminates_on_a_cycle_already_in_the_data(admin_client):
+    a = SectionDefinitionFactory(key="a")
+    b = SectionDefinitionFactory(key="b", parent=a)
+    # Data written around the guards (raw SQL, an old bug): a <-> b.
+    SectionDefinition.objects.filter(pk=a.pk).update(parent=b)
+    other = SectionDefinitionFactory(key="other")
+    data = change_form_data(admin_client, change_url(other))
+    data["parent"] = str(a.pk)
+
+    response = admin_client.post(change_url(other), data)  # must return
+
+    assert response.status_code in (200, 302)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="concurrent writers need PostgreSQL (SQLite serialises every write "
+    "transaction: set DATABASE_URL to run this)",
+)
+def test_two_concurrent_edits_cannot_make_a_cycle(django_user_model):
+    from django.db import connections
+    from django.test import Client
+
+    django_user_model.objects.create_superuser("root", "r@example.com", "pw")
+    a = SectionDefinitionFactory(key="a")
+    b = SectionDefinitionFactory(key="b")
+    clients = [Client(), Client()]
+    for client in clients:
+        client.login(username="root", password="pw")
+    payloads = []
+    for client, (row, parent) in zip(clients, [(a, b), (b, a)], strict=True):
+        data = change_form_data(client, change_url(row))
+        data["parent"] = str(parent.pk)
+        payloads.append((client, change_url(row), data))
+    barrier = threading.Barrier(2)
+    statuses: list[int] = []
+
+    def edit(client, url, data):
+        try:
+            barrier.wait()
+            statuses.append(client.post(url, data).status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=edit, args=payload) for payload in payloads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    parents = dict(SectionDefinition.objects.values_list("key", "parent__key"))
+    assert not (parents["a"] == "b" and parents["b"] == "a"), parents
+    assert sorted(statuses) == [200, 302]  # one saved, one refused
