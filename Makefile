@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup migrate demo check lint format typecheck imports bench worker beat sweep offline-provider browser clean
+.PHONY: run serve test setup migrate demo check lint format typecheck imports bench worker beat sweep offline-provider browser clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -33,6 +33,15 @@ run: demo  ## Set up, seed the demo and serve on http://127.0.0.1:8000
 	@echo "  Audit pages:       http://$(HOST):$(PORT)/audit/sessions/"
 	@echo ""
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+# Production: DEBUG off unless set; SECRET_KEY, ALLOWED_HOSTS and the rest of
+# the README's production environment come from the environment. Bind, workers
+# and timeout: gunicorn.conf.py (HOST and PORT as for `make run`).
+serve: setup  ## Production server: migrate, collectstatic, then gunicorn (DEBUG off; needs SECRET_KEY)
+	DEBUG=$${DEBUG:-0} $(BIN)/python manage.py migrate --noinput
+	DEBUG=$${DEBUG:-0} $(BIN)/python manage.py collectstatic --noinput
+	DEBUG=$${DEBUG:-0} HOST=$(HOST) PORT=$(PORT) \
+	  exec $(BIN)/gunicorn wink_project.wsgi -c gunicorn.conf.py
 
 test: setup  ## Set up and run every test (SQLite unless DATABASE_URL is set)
 	DEBUG=1 $(BIN)/python -m pytest

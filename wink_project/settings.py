@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # runserver leaves static files to WhiteNoise too, as in production.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
@@ -85,6 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -138,8 +141,24 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files: `manage.py collectstatic` copies them into STATIC_ROOT and
+# WhiteNoise serves them from the web process. With DEBUG off they get hashed,
+# compressed names (a manifest, so collectstatic must have run); with DEBUG on
+# (`make run`, the tests) they are served from the apps as they are.
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "admin:login"
 
@@ -260,7 +279,65 @@ LOGGING = {
     "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }
 
+# DEBUG pages and error reports hide every credential-bearing setting and
+# environment variable (database and broker URLs, MCP header secrets, ...).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "wink_project.reporting.SecretHidingReporterFilter"
+
+# Origins (scheme://host[:port]) allowed to POST forms besides ALLOWED_HOSTS's,
+# e.g. https://catalog.example.com when a proxy changes the Host header.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(
+            "CSRF_TRUSTED_ORIGINS must list origins with their scheme, such as "
+            f"https://catalog.example.com; got {_origin!r}."
+        )
+
+# TLS terminated by a proxy: the request header (as in request.META) by which it
+# says the original request was HTTPS, e.g. HTTP_X_FORWARDED_PROTO; its value
+# must then be "https". Only set it when the proxy always sets or strips it.
+_PROXY_SSL_HEADER = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+if _PROXY_SSL_HEADER:
+    if not _PROXY_SSL_HEADER.startswith("HTTP_") or not all(
+        c.isupper() or c.isdigit() or c == "_" for c in _PROXY_SSL_HEADER
+    ):
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must name a request header as Django sees it, "
+            f"such as HTTP_X_FORWARDED_PROTO; got {_PROXY_SSL_HEADER!r}."
+        )
+    SECURE_PROXY_SSL_HEADER = (_PROXY_SSL_HEADER, "https")
+
+_REFERRER_POLICIES = {
+    "no-referrer",
+    "no-referrer-when-downgrade",
+    "origin",
+    "origin-when-cross-origin",
+    "same-origin",
+    "strict-origin",
+    "strict-origin-when-cross-origin",
+    "unsafe-url",
+}
+SECURE_REFERRER_POLICY = env_list("SECURE_REFERRER_POLICY", "same-origin")
+if not SECURE_REFERRER_POLICY or set(SECURE_REFERRER_POLICY) - _REFERRER_POLICIES:
+    raise ImproperlyConfigured(
+        "SECURE_REFERRER_POLICY must be one or more (comma-separated) of "
+        f"{', '.join(sorted(_REFERRER_POLICIES))}; got "
+        f"{os.environ.get('SECURE_REFERRER_POLICY')!r}."
+    )
+
+# Production (DEBUG off): HTTPS only, secure cookies, HSTS. Each can be turned
+# off from the environment (e.g. plain HTTP on a private network), and
+# `manage.py check --deploy` then says what that costs.
 if not DEBUG:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(env_number("SECURE_HSTS_SECONDS", 31536000))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    # `preload` asks browsers to hard-code HTTPS for the domain; it is a
+    # commitment, so it is off unless asked for. check --deploy warns about it
+    # (security.W021) until SECURE_HSTS_PRELOAD is set either way.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if os.environ.get("SECURE_HSTS_PRELOAD", "").strip() and not SECURE_HSTS_PRELOAD:
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
     SECURE_CONTENT_TYPE_NOSNIFF = True
