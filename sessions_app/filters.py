@@ -1,6 +1,9 @@
 """FilterSets for the audit trail, and the allowed-domains check they share.
 
-The FilterSets serve both the API (DjangoFilterBackend) and the HTML pages.
+The FilterSets serve both the API (DjangoFilterBackend: an unparsable value is a
+400) and the HTML pages (an empty list). They are strict (``StrictFilterSet``):
+a query value a database cannot store is refused, and datetimes are compared
+in UTC with offsets PostgreSQL accepts.
 """
 
 from __future__ import annotations
@@ -11,33 +14,57 @@ from urllib.parse import urlsplit
 
 import django_filters
 
-from sessions_app.models import AgentSession, Citation
+from sessions_app.models import AgentSession, Citation, ToolInvocation
+from tooling.api.input import IsoDateTimeFromToRangeFilter, StrictFilterSet
 
 
-class AgentSessionFilterSet(django_filters.FilterSet):
+class AgentSessionFilterSet(StrictFilterSet):
     status = django_filters.ChoiceFilter(choices=AgentSession.Status.choices)
     prompt_ref = django_filters.CharFilter(
-        help_text='The prompt a session ran, as "namespace/key".'
+        max_length=201, help_text='The prompt a session ran, as "namespace/key".'
     )
-    created_at = django_filters.IsoDateTimeFromToRangeFilter(
+    user = django_filters.CharFilter(
+        field_name="created_by__username",
+        max_length=150,
+        label="User",
+        help_text="The username of who started the session.",
+    )
+    created_at = IsoDateTimeFromToRangeFilter(
         help_text="Created at or after `created_at_after` and at or before "
-        "`created_at_before` (ISO 8601).",
+        "`created_at_before` (ISO 8601; the UTC offset within ±15:59).",
     )
 
     class Meta:
         model = AgentSession
-        fields = ["status", "prompt_ref", "created_at"]
+        fields = ["status", "prompt_ref", "user", "created_at"]
 
 
-class CitationFilterSet(django_filters.FilterSet):
+class ToolInvocationFilterSet(StrictFilterSet):
+    name = django_filters.CharFilter(max_length=64, help_text="The tool's name.")
+    native = django_filters.BooleanFilter(
+        help_text="true: provider-run (hosted) calls; false: local function calls."
+    )
+    success = django_filters.BooleanFilter(help_text="Whether the call succeeded.")
+    kind = django_filters.CharFilter(
+        max_length=32, help_text="function, web_search, file_search, mcp ..."
+    )
+
+    class Meta:
+        model = ToolInvocation
+        fields = ["name", "native", "success", "kind"]
+
+
+class CitationFilterSet(StrictFilterSet):
     domain = django_filters.CharFilter(
+        max_length=255,
         method="filter_domain",
         label="Domain",
         help_text="A domain; its subdomains match too.",
     )
     session = django_filters.UUIDFilter(field_name="session_id", label="Session")
     kind = django_filters.CharFilter(
-        help_text="url_citation, file_citation, container_file_citation, file_path."
+        max_length=32,
+        help_text="url_citation, file_citation, container_file_citation, file_path.",
     )
 
     class Meta:

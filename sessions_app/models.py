@@ -387,6 +387,9 @@ class PolicyDenial(AppendOnlyModel):
     reason = models.TextField()
     params = models.JSONField(null=True, blank=True)
     turn = models.PositiveIntegerField(default=0)
+    sequence = models.PositiveIntegerField(
+        default=0, help_text="The sequence number of the call it denied."
+    )
     event_id = event_id_field()
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -476,6 +479,10 @@ class StateChange(AppendOnlyModel):
     value = models.JSONField(null=True)
     tool_name = models.CharField(max_length=64)
     call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
+    turn = models.PositiveIntegerField(default=0)
+    sequence = models.PositiveIntegerField(
+        default=0, help_text="The sequence number of the call that made it."
+    )
     event_id = event_id_field()
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

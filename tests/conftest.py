@@ -26,6 +26,10 @@ def _offline_provider(request):
         return  # runtime tests run without Django (-p no:django)
     settings = request.getfixturevalue("settings")
     settings.WINK_PROVIDER = "offline"
+    # Throttling counts in the cache: each test starts with none.
+    from django.core.cache import cache
+
+    cache.clear()
     # Test users need no slow key derivation.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -1,99 +1,289 @@
-"""Who may see and do what: every route, every role, one table.
+"""Who may see and do what: every route of the URLconf, for every role.
 
-A new route or page adds its row here. Roles: ``anonymous``; ``user`` (logged
-in, not staff, not the session's author); ``author`` (created the session);
-``superuser``. Statuses are what each role gets for the route on a running
-session another user may own.
+Roles: ``anonymous``; ``user_a`` and ``user_b``, two ordinary accounts in the
+Runners group (they may start runs), each the author of one session;
+``auditor`` (the Auditors group, staff: sees every session, may not start or
+cancel); ``staff`` (staff, no permission at all).
+
+The routes are read from the URLconf: a route without a row here fails the
+test (add the row when you add the route). Admin routes without a row of their
+own must at least send anonymous and non-staff users to the login page. The
+objects in the URLs are ``user_b``'s, and the test checks that nothing of
+``user_b``'s session reaches a role that may not see it (no leak).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
-from django.urls import reverse
+from django.contrib.auth.models import Group
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app.models import AgentSession
-from tests.sessions_app.factories import AgentSessionFactory, UserFactory
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    CitationFactory,
+    ProviderCallFactory,
+    ToolInvocationFactory,
+    UserFactory,
+)
 from tests.tooling.factories import (
+    HostedToolDefinitionFactory,
     PromptTemplateFactory,
     SectionDefinitionFactory,
+    ToolDefinitionFactory,
     add_sections,
 )
 
 pytestmark = pytest.mark.django_db
 
+ROLES = ("anonymous", "user_a", "user_b", "auditor", "staff")
 LOGIN = 302  # to the login page
-ANON_API = 403  # DRF: no credentials (issue #10 turns this into 401)
+SECRET_B = "marker-of-user-b-0b5e"
 
-# (method, route, anonymous, user, author, superuser)
-MATRIX = [
-    ("get", "sessions_app:session-list", LOGIN, 200, 200, 200),
-    ("get", "sessions_app:session-detail", LOGIN, 404, 200, 200),
-    ("get", "sessions_app:session-progress", LOGIN, 404, 200, 200),
-    ("post", "sessions_app:session-cancel", LOGIN, 404, 302, 302),
-    ("get", "sessions_app:citation-list", LOGIN, 200, 200, 200),
-    ("get", "sessions_api:session-list", ANON_API, 200, 200, 200),
-    ("get", "sessions_api:session-detail", ANON_API, 404, 200, 200),
-    ("get", "sessions_api:session-provider-calls", ANON_API, 404, 200, 200),
-    ("post", "sessions_api:session-cancel", ANON_API, 404, 202, 202),
-    ("get", "sessions_api:citation-list", ANON_API, 200, 200, 200),
-    ("get", "admin:sessions_app_agentsession_changelist", LOGIN, 302, 302, 200),
-    ("get", "admin:sessions_app_agentsession_change", LOGIN, 302, 302, 200),
-    ("get", "admin:tooling_prompttemplate_preview", LOGIN, 302, 302, 200),
-    ("post", "admin:tooling_prompttemplate_run", LOGIN, 302, 302, 302),
-]
 
-ROLES = ["anonymous", "user", "author", "superuser"]
+@dataclass(frozen=True)
+class Row:
+    method: str
+    statuses: tuple[int, int, int, int, int]  # in ROLES order
+    data: Any = None
+
+
+# route name -> rows (one per method). Statuses for anonymous, user_a, user_b,
+# auditor, staff, on user_b's running session and its rows.
+MATRIX: dict[str, list[Row]] = {
+    "home": [Row("get", (302, 302, 302, 302, 302))],
+    "schema": [Row("get", (200, 200, 200, 200, 200))],
+    "swagger-ui": [Row("get", (200, 200, 200, 200, 200))],
+    # audit pages
+    "sessions_app:session-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    "sessions_app:session-detail": [Row("get", (LOGIN, 404, 200, 200, 404))],
+    "sessions_app:session-progress": [Row("get", (LOGIN, 404, 200, 200, 404))],
+    "sessions_app:session-cancel": [Row("post", (LOGIN, 404, 302, 403, 404))],
+    "sessions_app:citation-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    # sessions API
+    "sessions_api:session-list": [
+        Row("get", (401, 200, 200, 200, 200)),
+        Row("post", (401, 201, 201, 403, 403), data="start"),
+    ],
+    "sessions_api:session-detail": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:session-cancel": [Row("post", (401, 404, 202, 403, 404))],
+    "sessions_api:session-provider-calls": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:session-events": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:session-tool-invocations": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:toolinvocation-list": [Row("get", (401, 200, 200, 200, 200))],
+    "sessions_api:toolinvocation-detail": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:citation-list": [Row("get", (401, 200, 200, 200, 200))],
+    "sessions_api:citation-detail": [Row("get", (401, 404, 200, 200, 404))],
+    # catalog API
+    "catalog_api:prompt-list": [Row("get", (401, 200, 200, 200, 200))],
+    "catalog_api:prompt-detail": [Row("get", (401, 200, 200, 200, 200))],
+    "catalog_api:prompt-preview": [Row("post", (401, 200, 200, 200, 200), data={})],
+    "catalog_api:tool-list": [Row("get", (401, 200, 200, 200, 200))],
+    "catalog_api:tool-detail": [Row("get", (401, 200, 200, 200, 200))],
+    "catalog_api:hostedtool-list": [Row("get", (401, 200, 200, 200, 200))],
+    "catalog_api:hostedtool-detail": [Row("get", (401, 200, 200, 200, 200))],
+    # the audit admin (auditors read it; staff without permissions may not)
+    "admin:index": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 200))],
+    "admin:login": [Row("get", (200, 200, 200, 302, 302))],
+    "admin:logout": [Row("post", (302, 302, 302, 200, 200))],
+    "admin:sessions_app_agentsession_changelist": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_agentsession_change": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_toolinvocation_change": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_providercall_change": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_citation_change": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))],
+    # running a prompt from the admin: view the template and start sessions
+    "admin:tooling_prompttemplate_preview": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))
+    ],
+    "admin:tooling_prompttemplate_run": [
+        Row("post", (LOGIN, LOGIN, LOGIN, 403, 403), data={"params": "{}"})
+    ],
+}
+
+
+def routes() -> dict[str, str]:
+    """Every named route of the URLconf: name -> pattern."""
+    found: dict[str, str] = {}
+
+    def walk(patterns: list[Any], prefix: str, namespace: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                inner = (
+                    f"{namespace}:{pattern.namespace}"
+                    if namespace and pattern.namespace
+                    else pattern.namespace or namespace
+                )
+                walk(pattern.url_patterns, prefix + str(pattern.pattern), inner)
+            elif isinstance(pattern, URLPattern) and pattern.name:
+                name = f"{namespace}:{pattern.name}" if namespace else pattern.name
+                found.setdefault(name, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                # Unnamed: the admin's redirects and catch-all, under /admin/.
+                found.setdefault(
+                    f"admin:<unnamed {pattern.pattern}>"
+                    if prefix.startswith("/admin/")
+                    else f"<unnamed {prefix}{pattern.pattern}>",
+                    prefix + str(pattern.pattern),
+                )
+
+    walk(get_resolver().url_patterns, "/", "")
+    return found
 
 
 @pytest.fixture
-def world():
-    prompt = PromptTemplateFactory()
-    add_sections(prompt, SectionDefinitionFactory(template="Say hello."))
-    author = UserFactory(username="author")
-    session = AgentSessionFactory(status=AgentSession.Status.RUNNING, created_by=author)
+def world() -> dict[str, Any]:
+    runners = Group.objects.get(name="Runners")
+    user_a, user_b = UserFactory(username="user_a"), UserFactory(username="user_b")
+    user_a.groups.add(runners)
+    user_b.groups.add(runners)
+    auditor = UserFactory(username="auditor", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    staff = UserFactory(username="staff", is_staff=True)
+    AgentSessionFactory(created_by=user_a, output_text="user a's output")
+    session = AgentSessionFactory(
+        created_by=user_b,
+        status=AgentSession.Status.RUNNING,
+        output_text=SECRET_B,
+        rendered_prompt=SECRET_B,
+    )
     AgentSession.objects.filter(pk=session.pk).update(
         lease_expires_at=timezone.now() + timezone.timedelta(minutes=5)
     )
+    call = ProviderCallFactory(session=session, turn=1)
+    invocation = ToolInvocationFactory(session=session, message=SECRET_B)
+    citation = CitationFactory(session=session, provider_call=call, title=SECRET_B)
+    prompt = PromptTemplateFactory()
+    add_sections(prompt, SectionDefinitionFactory(template="Say hello."))
     return {
-        "session": session,
-        "prompt": prompt,
         "users": {
             "anonymous": None,
-            "user": UserFactory(username="someone"),
-            "author": author,
-            "superuser": UserFactory(username="root", is_staff=True, is_superuser=True),
+            "user_a": user_a,
+            "user_b": user_b,
+            "auditor": auditor,
+            "staff": staff,
         },
+        "kwargs": {
+            "sessions_app:session-detail": {"pk": session.pk},
+            "sessions_app:session-progress": {"pk": session.pk},
+            "sessions_app:session-cancel": {"pk": session.pk},
+            "sessions_api:session-detail": {"pk": session.pk},
+            "sessions_api:session-cancel": {"pk": session.pk},
+            "sessions_api:session-provider-calls": {"pk": session.pk},
+            "sessions_api:session-events": {"pk": session.pk},
+            "sessions_api:session-tool-invocations": {"pk": session.pk},
+            "sessions_api:toolinvocation-detail": {"pk": invocation.pk},
+            "sessions_api:citation-detail": {"pk": citation.pk},
+            "catalog_api:prompt-detail": {
+                "namespace": prompt.namespace,
+                "key": prompt.key,
+            },
+            "catalog_api:prompt-preview": {
+                "namespace": prompt.namespace,
+                "key": prompt.key,
+            },
+            "catalog_api:tool-detail": {"name": ToolDefinitionFactory().name},
+            "catalog_api:hostedtool-detail": {
+                "name": HostedToolDefinitionFactory().name
+            },
+            "admin:sessions_app_agentsession_change": {"object_id": session.pk},
+            "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
+            "admin:sessions_app_providercall_change": {"object_id": call.pk},
+            "admin:sessions_app_citation_change": {"object_id": citation.pk},
+            "admin:tooling_prompttemplate_preview": {"pk": prompt.pk},
+            "admin:tooling_prompttemplate_run": {"pk": prompt.pk},
+        },
+        "start": {"prompt": prompt.ref},
     }
 
 
-def url_for(route: str, world: dict) -> str:
-    if route.endswith(("-list", "_changelist")):
-        return reverse(route)
-    if route.startswith("admin:tooling_prompttemplate"):
-        return reverse(route, args=[world["prompt"].pk])
-    return reverse(route, args=[world["session"].pk])
+def client_for(user: Any) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def test_every_route_has_a_row():
+    unlisted = sorted(
+        name
+        for name in routes()
+        if name not in MATRIX and not name.startswith("admin:")
+    )
+    assert unlisted == [], f"routes without a row in the access matrix: {unlisted}"
+    stale = sorted(set(MATRIX) - set(routes()))
+    assert stale == [], f"rows for routes that do not exist: {stale}"
+
+
+CELLS = [
+    (name, row, role, row.statuses[index])
+    for name, rows in MATRIX.items()
+    for row in rows
+    for index, role in enumerate(ROLES)
+]
 
 
 @pytest.mark.parametrize(
-    ("method", "route", "role", "expected"),
-    [
-        (method, route, role, statuses[index])
-        for method, route, *statuses in MATRIX
-        for index, role in enumerate(ROLES)
-    ],
-    ids=lambda value: str(value),
+    ("name", "row", "role", "expected"),
+    CELLS,
+    ids=[f"{row.method} {name} as {role}" for name, row, role, _ in CELLS],
 )
-def test_access(world, method, route, role, expected):
-    client = APIClient()
-    user = world["users"][role]
-    if user is not None:
-        client.force_login(user)
-    data = {"params": "{}"} if route.endswith("_run") else None
+def test_access(world, name, row, role, expected):
+    client = client_for(world["users"][role])
+    url = reverse(name, kwargs=world["kwargs"].get(name))
+    data = world[row.data] if isinstance(row.data, str) else row.data
+    fmt = "json" if name.split(":")[0].endswith("api") else None
 
-    response = getattr(client, method)(url_for(route, world), data)
+    response = getattr(client, row.method)(url, data, format=fmt)
 
-    assert response.status_code == expected, (method, route, role)
-    if expected == LOGIN and role == "anonymous":
+    assert response.status_code == expected, response.content[:300]
+    if (
+        expected == LOGIN
+        and role == "anonymous"
+        and name not in ("home", "admin:logout")
+    ):
+        assert "login" in response["Location"]
+    sees_b = role in ("user_b", "auditor") and not name.startswith("admin:tooling")
+    if not sees_b:
+        assert SECRET_B.encode() not in response.content, "user_b's data leaked"
+
+
+ADMIN_ROUTES = sorted(
+    name
+    for name in routes()
+    if name.startswith("admin:") and name not in ("admin:login", "admin:logout")
+)
+
+
+def admin_url(name: str) -> str:
+    pattern = routes()[name]
+    if "<unnamed" in name:  # a raw pattern: fill its parameters by hand
+        path = pattern.replace("<path:object_id>", "1")
+        return path.replace("(?P<url>.*)$", "nowhere/")
+    kwargs = {}
+    for part in pattern.split("<")[1:]:
+        _, _, parameter = part.partition(">")[0].rpartition(":")
+        kwargs[parameter] = "sessions_app" if parameter == "app_label" else "1"
+    return reverse(name, kwargs=kwargs or None)
+
+
+@pytest.mark.parametrize("name", ADMIN_ROUTES)
+def test_every_admin_route_needs_a_staff_login(name):
+    url = admin_url(name)
+    user = UserFactory(username="nobody")
+    for client in (APIClient(), client_for(user)):
+        response = client.get(url)
+        assert response.status_code == 302, (name, response.status_code)
         assert "login" in response["Location"]

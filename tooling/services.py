@@ -120,6 +120,11 @@ def preview_prompt(
         raise ValidationError(
             f"The catalog entry is invalid: {error.message}"
         ) from error
+    problems = assembly.parameter_problems(
+        assembly.prompt_parameters(revision), params or {}
+    )
+    if problems:
+        raise ValidationError({"params": problems})
     try:
         rendered = prompt.render(values=params or {}, trust_level=trust_level)
     except PromptError as error:

@@ -7,6 +7,7 @@ file other than the environment; secrets are never written anywhere.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -88,6 +89,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Under /api/: body size limit, and every error as JSON in one shape.
+    "tooling.api.errors.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -162,25 +165,51 @@ WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "admin:login"
 
+# The API: request body limits (413 beyond them) and the rate of run starts
+# per user (DRF's rate syntax: 30/minute, 500/day ...; 429 beyond it).
+WINK_API_MAX_BODY_BYTES = int(
+    env_number("WINK_API_MAX_BODY_BYTES", 1_048_576, minimum=1024)
+)
+WINK_API_MAX_PARAM_BYTES = int(
+    env_number("WINK_API_MAX_PARAM_BYTES", 65_536, minimum=1)
+)
+WINK_API_START_RATE = os.environ.get("WINK_API_START_RATE", "30/minute")
+if not re.fullmatch(
+    r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", WINK_API_START_RATE
+):
+    raise ImproperlyConfigured(
+        "WINK_API_START_RATE must look like 30/minute (a number, then second, "
+        f"minute, hour or day); got {WINK_API_START_RATE!r}."
+    )
+
 REST_FRAMEWORK = {
+    # Token first: a request without credentials is a 401 with
+    # "WWW-Authenticate: Token" (the browser keeps its session login).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CreatedAtCursorPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "tooling.api.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "tooling.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"session-start": WINK_API_START_RATE},
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "WINK Catalog API",
-    "DESCRIPTION": "Start agent runs and read their audit trail.",
+    "DESCRIPTION": "Discover prompts, start agent runs and read their audit trail. "
+    "Authenticate with `Authorization: Token <key>` (or the admin's session). "
+    "Every error is a JSON object {detail, code, errors}.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema of a product is not a secret: it and the docs are public.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Swagger UI's assets are served from the installed sidecar, not a CDN.
+    # One name for the trust levels, wherever they appear.
+    "ENUM_NAME_OVERRIDES": {"TrustLevelEnum": "tooling.models.TrustLevel"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

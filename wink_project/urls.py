@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import AllowAny
 
-# drf-spectacular serves its views to anyone by default; the API does not.
-api_docs_permissions = [IsAuthenticated]
+# The schema and its documentation are public: a product's API is not secret
+# (every operation still needs credentials).
+api_docs_permissions = [AllowAny]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -21,6 +22,7 @@ urlpatterns = [
         ),
         name="swagger-ui",
     ),
+    path("api/", include("tooling.api.urls")),
     path("api/", include("sessions_app.api.urls")),
     path("audit/", include("sessions_app.urls")),
     path(

@@ -17,6 +17,7 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
+from tooling.api.input import StrictSerializer
 from tooling.models import TrustLevel
 
 # Mirrors PromptTemplate: namespace and key are each at most 100 characters.
@@ -142,6 +143,7 @@ class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
             "reason",
             "params",
             "turn",
+            "sequence",
             "text_altered",
             "created_at",
         ]
@@ -151,7 +153,16 @@ class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
 class StateChangeSerializer(serializers.ModelSerializer[StateChange]):
     class Meta:
         model = StateChange
-        fields = ["key", "value", "tool_name", "call_id", "text_altered", "created_at"]
+        fields = [
+            "key",
+            "value",
+            "tool_name",
+            "call_id",
+            "turn",
+            "sequence",
+            "text_altered",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -250,8 +261,13 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
         read_only_fields = fields
 
 
-class AgentSessionCreateSerializer(serializers.Serializer[Any]):
-    """Input of ``POST /api/sessions/``: which prompt to run, with which params."""
+class AgentSessionCreateSerializer(StrictSerializer):
+    """Input of ``POST /api/sessions/``: which prompt to run, with which params.
+
+    Unknown fields, text with NUL bytes or lone surrogates, and a parameter
+    value over ``WINK_API_MAX_PARAM_BYTES`` are refused (400, 400, 413)."""
+
+    sized_fields = ("params",)
 
     prompt = serializers.CharField(
         max_length=201,
@@ -278,3 +294,46 @@ class AgentSessionCreateSerializer(serializers.Serializer[Any]):
                 'Enter a prompt reference of the form "namespace/key".'
             )
         return value
+
+
+class ToolInvocationListSerializer(ToolInvocationSerializer):
+    """A tool call across sessions."""
+
+    session = serializers.UUIDField(source="session_id", read_only=True)
+
+    class Meta(ToolInvocationSerializer.Meta):
+        fields = ["id", "session", *ToolInvocationSerializer.Meta.fields]
+        read_only_fields = fields
+
+
+class EventSerializer(serializers.Serializer[Any]):
+    """One entry of a session's timeline."""
+
+    kind = serializers.ChoiceField(
+        choices=[
+            "provider_call",
+            "citation",
+            "policy_denial",
+            "tool_invocation",
+            "state_change",
+        ]
+    )
+    turn = serializers.IntegerField()
+    sequence = serializers.IntegerField(
+        allow_null=True,
+        help_text="The tool call's sequence number (tool calls, their denials "
+        "and state changes); null otherwise.",
+    )
+    created_at = serializers.DateTimeField()
+    data = serializers.DictField(
+        help_text="The row, as in the session's detail: a provider call (without "
+        "bodies), a citation, a policy denial, a tool invocation or a state "
+        "change, by kind."
+    )
+
+
+class EventPageSerializer(serializers.Serializer[Any]):
+    next = serializers.URLField(
+        allow_null=True, help_text="The next page, or null on the last one."
+    )
+    results = EventSerializer(many=True)

@@ -1,11 +1,16 @@
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import SimpleRouter
 
-from sessions_app.api.views import AgentSessionViewSet, CitationViewSet
+from sessions_app.api.views import (
+    AgentSessionViewSet,
+    CitationViewSet,
+    ToolInvocationViewSet,
+)
 
 app_name = "sessions_api"
 
-router = DefaultRouter()
+router = SimpleRouter()
 router.register("sessions", AgentSessionViewSet, basename="session")
+router.register("tool-invocations", ToolInvocationViewSet, basename="toolinvocation")
 router.register("citations", CitationViewSet, basename="citation")
 
 urlpatterns = router.urls

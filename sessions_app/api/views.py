@@ -1,55 +1,79 @@
-"""The audit trail API: sessions (read, start a run, cancel) and citations.
+"""The audit trail API: sessions (read, start a run, cancel, events, tool calls),
+tool invocations and citations.
 
-Who may use it: any authenticated user (session or token); starting at the
-trusted level needs ``start_trusted_session``; cancelling needs to be the
-session's author or hold ``cancel_any_session``.
+Who may use it (``sessions_app.access``): authenticated users (token or
+session; no credentials is a 401); each sees only the sessions they may see,
+and another user's session is a 404 on every route. Starting a run needs
+``start_session`` (and ``start_trusted_session`` for the trusted level) and is
+throttled per user; cancelling needs to be the session's author or hold
+``cancel_any_session``. Errors have one shape (``tooling.api.errors``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.fields import get_error_detail
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
-from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
+from rest_framework.utils.urls import replace_query_param
 
-from sessions_app import access, dispatch, services
+from sessions_app import access, dispatch, services, timeline
 from sessions_app.api.pagination import CreatedAtCursorPagination
 from sessions_app.api.serializers import (
     AgentSessionCreateSerializer,
     AgentSessionDetailSerializer,
     AgentSessionListSerializer,
     CitationListSerializer,
+    CitationSerializer,
+    EventPageSerializer,
+    PolicyDenialSerializer,
     ProviderCallDetailSerializer,
+    ProviderCallSummarySerializer,
+    StateChangeSerializer,
+    ToolInvocationListSerializer,
+    ToolInvocationSerializer,
 )
-from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
-from sessions_app.models import (
-    AgentSession,
-    Citation,
-    ProviderCall,
+from sessions_app.filters import (
+    AgentSessionFilterSet,
+    CitationFilterSet,
+    ToolInvocationFilterSet,
 )
+from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+from tooling.api.errors import Conflict, from_django
+
+EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
+    "provider_call": ProviderCallSummarySerializer,
+    "citation": CitationSerializer,
+    "policy_denial": PolicyDenialSerializer,
+    "tool_invocation": ToolInvocationSerializer,
+    "state_change": StateChangeSerializer,
+}
+EVENTS_PAGE = 100
+EVENTS_PAGE_MAX = 500
 
 
-def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
-    """A service's ValidationError as DRF's ``{field: [messages]}``."""
-    detail = get_error_detail(exc)
-    if not isinstance(detail, dict):
-        return {str(api_settings.NON_FIELD_ERRORS_KEY): detail}
-    renamed: dict[str, str] = {
-        NON_FIELD_ERRORS: str(api_settings.NON_FIELD_ERRORS_KEY),
-        "prompt_ref": "prompt",
-    }
-    return {renamed.get(str(key), str(key)): value for key, value in detail.items()}
+class SequenceCursorPagination(CursorPagination):
+    """A session's tool calls in the order they ran."""
+
+    ordering = "sequence"
+    page_size_query_param = "page_size"
+    max_page_size = 500
 
 
 @extend_schema_view(
@@ -59,13 +83,18 @@ def _validation_error_detail(exc: DjangoValidationError) -> dict[str, Any]:
 class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     filterset_class = AgentSessionFilterSet
     pagination_class = CreatedAtCursorPagination
+    throttle_scope = "session-start"
 
-    def get_queryset(self) -> QuerySet[AgentSession]:
+    def get_queryset(self) -> QuerySet[Any]:
         # Another user's session is a 404 here, like a missing one (access.py).
         sessions = AgentSession.objects.visible_to(self.request.user)
         if self.action == "list":
             return sessions.summaries()
-        if self.action == "provider_calls":
+        if self.action == "tool_invocations":  # the rows the action lists
+            return ToolInvocation.objects.filter(
+                session__in=sessions, session_id=self.kwargs.get("pk")
+            )
+        if self.action in ("provider_calls", "events"):
             return sessions.only("id")
         if self.action == "cancel":
             return sessions.only("id", "status", "created_by")
@@ -78,36 +107,35 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             return AgentSessionCreateSerializer
         if self.action == "provider_calls":
             return ProviderCallDetailSerializer
+        if self.action == "tool_invocations":
+            return ToolInvocationSerializer
         return AgentSessionDetailSerializer
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Runs cost money: starting one is throttled per user.
+        return [ScopedRateThrottle()] if self.action == "create" else []
 
     @extend_schema(
         summary="Start a run of a prompt",
         description="Without a broker the run happens inline and the answer "
         "(201) holds the finished session; with one it is queued for a worker "
-        "and the answer (202) holds the queued session: follow its Location.",
+        "and the answer (202) holds the queued session: follow its Location. "
+        "Needs the 'Can start sessions' permission; throttled per user.",
         request=AgentSessionCreateSerializer,
         responses={
             201: AgentSessionDetailSerializer,
             202: AgentSessionDetailSerializer,
-            400: OpenApiResponse(
-                description="Invalid input: unknown prompt, bad params or an "
-                "invalid catalog; messages keyed by field or non_field_errors."
-            ),
-            403: OpenApiResponse(
-                description="Not allowed to start a session at the requested "
-                "trust level."
-            ),
         },
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = AgentSessionCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        trust_level = serializer.validated_data["trust_level"]
         if not access.may_start(request.user):
             raise PermissionDenied(
                 "You may not start sessions: that needs the 'Can start sessions' "
                 "permission (the Runners group)."
             )
+        serializer = AgentSessionCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        trust_level = serializer.validated_data["trust_level"]
         if not access.may_start_at(request.user, trust_level):
             raise PermissionDenied(
                 f"You may not start sessions at trust level '{trust_level}'."
@@ -120,7 +148,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 trust_level=trust_level,
             )
         except DjangoValidationError as exc:
-            raise ValidationError(_validation_error_detail(exc)) from exc
+            raise from_django(exc, {"prompt_ref": "prompt"}) from exc
         session = AgentSession.objects.with_audit_trail().get(pk=session.pk)
         data = AgentSessionDetailSerializer(
             session, context=self.get_serializer_context()
@@ -138,17 +166,14 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     @extend_schema(
         summary="Cancel a session",
         description="A queued session is cancelled at once (200); a running one "
-        "stops at its next step (202). Who cancelled it is recorded.",
+        "stops at its next step (202); one that already ended is a 409. Who "
+        "cancelled it is recorded. The session's author, or a user with 'Can "
+        "cancel any session', may.",
         request=None,
         responses={
             200: AgentSessionDetailSerializer,
             202: AgentSessionDetailSerializer,
-            403: OpenApiResponse(
-                description="Only the session's author, or a user with 'Can "
-                "cancel any session', may cancel it."
-            ),
-            404: OpenApiResponse(description="No such session."),
-            409: OpenApiResponse(description="The session has already ended."),
+            409: OpenApiTypes.OBJECT,
         },
     )
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
@@ -164,10 +189,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             current = AgentSession.objects.values_list("status", flat=True).get(
                 pk=session.pk
             )
-            return Response(
-                {"detail": f"The session has already ended ({current})."},
-                status=status.HTTP_409_CONFLICT,
-            )
+            raise Conflict(f"The session has already ended ({current}).")
         fresh = AgentSession.objects.with_audit_trail().get(pk=session.pk)
         data = AgentSessionDetailSerializer(
             fresh, context=self.get_serializer_context()
@@ -194,6 +216,109 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             calls, many=True, context=self.get_serializer_context()
         )
         return Response(serializer.data)
+
+    @extend_schema(
+        summary="A session's events, in order, page by page",
+        description="One timeline: each provider call, its citations, then each "
+        "tool call (local or native) with its policy denial before it and its "
+        "state changes after it. Follow `next` until it is null.",
+        parameters=[
+            OpenApiParameter(
+                "cursor", OpenApiTypes.STR, description="From the previous `next`."
+            ),
+            OpenApiParameter(
+                "page_size",
+                OpenApiTypes.INT,
+                description=f"Events per page (1-{EVENTS_PAGE_MAX}; "
+                f"{EVENTS_PAGE} by default).",
+            ),
+        ],
+        responses=EventPageSerializer,
+    )
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        session = self.get_object()
+        after = None
+        cursor = request.query_params.get("cursor")
+        if cursor is not None:
+            try:
+                after = timeline.decode_cursor(cursor)
+            except timeline.InvalidCursor as error:
+                raise ValidationError({"cursor": [str(error)]}) from error
+        size = _page_size(request.query_params.get("page_size"))
+        events, next_position = timeline.events_page(session, after=after, limit=size)
+        context = self.get_serializer_context()
+        results = [
+            {
+                "kind": event.kind,
+                "turn": event.turn,
+                "sequence": getattr(event.row, "sequence", None)
+                if event.kind in ("policy_denial", "tool_invocation", "state_change")
+                else None,
+                "created_at": event.row.created_at,
+                "data": EVENT_SERIALIZERS[event.kind](event.row, context=context).data,
+            }
+            for event in events
+        ]
+        next_url = None
+        if next_position is not None:
+            next_url = replace_query_param(
+                request.build_absolute_uri(),
+                "cursor",
+                timeline.encode_cursor(next_position),
+            )
+        return Response(
+            EventPageSerializer({"next": next_url, "results": results}).data
+        )
+
+    @extend_schema(
+        summary="A session's tool calls, in the order they ran",
+        responses=ToolInvocationSerializer(many=True),
+    )
+    @action(
+        detail=True,
+        url_path="tool-invocations",
+        filterset_class=ToolInvocationFilterSet,
+        pagination_class=SequenceCursorPagination,
+    )
+    def tool_invocations(self, request: Request, pk: str | None = None) -> Response:
+        get_object_or_404(
+            AgentSession.objects.visible_to(request.user).only("id"), pk=pk
+        )
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        serializer = ToolInvocationSerializer(
+            page, many=True, context=self.get_serializer_context()
+        )
+        return self.get_paginated_response(serializer.data)
+
+
+def _page_size(raw: str | None) -> int:
+    if raw is None:
+        return EVENTS_PAGE
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= EVENTS_PAGE_MAX:
+        raise ValidationError(
+            {"page_size": [f"Enter a whole number from 1 to {EVENTS_PAGE_MAX}."]}
+        )
+    return size
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Tool calls across sessions, newest first"),
+    retrieve=extend_schema(summary="A tool call"),
+)
+class ToolInvocationViewSet(viewsets.ReadOnlyModelViewSet[ToolInvocation]):
+    serializer_class = ToolInvocationListSerializer
+    filterset_class = ToolInvocationFilterSet
+    pagination_class = CreatedAtCursorPagination
+
+    def get_queryset(self) -> QuerySet[ToolInvocation]:
+        return ToolInvocation.objects.visible_to(self.request.user).order_by(
+            "-created_at", "-id"
+        )
 
 
 @extend_schema_view(

@@ -51,15 +51,24 @@ def make_full_session(**kwargs):
     [
         SESSIONS_URL,
         CITATIONS_URL,
-        "/api/schema/",
-        "/api/docs/",
         "/api/sessions/00000000-0000-0000-0000-000000000001/",
     ],
 )
-def test_api_rejects_anonymous_reads(url):
+def test_api_rejects_anonymous_reads_with_401(url):
     response = APIClient().get(url)
 
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert response.json() == {
+        "detail": "Authentication credentials were not provided.",
+        "code": "not_authenticated",
+        "errors": {},
+    }
+
+
+@pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/"])
+def test_api_schema_and_docs_are_public(url):
+    assert APIClient().get(url).status_code == 200
 
 
 def test_api_rejects_anonymous_session_start(monkeypatch):
@@ -70,7 +79,7 @@ def test_api_rejects_anonymous_session_start(monkeypatch):
         SESSIONS_URL, {"prompt": "demo/research"}, format="json"
     )
 
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
     assert called == []
 
 
@@ -335,7 +344,8 @@ def test_session_create_rejects_invalid_input(
     response = api_client.post(SESSIONS_URL, payload, format="json")
 
     assert response.status_code == 400
-    assert field in response.json()
+    assert response.json()["code"] == "invalid"
+    assert field in response.json()["errors"]
     assert fake_start_session == []
 
 
@@ -375,7 +385,11 @@ def test_session_create_turns_service_validation_errors_into_400(
     response = api_client.post(SESSIONS_URL, {"prompt": "x/y"}, format="json")
 
     assert response.status_code == 400
-    assert response.json() == expected
+    assert response.json() == {
+        "detail": "Invalid input.",
+        "code": "invalid",
+        "errors": expected,
+    }
     assert not AgentSession.objects.exists()
 
 

@@ -73,7 +73,9 @@ def test_start_refuses_params_a_database_cannot_store(api_client):
         format="json",
     )
     assert response.status_code == 400
-    assert "NUL" in response.json()["params"][0]
+    assert response.json()["errors"] == {
+        "params.service": ["Must not contain NUL bytes or lone surrogates."]
+    }
     assert not AgentSession.objects.exists()
 
 
@@ -111,7 +113,11 @@ def test_cancel_of_a_finished_session_is_a_conflict(user):
     response = api(user).post(cancel_url(session))
 
     assert response.status_code == 409
-    assert response.json() == {"detail": "The session has already ended (succeeded)."}
+    assert response.json() == {
+        "detail": "The session has already ended (succeeded).",
+        "code": "conflict",
+        "errors": {},
+    }
 
 
 def test_only_the_author_or_a_permission_may_cancel(user):

@@ -97,7 +97,9 @@ def test_trusted_session_needs_the_permission(api_client):
 
     assert response.status_code == 403
     assert response.json() == {
-        "detail": "You may not start sessions at trust level 'trusted'."
+        "detail": "You may not start sessions at trust level 'trusted'.",
+        "code": "permission_denied",
+        "errors": {},
     }
     assert not AgentSession.objects.exists()
 
@@ -128,7 +130,9 @@ def test_unknown_trust_level_is_a_400(api_client):
     response = _start(api_client, prompt, trust_level="root")
 
     assert response.status_code == 400
-    assert response.json() == {"trust_level": ['"root" is not a valid choice.']}
+    assert response.json()["errors"] == {
+        "trust_level": ['"root" is not a valid choice.']
+    }
     assert not AgentSession.objects.exists()
 
 

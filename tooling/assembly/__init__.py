@@ -17,10 +17,12 @@ from .catalog import (
     build_prompt,
     build_prompt_from_parts,
     freeze_template,
+    freeze_templates,
     load_template,
 )
 from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import HOSTED_BUILDERS, build_hosted_tool, model_capabilities
+from .parameters import ParameterSpec, parameter_problems, prompt_parameters
 from .policies import build_policy
 from .prompts import (
     build_section,
@@ -34,6 +36,7 @@ from .tools import build_tool
 __all__ = [
     "HOSTED_BUILDERS",
     "CatalogEdit",
+    "ParameterSpec",
     "all_sections",
     "build_hosted_tool",
     "build_policy",
@@ -43,10 +46,13 @@ __all__ = [
     "build_tool",
     "freeze_prompt",
     "freeze_template",
+    "freeze_templates",
     "load_template",
     "model_capabilities",
     "model_capabilities_of",
     "output_for",
+    "parameter_problems",
+    "prompt_parameters",
     "prompts_broken_by",
     "section_params_type",
     "thaw_prompt",

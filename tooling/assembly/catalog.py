@@ -13,13 +13,14 @@ from typing import Any
 from django.db.models import Prefetch
 
 from tooling.models import (
+    ModelCapability,
     PolicyDefinition,
     PromptTemplate,
     SectionDefinition,
     SectionHostedTool,
     SectionTool,
 )
-from tooling.runtime import Prompt
+from tooling.runtime import Prompt, PromptError
 
 from .revisions import freeze_prompt, thaw_prompt
 
@@ -54,6 +55,30 @@ def build_prompt(template: PromptTemplate) -> Prompt:
 def freeze_template(template: PromptTemplate) -> dict[str, Any]:
     """The revision JSON of a saved template (see ``revisions.freeze_prompt``)."""
     return freeze_prompt(template, sections=all_sections())
+
+
+def freeze_templates(
+    templates: Sequence[PromptTemplate],
+) -> dict[int, dict[str, Any] | PromptError]:
+    """The revision JSON of each template (or why it cannot be frozen), with a
+    constant number of queries for any number of templates."""
+    sections = all_sections()
+    kinds = {
+        row.model: sorted(str(kind) for kind in row.hosted_kinds or [])
+        for row in ModelCapability.objects.filter(
+            model__in={template.model for template in templates}
+        )
+    }
+    frozen: dict[int, dict[str, Any] | PromptError] = {}
+    for template in templates:
+        try:
+            data = freeze_prompt(template, sections=sections, with_capabilities=False)
+        except PromptError as error:
+            frozen[template.pk] = error
+            continue
+        data["model_hosted_kinds"] = kinds.get(template.model)
+        frozen[template.pk] = data
+    return frozen
 
 
 def build_prompt_from_parts(

@@ -181,6 +181,7 @@ class PolicyDenied:
     reason: str
     params: Any = None
     turn: int = 0
+    sequence: int = 0
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -188,12 +189,16 @@ class PolicyDenied:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class StateChanged:
-    """A tool changed a session state slice (for example the plan)."""
+    """A tool changed a session state slice (for example the plan).
+
+    ``turn`` and ``sequence`` are those of the call that made the change."""
 
     key: str
     value: Any
     tool_name: str
     call_id: str | None
+    turn: int = 0
+    sequence: int = 0
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)

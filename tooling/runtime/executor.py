@@ -305,6 +305,7 @@ class ToolExecutor:
                         reason=reason,
                         params=params,
                         turn=call.turn,
+                        sequence=sequence,
                         session_id=self.session.session_id,
                         event_id=event_id_for(self.run_id, "denial", sequence),
                     )
@@ -390,6 +391,8 @@ class ToolExecutor:
                     value=value,
                     tool_name=call.name,
                     call_id=call.call_id,
+                    turn=call.turn,
+                    sequence=sequence,
                     session_id=session_id,
                     event_id=event_id_for(self.run_id, "state", sequence, key),
                 )

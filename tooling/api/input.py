@@ -1,0 +1,150 @@
+"""Strict API input: what a client sends is checked where it enters.
+
+- ``StrictSerializer``: unknown top-level fields are refused by name; every
+  string anywhere in the body (keys included) must be storable text (no NUL
+  byte, no lone surrogate); a value over ``WINK_API_MAX_PARAM_BYTES`` (JSON
+  encoded) is a 413 naming it.
+- ``StrictFilterSet``: every query value must be storable text; datetimes must
+  have an offset PostgreSQL accepts (within ±15:59) and are compared in UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import django_filters
+from django import forms
+from django.conf import settings
+from django_filters import fields as filter_fields
+from rest_framework import serializers
+
+from tooling.api.errors import RequestTooLarge
+from tooling.runtime.text import storable
+
+UNSTORABLE = "Must not contain NUL bytes or lone surrogates."
+MAX_OFFSET = dt.timedelta(hours=15, minutes=59)
+
+
+def unstorable_paths(value: Any, path: str = "") -> list[str]:
+    """The paths (dotted) of the strings in ``value`` no database stores."""
+    found: list[str] = []
+    if isinstance(value, str):
+        if storable(value)[1]:
+            found.append(path or "non_field_errors")
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            name = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and storable(key)[1]:
+                found.append(path or "non_field_errors")
+            found.extend(unstorable_paths(inner, name))
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            found.extend(
+                unstorable_paths(inner, f"{path}.{index}" if path else str(index))
+            )
+    return found
+
+
+def encoded_size(value: Any) -> int:
+    return len(
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "replace")
+    )
+
+
+class StrictSerializer(serializers.Serializer[Any]):
+    """A request body serializer that refuses what it does not know."""
+
+    # Fields whose values (a JSON object's members) are each size-limited.
+    sized_fields: tuple[str, ...] = ()
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Expected a JSON object."]}
+            )
+        unknown = sorted(str(name) for name in set(data) - set(self.fields))
+        if unknown:
+            known = ", ".join(sorted(self.fields))
+            raise serializers.ValidationError(
+                {name: [f"Unknown field; expected: {known}."] for name in unknown}
+            )
+        bad = unstorable_paths(dict(data))
+        if bad:
+            raise serializers.ValidationError({path: [UNSTORABLE] for path in bad})
+        limit = int(settings.WINK_API_MAX_PARAM_BYTES)
+        for field in self.sized_fields:
+            members = data.get(field)
+            if not isinstance(members, Mapping):
+                continue
+            for name, value in members.items():
+                size = encoded_size(value)
+                if size > limit:
+                    raise RequestTooLarge(
+                        f"{field}.{name} is {size} bytes encoded; each is at most "
+                        f"{limit}."
+                    )
+        return super().to_internal_value(data)
+
+
+class UtcIsoDateTimeField(filter_fields.IsoDateTimeField):
+    """An ISO 8601 datetime whose offset PostgreSQL accepts, compared in UTC."""
+
+    def to_python(self, value: Any) -> Any:
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        offset = parsed.utcoffset()
+        if offset is not None and abs(offset) > MAX_OFFSET:
+            raise forms.ValidationError(
+                "The UTC offset must be between -15:59 and +15:59.",
+                code="invalid",
+            )
+        try:
+            return parsed.astimezone(dt.UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError(
+                "The datetime is out of range.", code="invalid"
+            ) from None
+
+
+class UtcIsoDateTimeRangeField(filter_fields.RangeField):
+    widget = filter_fields.DateRangeWidget
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(
+            (UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs
+        )
+
+
+class IsoDateTimeFromToRangeFilter(django_filters.RangeFilter):
+    field_class = UtcIsoDateTimeRangeField
+
+
+class StrictFilterForm(forms.Form):
+    """Refuses query values no database stores, whatever filter reads them."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name, values in self.data.lists() if hasattr(self.data, "lists") else []:
+            if any(storable(value)[1] for value in values if isinstance(value, str)):
+                self.add_error(name if name in self.fields else None, UNSTORABLE)
+        return cleaned
+
+
+class StrictFilterSet(django_filters.FilterSet):
+    """A FilterSet whose form refuses unstorable query values (a 400 in the
+    API, an empty list on the pages)."""
+
+    @property
+    def form(self) -> forms.Form:
+        if not hasattr(self, "_form"):
+            Form = self.get_form_class()
+            strict = type(f"Strict{Form.__name__}", (StrictFilterForm, Form), {})
+            if self.is_bound:
+                self._form = strict(self.data, prefix=self.form_prefix)
+            else:
+                self._form = strict(prefix=self.form_prefix)
+        return self._form
