@@ -18,8 +18,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -85,6 +86,10 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
     """DRF's handler, answering in the one error shape."""
     if isinstance(exc, RequestDataTooBig):
         exc = RequestTooLarge()
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # unexpected: ApiErrorMiddleware answers a JSON 500
@@ -95,12 +100,7 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
         detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
         if isinstance(detail, Mapping) and "detail" in detail:
             detail = detail["detail"]
-        code = (
-            _codes(detail)
-            if isinstance(exc, exceptions.APIException)
-            else "permission_denied"
-        )
-        response.data = error_body(str(detail), code)
+        response.data = error_body(str(detail), _codes(detail))
     return response
 
 

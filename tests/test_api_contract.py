@@ -1,0 +1,354 @@
+"""The API's contract: discover a prompt, start a run, follow its events page by
+page, read every tool call; strict input; one error shape; throttling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from sessions_app import services
+from sessions_app.models import AgentSession
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    ToolInvocationFactory,
+    UserFactory,
+)
+from tooling.demo import seed_demo_catalog
+
+pytestmark = pytest.mark.django_db
+
+SESSIONS = "/api/sessions/"
+
+
+@pytest.fixture
+def demo():
+    seed_demo_catalog()
+
+
+def error(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"detail", "code", "errors"}, body
+    assert body["code"] == code, body
+    return body
+
+
+# -- discovering prompts ----------------------------------------------------------
+
+
+def test_prompts_list_their_parameters_and_tools(api_client, demo):
+    body = api_client.get("/api/prompts/").json()
+
+    by_ref = {prompt["ref"]: prompt for prompt in body["results"]}
+    assert set(by_ref) == {"demo/research", "demo/release", "demo/notes"}
+    release = by_ref["demo/release"]
+    assert release["parameters"] == [
+        {
+            "name": "service",
+            "type": "string",
+            "required": False,
+            "default": "catalog-api",
+            "sections": ["release.pipeline"],
+        }
+    ]
+    assert [tool["name"] for tool in release["tools"]] == [
+        "deploy",
+        "build",
+        "test",
+        "lint",
+    ]
+    assert all(tool["description"] for tool in release["tools"])
+    research = by_ref["demo/research"]
+    assert [h["kind"] for h in research["hosted_tools"]] == ["web_search"]
+    assert len(release["revision"]) == 64
+
+
+def test_a_prompt_by_namespace_and_key(api_client, demo):
+    body = api_client.get("/api/prompts/demo/release/").json()
+    assert body["ref"] == "demo/release"
+    assert body["model"]
+
+    missing = api_client.get("/api/prompts/demo/nope/")
+    assert (
+        error(missing, 404, "not_found")["detail"]
+        == "No PromptTemplate matches the given query."
+    )
+
+
+def test_the_revision_a_prompt_shows_is_the_one_a_run_executes(api_client, demo):
+    shown = api_client.get("/api/prompts/demo/release/").json()["revision"]
+    session = services.start_session(prompt_ref="demo/release")
+    assert session.revision_id == shown
+
+
+def test_preview_renders_without_calling_the_provider(api_client, demo):
+    response = api_client.post(
+        "/api/prompts/demo/release/preview/",
+        {"params": {"service": "billing"}},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert "Ship billing to staging" in body["rendered_prompt"]
+    assert body["request"]["input"][0]["content"] == body["rendered_prompt"]
+    assert [tool["name"] for tool in body["request"]["tools"]][:1] == ["deploy"]
+    assert not AgentSession.objects.exists()
+
+
+def test_a_parameter_of_the_wrong_type_is_refused(api_client, demo):
+    for url in ("/api/prompts/demo/release/preview/", SESSIONS):
+        payload = {"params": {"service": 42}}
+        if url == SESSIONS:
+            payload["prompt"] = "demo/release"
+        body = error(api_client.post(url, payload, format="json"), 400, "invalid")
+        assert body["errors"] == {
+            "params": ["Parameter 'service' must be a string; got a number."]
+        }
+    assert not AgentSession.objects.exists()
+
+
+def test_an_unknown_parameter_is_refused_by_name(api_client, demo):
+    response = api_client.post(
+        SESSIONS,
+        {"prompt": "demo/release", "params": {"colour": "blue"}},
+        format="json",
+    )
+    assert "colour" in error(response, 400, "invalid")["errors"]["params"][0]
+
+
+# -- strict input ------------------------------------------------------------------
+
+
+def test_unknown_fields_are_refused_by_name(api_client, demo):
+    response = api_client.post(
+        SESSIONS,
+        {"prompt": "demo/release", "parms": {}, "extra": 1},
+        format="json",
+    )
+    body = error(response, 400, "invalid")
+    assert set(body["errors"]) == {"parms", "extra"}
+    assert body["errors"]["parms"][0].startswith("Unknown field; expected: ")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"prompt": "demo/rel\u0000ease"},
+        {"prompt": "demo/release", "params": {"service": "a\ud800"}},
+        {"prompt": "demo/release", "params": {"ser\u0000vice": "x"}},
+    ],
+)
+def test_text_no_database_stores_is_refused(api_client, demo, payload):
+    response = api_client.post(
+        SESSIONS,
+        json.dumps(payload).encode(),
+        content_type="application/json",
+    )
+    body = error(response, 400, "invalid")
+    assert "Must not contain NUL bytes or lone surrogates." in str(body["errors"])
+    assert not AgentSession.objects.exists()
+
+
+def test_a_body_that_is_not_an_object_is_refused(api_client):
+    response = api_client.post(SESSIONS, [1, 2], format="json")
+    assert error(response, 400, "invalid")["errors"] == {
+        "non_field_errors": ["Expected a JSON object."]
+    }
+
+
+def test_malformed_json_is_a_400(api_client):
+    response = api_client.post(SESSIONS, b"{nope", content_type="application/json")
+    error(response, 400, "parse_error")
+
+
+def test_a_too_large_body_is_a_json_413(api_client, settings):
+    settings.WINK_API_MAX_BODY_BYTES = 2048
+    payload = {"prompt": "demo/release", "params": {"service": "x" * 4000}}
+    response = api_client.post(SESSIONS, payload, format="json")
+    assert "accepts at most 2048" in error(response, 413, "request_too_large")["detail"]
+
+
+def test_a_too_large_parameter_is_a_json_413(api_client, settings, demo):
+    settings.WINK_API_MAX_PARAM_BYTES = 100
+    payload = {"prompt": "demo/release", "params": {"service": "x" * 200}}
+    response = api_client.post(SESSIONS, payload, format="json")
+    assert error(response, 413, "request_too_large")["detail"].startswith(
+        "params.service is 202 bytes encoded"
+    )
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"created_at_after": "2026-01-01T00:00:00+20:00"},
+        {"created_at_after": "9999-12-31T23:00:00-10:00"},
+        {"created_at_after": "yesterday"},
+        {"status": "nope"},
+        {"prompt_ref": "a\u0000b"},
+        {"user": "x" * 500},
+    ],
+)
+def test_filter_values_that_cannot_be_used_are_a_400(api_client, query):
+    AgentSessionFactory()
+    error(api_client.get(SESSIONS, query), 400, "invalid")
+
+
+def test_a_far_offset_within_limits_is_compared_in_utc(api_client):
+    session = AgentSessionFactory()
+    after = session.created_at.astimezone().isoformat()
+    response = api_client.get(
+        SESSIONS, {"created_at_after": "2000-01-01T00:00:00+15:59"}
+    )
+    assert [item["id"] for item in response.json()["results"]] == [str(session.pk)]
+    assert after  # the session's own timestamp parses too
+
+
+def test_sessions_filter_by_user(api_client):
+    mine = AgentSessionFactory(created_by=UserFactory(username="ada"))
+    AgentSessionFactory(created_by=UserFactory(username="bob"))
+    body = api_client.get(SESSIONS, {"user": "ada"}).json()
+    assert [item["id"] for item in body["results"]] == [str(mine.pk)]
+
+
+# -- one error shape ------------------------------------------------------------
+
+
+def test_an_unknown_api_path_is_a_json_404(api_client):
+    error(api_client.get("/api/nowhere/"), 404, "not_found")
+
+
+def test_a_wrong_method_is_a_json_405(api_client):
+    response = api_client.delete(SESSIONS)
+    error(response, 405, "method_not_allowed")
+
+
+def test_an_unexpected_error_is_a_logged_json_500(api_client, monkeypatch, caplog):
+    from sessions_app.api import views
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(views.AgentSessionViewSet, "list", explode)
+
+    response = api_client.get(SESSIONS)
+
+    body = error(response, 500, "server_error")
+    assert "boom" not in json.dumps(body)
+    assert "Unexpected error on GET /api/sessions/" in caplog.text
+
+
+def test_a_bad_token_is_a_401(demo):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    response = client.get(SESSIONS)
+    error(response, 401, "authentication_failed")
+    assert response["WWW-Authenticate"] == "Token"
+
+
+def test_starting_without_the_permission_is_a_403(demo):
+    client = APIClient()
+    client.force_authenticate(UserFactory())
+    response = client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
+    assert "Can start sessions" in error(response, 403, "permission_denied")["detail"]
+
+
+def test_run_starts_are_throttled_per_user(api_client, settings, demo):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"session-start": "2/minute"},
+    }
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import ScopedRateThrottle
+
+    api_settings.reload()
+    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+    try:
+        statuses = [
+            api_client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
+            for _ in range(3)
+        ]
+        assert [r.status_code for r in statuses] == [201, 201, 429]
+        error(statuses[2], 429, "throttled")
+        assert int(statuses[2]["Retry-After"]) > 0
+        # Reading is not throttled.
+        assert api_client.get(SESSIONS).status_code == 200
+    finally:
+        api_settings.reload()
+        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+
+
+# -- following a run -------------------------------------------------------------
+
+
+def test_events_page_through_the_whole_timeline(api_client, demo):
+    session = services.start_session(prompt_ref="demo/notes")
+    url = reverse("sessions_api:session-events", args=[session.pk])
+
+    pages = []
+    next_url = f"{url}?page_size=4"
+    while next_url:
+        page = api_client.get(next_url).json()
+        pages.append(page["results"])
+        next_url = page["next"]
+
+    events = [event for page in pages for event in page]
+    assert len(pages) > 2 and all(len(page) <= 4 for page in pages)
+    everything = api_client.get(f"{url}?page_size=500").json()
+    assert everything["next"] is None
+    assert events == everything["results"]
+    kinds = [event["kind"] for event in events]
+    assert kinds.count("provider_call") == session.provider_calls.count()
+    assert kinds.count("tool_invocation") == session.tool_invocations.count()
+    assert kinds.count("policy_denial") == session.policy_denials.count() > 0
+    assert kinds.count("state_change") == session.state_changes.count() > 0
+    # A denial comes right before the call it denied; a turn's calls after
+    # the provider call that asked for them.
+    for index, event in enumerate(events):
+        if event["kind"] == "policy_denial":
+            following = events[index + 1]
+            assert following["kind"] == "tool_invocation"
+            assert following["data"]["call_id"] == event["data"]["call_id"]
+    turns = [event["turn"] for event in events]
+    assert turns == sorted(turns)
+
+
+@pytest.mark.parametrize(
+    "query", ["cursor=nope", "cursor=WzEsMiwzXQ", "page_size=0", "page_size=x"]
+)
+def test_bad_event_page_parameters_are_a_400(api_client, query):
+    session = AgentSessionFactory()
+    url = reverse("sessions_api:session-events", args=[session.pk])
+    error(api_client.get(f"{url}?{query}"), 400, "invalid")
+
+
+def test_a_sessions_tool_calls_page_in_order_and_filter(api_client, demo):
+    session = services.start_session(prompt_ref="demo/release")
+    url = reverse("sessions_api:session-tool-invocations", args=[session.pk])
+
+    first = api_client.get(url, {"page_size": 2}).json()
+    second = api_client.get(first["next"]).json()
+    failed = api_client.get(url, {"success": "false"}).json()
+    deploys = api_client.get(url, {"name": "deploy"}).json()
+
+    sequences = [item["sequence"] for item in first["results"] + second["results"]]
+    assert sequences == sorted(sequences) == list(range(1, len(sequences) + 1))
+    assert {item["success"] for item in failed["results"]} == {False}
+    assert {item["name"] for item in deploys["results"]} == {"deploy"}
+
+
+def test_tool_invocations_across_sessions_are_scoped_to_what_one_may_see():
+    ada, bob = UserFactory(username="ada"), UserFactory(username="bob")
+    mine = ToolInvocationFactory(session=AgentSessionFactory(created_by=ada))
+    ToolInvocationFactory(session=AgentSessionFactory(created_by=bob))
+    client = APIClient()
+    client.force_authenticate(ada)
+
+    body = client.get("/api/tool-invocations/").json()
+
+    assert [item["id"] for item in body["results"]] == [mine.pk]
+    assert body["results"][0]["session"] == str(mine.session_id)
