@@ -206,7 +206,9 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
         ]
         return urls + super().get_urls()
 
-    def run_url(self, template: PromptTemplate) -> str | None:
+    def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
+        if not access.may_start(request.user):
+            return None  # the button would only answer 403
         return reverse("admin:tooling_prompttemplate_run", args=[template.pk])
 
     def run_view(self, request: HttpRequest, pk: int) -> HttpResponse:

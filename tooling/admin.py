@@ -267,7 +267,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
         form = PreviewForm(request.POST or None, initial={"params": {}})
         return self.render_preview(request, template, form)
 
-    def run_url(self, template: PromptTemplate) -> str | None:
+    def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         """Where the preview page posts to run a session (``None``: no button)."""
         return None
 
@@ -301,7 +301,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
             "form": form,
             "errors": errors,
             "preview": preview,
-            "run_url": self.run_url(template),
+            "run_url": self.run_url(request, template),
             "request_json": pretty(preview.safe_request) if preview else "",
             "tools_json": (
                 pretty(preview.safe_request.get("tools", [])) if preview else ""

@@ -216,3 +216,20 @@ def test_admin_preview_run_at_trusted_needs_the_permission(client):
     assert response.status_code == 200
     assert "You may not start sessions at trust level" in response.content.decode()
     assert not AgentSession.objects.exists()
+
+
+def test_admin_preview_offers_no_run_button_to_view_only_staff(client):
+    staff = UserFactory(is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_prompttemplate"))
+    client.force_login(staff)
+    prompt = _prompt("standard")
+    preview = reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk])
+    run = reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
+
+    page = client.get(preview)
+    refused = client.post(run, {"params": "{}", "run": "Run"})
+
+    assert page.status_code == 200 and 'id="request-json"' in page.content.decode()
+    assert run not in page.content.decode()
+    assert refused.status_code == 403
+    assert not AgentSession.objects.exists()
