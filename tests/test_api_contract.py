@@ -140,6 +140,8 @@ def test_unknown_fields_are_refused_by_name(api_client, demo):
         {"prompt": "demo/rel\u0000ease"},
         {"prompt": "demo/release", "params": {"service": "a\ud800"}},
         {"prompt": "demo/release", "params": {"ser\u0000vice": "x"}},
+        {"prompt": "demo/release", "params": {"ser\ud800vice": "x"}},
+        {"prompt": "demo/release", "params": {"ser\ud800vice": {"x": "\u0000"}}},
     ],
 )
 def test_text_no_database_stores_is_refused(api_client, demo, payload):
@@ -150,6 +152,25 @@ def test_text_no_database_stores_is_refused(api_client, demo, payload):
     )
     body = error(response, 400, "invalid")
     assert "Must not contain NUL bytes or lone surrogates." in str(body["errors"])
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (
+            '{"prompt": "demo/release", "params": {"x": ' + "[" * 70 + "]" * 70 + "}}",
+            "invalid",
+        ),
+        ("[" * 200_000 + "]" * 200_000, "parse_error"),
+    ],
+    ids=["deeper than the limit", "too deep to decode"],
+)
+def test_deeply_nested_bodies_are_a_400(api_client, demo, body, code):
+    response = api_client.post(SESSIONS, body.encode(), content_type="application/json")
+    assert "nested more than 64 levels" in error(response, 400, code)["detail"] + str(
+        response.json().get("errors")
+    )
     assert not AgentSession.objects.exists()
 
 

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tooling.append_only import AppendOnlyModel, AppendOnlyQuerySet
+from tooling.storable_json import StorableJSONField
 
 
 class TimestampedModel(models.Model):
@@ -54,12 +55,12 @@ class ToolDefinition(TimestampedModel):
         help_text="Overrides the handler's description (1-200 ASCII characters). "
         "Only for tools that accept overrides.",
     )
-    param_descriptions = models.JSONField(
+    param_descriptions = StorableJSONField(
         default=dict,
         blank=True,
         help_text='Per-parameter description overrides: {"field": "description"}.',
     )
-    examples = models.JSONField(
+    examples = StorableJSONField(
         default=list,
         blank=True,
         help_text='Examples: [{"description": ..., "input": {...}, "output": {...}}], '
@@ -102,7 +103,7 @@ class HostedToolDefinition(TimestampedModel):
     name = models.CharField(max_length=64, unique=True)
     kind = models.CharField(max_length=32, choices=Kind.choices)
     description = models.CharField(max_length=200)
-    config = models.JSONField(default=dict, blank=True)
+    config = StorableJSONField(default=dict, blank=True)
     min_trust_level = models.CharField(
         "minimum trust level",
         max_length=16,
@@ -133,7 +134,7 @@ class PolicyDefinition(TimestampedModel):
         max_length=64, unique=True, help_text="Shown in denials and the audit trail."
     )
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    config = models.JSONField(default=dict, blank=True)
+    config = StorableJSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
 
     class Meta:
@@ -151,7 +152,7 @@ class SectionDefinition(TimestampedModel):
     template = models.TextField(
         blank=True, help_text="Markdown with $placeholders ($$ for a dollar sign)."
     )
-    default_params = models.JSONField(
+    default_params = StorableJSONField(
         "parameters",
         default=dict,
         blank=True,
@@ -320,7 +321,7 @@ class PromptTemplate(TimestampedModel):
     policies = models.ManyToManyField(
         PolicyDefinition, blank=True, related_name="prompts"
     )
-    output_schema = models.JSONField(
+    output_schema = StorableJSONField(
         null=True,
         blank=True,
         help_text="Optional JSON schema (an object) the final answer must satisfy.",
@@ -384,7 +385,7 @@ class ModelCapability(TimestampedModel):
     every kind the adapter supports."""
 
     model = models.CharField(max_length=100, unique=True)
-    hosted_kinds = models.JSONField(
+    hosted_kinds = StorableJSONField(
         default=list, blank=True, help_text='Allowed kinds, e.g. ["web_search"].'
     )
 

@@ -23,29 +23,15 @@ from rest_framework import serializers
 
 from tooling.api.errors import RequestTooLarge
 from tooling.runtime.text import storable
+from tooling.storable_json import (
+    MAX_DEPTH,
+    TOO_DEEP,
+    UNSTORABLE,
+    depth,
+    unstorable_paths,
+)
 
-UNSTORABLE = "Must not contain NUL bytes or lone surrogates."
 MAX_OFFSET = dt.timedelta(hours=15, minutes=59)
-
-
-def unstorable_paths(value: Any, path: str = "") -> list[str]:
-    """The paths (dotted) of the strings in ``value`` no database stores."""
-    found: list[str] = []
-    if isinstance(value, str):
-        if storable(value)[1]:
-            found.append(path or "non_field_errors")
-    elif isinstance(value, Mapping):
-        for key, inner in value.items():
-            name = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and storable(key)[1]:
-                found.append(path or "non_field_errors")
-            found.extend(unstorable_paths(inner, name))
-    elif isinstance(value, list | tuple):
-        for index, inner in enumerate(value):
-            found.extend(
-                unstorable_paths(inner, f"{path}.{index}" if path else str(index))
-            )
-    return found
 
 
 def encoded_size(value: Any) -> int:
@@ -71,9 +57,13 @@ class StrictSerializer(serializers.Serializer[Any]):
             raise serializers.ValidationError(
                 {name: [f"Unknown field; expected: {known}."] for name in unknown}
             )
+        if depth(data) > MAX_DEPTH:
+            raise serializers.ValidationError({"non_field_errors": [TOO_DEEP]})
         bad = unstorable_paths(dict(data))
         if bad:
-            raise serializers.ValidationError({path: [UNSTORABLE] for path in bad})
+            raise serializers.ValidationError(
+                {path or "non_field_errors": [UNSTORABLE] for path in bad}
+            )
         limit = int(settings.WINK_API_MAX_PARAM_BYTES)
         for field in self.sized_fields:
             members = data.get(field)

@@ -6,7 +6,9 @@ them to validate one section or setting at a time.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import keyword
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,17 +40,18 @@ def section_params_type(
     The runtime then checks that every ``$placeholder`` is declared.
     """
     for name in default_params:
-        if not isinstance(name, str) or not name.isidentifier():
+        if not _is_parameter_name(name):
             raise PromptValidationError(
-                f"Parameter name '{name}' must be a Python identifier.",
+                f"Parameter name '{name}' must be a Python identifier (not a keyword).",
                 section_path=(key,),
                 placeholder="default_params",
             )
     names = list(default_params)
     if enabled_when and enabled_when not in names:
-        if not enabled_when.isidentifier():
+        if not _is_parameter_name(enabled_when):
             raise PromptValidationError(
-                f"Parameter name '{enabled_when}' must be a Python identifier.",
+                f"Parameter name '{enabled_when}' must be a Python identifier "
+                "(not a keyword).",
                 section_path=(key,),
                 placeholder="enabled_when_param",
             )
@@ -59,13 +62,25 @@ def section_params_type(
     for name in names:
         default = default_params.get(name)
         if default is not None or name == enabled_when:
-            fields.append((name, Any, dataclasses.field(default=default)))
+            fields.append((name, Any, _field(default)))
     required = [(name, Any) for name in names if all(f[0] != name for f in fields)]
     return dataclasses.make_dataclass(
         f"{key.replace('.', '_').replace('-', '_')}_params",
         [*required, *fields],
         frozen=True,
     )
+
+
+def _is_parameter_name(name: Any) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _field(default: Any) -> Any:
+    """A dataclass field defaulting to ``default``; a list or an object is
+    copied for each instance (a dataclass refuses a mutable default)."""
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
+    return dataclasses.field(default=default)
 
 
 def _param_is_set(name: str) -> Callable[[Any], bool]:

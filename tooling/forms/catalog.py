@@ -22,6 +22,7 @@ from tooling.models import (
     would_cycle,
 )
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
+from tooling.storable_json import StorableJSONFormField
 
 from .validation import refuse_breaking, validated
 
@@ -302,7 +303,7 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
 
 
 class PreviewForm(forms.Form):
-    params = forms.JSONField(
+    params = StorableJSONFormField(
         required=False,
         initial=dict,
         widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),

@@ -26,6 +26,7 @@ from tooling.runtime.hosted.image_generation import (
     QUALITIES,
 )
 from tooling.runtime.hosted.mcp import APPROVAL_MODES
+from tooling.storable_json import StorableJSONFormField
 
 from .validation import refuse_breaking, validated
 
@@ -36,7 +37,7 @@ def _lines(value: str) -> list[str]:
     ]
 
 
-class _OptionalJSONField(forms.JSONField):
+class _OptionalJSONField(StorableJSONFormField):
     """A JSON field that shows nothing (not ``null``) when it has no value."""
 
     def prepare_value(self, value: Any) -> Any:

@@ -1,0 +1,144 @@
+"""JSON no database stores, refused where it enters (forms, models, the API).
+
+PostgreSQL refuses a NUL byte in text and in ``jsonb`` (keys included), and no
+UTF-8 encoder accepts a lone surrogate, which a JSON escape (``"\\ud800"``)
+produces. Audit values from the provider are *converted* on the way in
+(``tooling.runtime.text.storable``: nothing a run produced is lost); what an
+operator or a client types is *refused*, naming where it is: by the API's
+strict input (``tooling.api.input``), and by ``StorableJSONField`` on the
+catalog models, whose form field refuses it on every admin form. So is nesting
+deeper than ``MAX_DEPTH``: no catalog value or parameter needs it, and
+Python's JSON encoder and decoder recurse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.deconstruct import deconstructible
+
+from tooling.runtime.text import storable_text
+
+UNSTORABLE = "Must not contain NUL bytes or lone surrogates."
+MAX_DEPTH = 64
+TOO_DEEP = f"Must not be nested more than {MAX_DEPTH} levels deep."
+
+
+def unstorable_paths(value: Any) -> list[str]:
+    """The dotted paths in the JSON value ``value`` that hold unstorable text
+    (``""``: the value itself; a bad key is reported at its parent). The paths
+    are storable themselves: a bad character in a key shows as U+FFFD."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:  # a loop, not recursion: any nesting is walked
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if storable_text(item)[1]:
+                found.append(path)
+        elif isinstance(item, Mapping):
+            if any(isinstance(key, str) and storable_text(key)[1] for key in item):
+                found.append(path)
+            stack.extend(
+                (inner, _join(path, storable_text(str(key))[0]))
+                for key, inner in reversed(item.items())
+            )
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (inner, _join(path, str(index)))
+                for index, inner in reversed(list(enumerate(item)))
+            )
+    return list(dict.fromkeys(found))
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def depth(value: Any) -> int:
+    """How deeply ``value`` nests containers (a scalar: 0)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, level + 1)
+            stack.extend((inner, level + 1) for inner in item)
+    return deepest
+
+
+@deconstructible
+class StorableJSONValidator:
+    """Refuses a JSON value holding a NUL byte or a lone surrogate anywhere,
+    or nested more than ``MAX_DEPTH`` levels."""
+
+    code = "unstorable"
+
+    def __call__(self, value: Any) -> None:
+        if depth(value) > MAX_DEPTH:
+            raise ValidationError(TOO_DEEP, code=self.code)
+        paths = unstorable_paths(value)
+        if paths:
+            where = ", ".join(path or "the value itself" for path in paths[:5])
+            raise ValidationError(
+                f"{UNSTORABLE.removesuffix('.')} (at {where}).", code=self.code
+            )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StorableJSONValidator)
+
+    def __hash__(self) -> int:
+        return hash(StorableJSONValidator)
+
+
+validate_storable_json = StorableJSONValidator()
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads``, with nesting too deep for the decoder a ``ValueError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+
+
+class StorableJSONFormField(forms.JSONField):
+    """A form's JSON field that refuses what ``validate_storable_json`` does,
+    and input too deeply nested to decode, as form errors."""
+
+    default_validators = [validate_storable_json]
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise ValidationError(TOO_DEEP, code="invalid") from None
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if isinstance(text, str) and storable_text(text)[1]:
+            # Shown again as typed (escaped), so the page can be encoded.
+            return json.dumps(value, ensure_ascii=True, cls=self.encoder)
+        return text
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return forms.fields.InvalidJSONInput(data)
+
+
+class StorableJSONField(models.JSONField):
+    """A model's JSON field that refuses (in ``full_clean`` and in its form
+    field) what ``validate_storable_json`` does."""
+
+    default_validators = [validate_storable_json]
+
+    def formfield(self, **kwargs: Any) -> Any:
+        return super().formfield(**{"form_class": StorableJSONFormField, **kwargs})
