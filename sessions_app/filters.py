@@ -15,7 +15,11 @@ from urllib.parse import urlsplit
 import django_filters
 
 from sessions_app.models import AgentSession, Citation, ToolInvocation
-from tooling.api.input import IsoDateTimeFromToRangeFilter, StrictFilterSet
+from tooling.api.input import (
+    IsoDateTimeFromToRangeFilter,
+    StrictBooleanFilter,
+    StrictFilterSet,
+)
 
 
 class AgentSessionFilterSet(StrictFilterSet):
@@ -41,10 +45,10 @@ class AgentSessionFilterSet(StrictFilterSet):
 
 class ToolInvocationFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(max_length=64, help_text="The tool's name.")
-    native = django_filters.BooleanFilter(
+    native = StrictBooleanFilter(
         help_text="true: provider-run (hosted) calls; false: local function calls."
     )
-    success = django_filters.BooleanFilter(help_text="Whether the call succeeded.")
+    success = StrictBooleanFilter(help_text="Whether the call succeeded.")
     kind = django_filters.CharFilter(
         max_length=32, help_text="function, web_search, file_search, mcp ..."
     )

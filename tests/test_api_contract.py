@@ -373,3 +373,65 @@ def test_tool_invocations_across_sessions_are_scoped_to_what_one_may_see():
 
     assert [item["id"] for item in body["results"]] == [mine.pk]
     assert body["results"][0]["session"] == str(mine.session_id)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain", b'{"prompt": "demo/release"}'),
+        ("application/x-www-form-urlencoded", b"prompt=demo%2Frelease"),
+    ],
+)
+def test_the_api_takes_json_only(api_client, demo, content_type, body):
+    response = api_client.post(SESSIONS, body, content_type=content_type)
+    error(response, 415, "unsupported_media_type")
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/sessions/100/tool-invocations/",
+        "/api/sessions/not-a-uuid/events/",
+        "/api/sessions/100/",
+    ],
+)
+def test_a_session_id_that_is_not_a_uuid_is_a_404(api_client, url):
+    error(api_client.get(url), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "page_size=0",
+        "page_size=501",
+        "page_size=x",
+        "page_size=",
+        "native=maybe",
+        "success=null",
+        "native=2",
+    ],
+)
+def test_filter_and_page_values_that_cannot_be_used_are_a_400(api_client, query):
+    session = AgentSessionFactory()
+    for url in (
+        "/api/tool-invocations/",
+        reverse("sessions_api:session-tool-invocations", args=[session.pk]),
+    ):
+        error(api_client.get(f"{url}?{query}"), 400, "invalid")
+    if query.startswith("page_size"):
+        error(api_client.get(f"{SESSIONS}?{query}"), 400, "invalid")
+
+
+def test_an_empty_filter_value_filters_nothing(api_client):
+    AgentSessionFactory.create_batch(2)
+    response = api_client.get(f"{SESSIONS}?status=&created_at_after=&user=")
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 2
+
+
+def test_who_started_and_cancelled_are_null_when_nobody(api_client):
+    # The caller holds "Can view all sessions" (conftest's user).
+    session = AgentSessionFactory(created_by=None)
+    body = api_client.get(f"{SESSIONS}{session.pk}/").json()
+    assert body["created_by"] is None and body["cancelled_by"] is None

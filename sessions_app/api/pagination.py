@@ -1,9 +1,70 @@
-"""Pagination for append-only audit rows."""
+"""Pagination for append-only audit rows: keyset cursors, strict page sizes.
 
+DRF quietly replaces a ``page_size`` it cannot use with the default; here it is
+a 400, and the schema says what is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+
+MAX_PAGE_SIZE = 500
 
 
-class CreatedAtCursorPagination(CursorPagination):
+def page_size(raw: str | None, *, default: int, maximum: int = MAX_PAGE_SIZE) -> int:
+    """``raw`` (a query value) as a page size: absent is ``default``; anything
+    but a whole number from 1 to ``maximum`` is a 400."""
+    if raw is None:
+        return default
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= maximum:
+        raise ValidationError(
+            {"page_size": [f"Enter a whole number from 1 to {maximum}."]}
+        )
+    return size
+
+
+class StrictCursorPagination(CursorPagination):
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request: Request) -> int:
+        return page_size(
+            request.query_params.get(self.page_size_query_param),
+            default=int(self.page_size),
+            maximum=self.max_page_size,
+        )
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_page_size,
+                }
+                parameter["description"] = (
+                    f"Results per page (1-{self.max_page_size}; "
+                    f"{self.page_size} by default)."
+                )
+        return parameters
+
+
+class CreatedAtCursorPagination(StrictCursorPagination):
     """Newest first on the indexed ``created_at`` (rows are append-only)."""
 
     ordering = "-created_at"
+
+
+class SequenceCursorPagination(StrictCursorPagination):
+    """A session's tool calls in the order they ran."""
+
+    ordering = "sequence"

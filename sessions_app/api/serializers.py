@@ -221,10 +221,16 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
         "the same catalog.",
     )
     created_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who started the session (null: a command or a task).",
     )
     cancelled_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who cancelled it (null: nobody, or the system).",
     )
     provider_calls = ProviderCallSummarySerializer(many=True, read_only=True)
     tool_invocations = ToolInvocationSerializer(many=True, read_only=True)

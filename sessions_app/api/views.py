@@ -15,7 +15,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -25,7 +24,7 @@ from drf_spectacular.utils import (
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.pagination import CursorPagination
+from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -34,7 +33,12 @@ from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, dispatch, services, timeline
-from sessions_app.api.pagination import CreatedAtCursorPagination
+from sessions_app.api.pagination import (
+    MAX_PAGE_SIZE,
+    CreatedAtCursorPagination,
+    SequenceCursorPagination,
+    page_size,
+)
 from sessions_app.api.serializers import (
     AgentSessionCreateSerializer,
     AgentSessionDetailSerializer,
@@ -64,16 +68,9 @@ EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
     "tool_invocation": ToolInvocationSerializer,
     "state_change": StateChangeSerializer,
 }
+SESSION_ID = "The session's id."
 EVENTS_PAGE = 100
-EVENTS_PAGE_MAX = 500
-
-
-class SequenceCursorPagination(CursorPagination):
-    """A session's tool calls in the order they ran."""
-
-    ordering = "sequence"
-    page_size_query_param = "page_size"
-    max_page_size = 500
+EVENTS_PAGE_MAX = MAX_PAGE_SIZE
 
 
 @extend_schema_view(
@@ -228,7 +225,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             ),
             OpenApiParameter(
                 "page_size",
-                OpenApiTypes.INT,
+                {"type": "integer", "minimum": 1, "maximum": EVENTS_PAGE_MAX},
                 description=f"Events per page (1-{EVENTS_PAGE_MAX}; "
                 f"{EVENTS_PAGE} by default).",
             ),
@@ -245,7 +242,11 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 after = timeline.decode_cursor(cursor)
             except timeline.InvalidCursor as error:
                 raise ValidationError({"cursor": [str(error)]}) from error
-        size = _page_size(request.query_params.get("page_size"))
+        size = page_size(
+            request.query_params.get("page_size"),
+            default=EVENTS_PAGE,
+            maximum=EVENTS_PAGE_MAX,
+        )
         events, next_position = timeline.events_page(session, after=after, limit=size)
         context = self.get_serializer_context()
         results = [
@@ -273,6 +274,11 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
 
     @extend_schema(
         summary="A session's tool calls, in the order they ran",
+        parameters=[
+            OpenApiParameter(
+                "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description=SESSION_ID
+            )
+        ],
         responses=ToolInvocationSerializer(many=True),
     )
     @action(
@@ -290,20 +296,6 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             page, many=True, context=self.get_serializer_context()
         )
         return self.get_paginated_response(serializer.data)
-
-
-def _page_size(raw: str | None) -> int:
-    if raw is None:
-        return EVENTS_PAGE
-    try:
-        size = int(raw)
-    except ValueError:
-        size = 0
-    if not 1 <= size <= EVENTS_PAGE_MAX:
-        raise ValidationError(
-            {"page_size": [f"Enter a whole number from 1 to {EVENTS_PAGE_MAX}."]}
-        )
-    return size
 
 
 @extend_schema_view(

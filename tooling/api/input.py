@@ -79,6 +79,27 @@ class StrictSerializer(serializers.Serializer[Any]):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(forms.Field):
+    """``true``/``false`` (or ``1``/``0``); anything else is an error, not
+    "no filter" as django-filter's boolean widgets make it."""
+
+    widget = forms.TextInput
+
+    def to_python(self, value: Any) -> bool | None:
+        if value in (None, ""):
+            return None
+        text = str(value).strip().lower()
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise forms.ValidationError("Enter true or false.", code="invalid")
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
 class UtcIsoDateTimeField(filter_fields.IsoDateTimeField):
     """An ISO 8601 datetime whose offset PostgreSQL accepts, compared in UTC."""
 

@@ -34,6 +34,13 @@ _DESCRIPTIONS = {
 
 
 class AutoSchema(SpectacularAutoSchema):
+    def _get_filter_parameters(self) -> Any:
+        # django-filter ignores an empty value (``?status=``): say so.
+        parameters = super()._get_filter_parameters()
+        for parameter in parameters:
+            parameter["allowEmptyValue"] = True
+        return parameters
+
     def _get_response_bodies(self, direction: Any = "response") -> Any:
         responses = super()._get_response_bodies(direction)
         for code in self._error_codes():
@@ -49,7 +56,12 @@ class AutoSchema(SpectacularAutoSchema):
         codes: list[str] = []
         unsafe = self.method not in ("GET", "HEAD", "OPTIONS")
         has_query = bool(
-            self._get_filter_parameters() or self._get_pagination_parameters()
+            self._get_filter_parameters()
+            or self._get_pagination_parameters()
+            or any(
+                getattr(parameter, "location", None) == "query"
+                for parameter in self.get_override_parameters()
+            )
         )
         if unsafe or has_query:
             codes.append("400")
