@@ -59,6 +59,9 @@ MATRIX: dict[str, list[Row]] = {
     "home": [Row("get", (302, 302, 302, 302, 302))],
     "schema": [Row("get", (200, 200, 200, 200, 200))],
     "swagger-ui": [Row("get", (200, 200, 200, 200, 200))],
+    # every account logs in here; a logged-in user is sent on
+    "login": [Row("get", (200, 302, 302, 302, 302))],
+    "logout": [Row("post", (302, 302, 302, 302, 302))],
     # audit pages
     "sessions_app:session-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
     "sessions_app:session-detail": [Row("get", (LOGIN, 404, 200, 200, 404))],
@@ -90,7 +93,7 @@ MATRIX: dict[str, list[Row]] = {
     # the audit admin (auditors read it; staff without permissions may not)
     "admin:index": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 200))],
     "admin:login": [Row("get", (200, 200, 200, 302, 302))],
-    "admin:logout": [Row("post", (302, 302, 302, 200, 200))],
+    "admin:logout": [Row("post", (302, 302, 302, 302, 302))],  # to the login page
     "admin:sessions_app_agentsession_changelist": [
         Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
     ],

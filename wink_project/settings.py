@@ -163,7 +163,9 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
 
 # The API: request body limits (413 beyond them) and the rate of run starts
 # per user (DRF's rate syntax: 30/minute, 500/day ...; 429 beyond it).

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -10,6 +11,13 @@ api_docs_permissions = [AllowAny]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Every account logs in here (the admin's login takes staff only).
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=api_docs_permissions),

@@ -51,3 +51,22 @@ def test_running_session_page_updates_live_to_succeeded(ui: UI, shot: Any) -> No
     assert ui.find_all("#live-note") == []
     assert ui.find("#session").get_attribute("data-live-url") is None
     assert ui.driver.title.startswith(session.prompt_ref)
+
+
+def test_the_cancel_button_cancels_a_queued_run(ui: UI, shot: Any) -> None:
+    """A POST from the page itself: the page's referrer policy must let the
+    browser send its origin, or CSRF refuses the form."""
+    session = AgentSessionFactory(
+        status=AgentSession.Status.QUEUED, output_text="", turns=0
+    )
+    ui.go(session.get_absolute_url())
+    assert status_badge(ui) == "Queued"
+
+    ui.click_and_load(ui.find("#cancel-form button[type=submit]"))
+
+    assert "CSRF" not in ui.page_text()
+    assert status_badge(ui) == "Cancelled"
+    assert ui.find_all("#cancel-form") == []
+    session.refresh_from_db()
+    assert session.status == AgentSession.Status.CANCELLED
+    shot("live-3-cancelled")

@@ -13,6 +13,7 @@ from tests.sessions_app.factories import (
     ProviderCallFactory,
     StateChangeFactory,
     ToolInvocationFactory,
+    UserFactory,
     VirtualFileFactory,
 )
 
@@ -38,13 +39,42 @@ def content(response):
 @pytest.mark.parametrize(
     "url", [LIST_URL, CITATIONS_URL, "/audit/sessions/{pk}/"], ids=str
 )
-def test_pages_redirect_anonymous_users_to_the_admin_login(client, url):
+def test_pages_redirect_anonymous_users_to_the_login_page(client, url):
     session = AgentSessionFactory()
 
     response = client.get(url.format(pk=session.pk))
 
     assert response.status_code == 302
-    assert response["Location"].startswith(reverse("admin:login"))
+    assert response["Location"].startswith(reverse("login") + "?next=/audit/")
+
+
+def test_an_ordinary_account_logs_in_with_the_form_and_sees_its_own_sessions(client):
+    """Not staff: the admin's login would refuse this account."""
+    alice = UserFactory(username="alice", is_staff=False, password="pw-alice")
+    mine = AgentSessionFactory(created_by=alice, prompt_ref="ops/mine")
+    theirs = AgentSessionFactory(prompt_ref="ops/theirs")
+    form = client.get(f"{reverse('login')}?next={LIST_URL}")
+    assert form.status_code == 200 and 'name="password"' in form.content.decode()
+
+    response = client.post(
+        reverse("login"),
+        {"username": "alice", "password": "pw-alice", "next": LIST_URL},
+    )
+
+    assert response.status_code == 302 and response["Location"] == LIST_URL
+    page = client.get(LIST_URL).content.decode()
+    assert "ops/mine" in page and "ops/theirs" not in page
+    assert client.get(mine.get_absolute_url()).status_code == 200
+    assert client.get(theirs.get_absolute_url()).status_code == 404
+    assert client.post(reverse("logout")).status_code == 302
+    assert client.get(LIST_URL).status_code == 302
+
+
+def test_a_wrong_password_is_refused_on_the_login_page(client):
+    UserFactory(username="bob")
+    response = client.post(reverse("login"), {"username": "bob", "password": "no"})
+    assert response.status_code == 200
+    assert "Please enter a correct username and password" in response.content.decode()
 
 
 def test_pages_are_open_to_non_staff_users(client_logged_in):
