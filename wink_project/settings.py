@@ -205,7 +205,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "WINK Catalog API",
     "DESCRIPTION": "Discover prompts, start agent runs and read their audit trail. "
-    "Authenticate with `Authorization: Token <key>` (or the admin's session). "
+    "Authenticate with `Authorization: Token <key>` (or a logged-in session). "
     "Every error is a JSON object {detail, code, errors}.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,

@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     extend_schema,
     extend_schema_view,
 )
@@ -59,7 +60,7 @@ from sessions_app.filters import (
     ToolInvocationFilterSet,
 )
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
-from tooling.api.errors import Conflict, from_django
+from tooling.api.errors import Conflict, ErrorSerializer, from_django
 
 EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
     "provider_call": ProviderCallSummarySerializer,
@@ -170,7 +171,9 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         responses={
             200: AgentSessionDetailSerializer,
             202: AgentSessionDetailSerializer,
-            409: OpenApiTypes.OBJECT,
+            409: OpenApiResponse(
+                ErrorSerializer, description="The session has already ended."
+            ),
         },
     )
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)

@@ -150,8 +150,6 @@ def prompts_broken_by(edit: CatalogEdit) -> list[tuple[str, str]]:
             problems.append((template.ref, error.message))
     return problems
 
-    """One message per broken prompt: ``<action> would break prompt ...``."""
-
 
 def describe(problems: Sequence[tuple[str, str]], action: str) -> list[str]:
     """One message per broken prompt: ``This change would break prompt 'x': ...``."""

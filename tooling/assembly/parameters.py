@@ -71,7 +71,7 @@ def prompt_parameters(revision: Mapping[str, Any]) -> list[ParameterSpec]:
             known = found.get(name)
             if known is None:
                 found[name] = spec
-            else:  # shared by several sections: the strictest reading wins
+            else:  # shared: required if one section requires it; types differ: any
                 found[name] = dataclasses.replace(
                     known,
                     type=known.type if known.type == spec.type else ANY,
