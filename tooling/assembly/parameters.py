@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tooling.runtime.serde import type_name
+
 ANY = "any"
 SCALAR = "scalar"
 
@@ -29,19 +31,9 @@ class ParameterSpec:
 
 
 def _type_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return ANY
+    """The JSON type a default gives its parameter (``null``: any)."""
+    name = type_name(value)
+    return ANY if name == "null" else name
 
 
 def _sections(entries: Any) -> Iterator[Mapping[str, Any]]:
@@ -92,8 +84,8 @@ def _accepts(kind: str, value: Any) -> bool:
 
 
 def _describe(value: Any) -> str:
-    kind = _type_of(value)
-    return {"any": "null", "integer": "a number", "number": "a number"}.get(
+    kind = type_name(value)
+    return {"null": "null", "integer": "a number", "number": "a number"}.get(
         kind, f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
     )
 
