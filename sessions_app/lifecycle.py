@@ -110,15 +110,27 @@ class Claim:
         raise LeaseLost("Another worker holds this session now.")
 
 
-def claim(session_id: Any, *, now: datetime | None = None) -> Claim | None:
+def claim(
+    session_id: Any, *, now: datetime | None = None, new: AgentSession | None = None
+) -> Claim | None:
     """Claim the session for this worker, or ``None`` if it is not claimable:
-    finished, cancelled, held by a live lease, or out of attempts."""
+    finished, cancelled, held by a live lease, or out of attempts.
+
+    ``new`` is the session as this process just created it (still queued,
+    never dispatched): the claim then updates it in memory instead of reading
+    it back."""
     now = now or timezone.now()
-    row = AgentSession.objects.filter(pk=session_id).only("deadline_seconds").first()
-    if row is None:
-        return None
+    if new is not None:
+        deadline_seconds = new.deadline_seconds
+    else:
+        row = (
+            AgentSession.objects.filter(pk=session_id).only("deadline_seconds").first()
+        )
+        if row is None:
+            return None
+        deadline_seconds = row.deadline_seconds
     token = uuid.uuid4()
-    deadline = now + timedelta(seconds=row.deadline_seconds or 1)
+    deadline = now + timedelta(seconds=deadline_seconds or 1)
     claimed = AgentSession.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
         pk=session_id,
@@ -135,7 +147,17 @@ def claim(session_id: Any, *, now: datetime | None = None) -> Claim | None:
     )
     if not claimed:
         return None
-    session = AgentSession.objects.select_related("revision").get(pk=session_id)
+    if new is not None and new.attempts == 0 and new.started_at is None:
+        session = new
+        session.status = Status.RUNNING
+        session.claim_token = token
+        session.attempts = 1
+        session.lease_expires_at = now + timedelta(seconds=lease_seconds())
+        session.worker = worker_name()
+        session.started_at = now
+        session.deadline_at = session.deadline_at or deadline
+    else:
+        session = AgentSession.objects.select_related("revision").get(pk=session_id)
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 
 
@@ -164,8 +186,10 @@ def _ending(
     output: Any = None,
     session_id: Any,
     now: datetime | None = None,
+    summed: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The columns a session's final update writes, made storable."""
+    """The columns a session's final update writes, made storable. ``summed``
+    is the run's ``totals``, when its caller kept them."""
     scrub = Scrubber()
     fields: dict[str, Any] = {
         "status": status,
@@ -174,7 +198,7 @@ def _ending(
         "error_payload": scrub.json(dict(payload or {})),
         "finished_at": now or timezone.now(),
         "lease_expires_at": None,
-        **totals(session_id),
+        **(summed if summed is not None else totals(session_id)),
     }
     if output_text is not None:
         fields["output_text"] = scrub.text(output_text)

@@ -1,4 +1,5 @@
-"""One small recorder per runtime event; each creates audit rows and nothing else.
+"""One small recorder per runtime event; each builds the audit rows it records
+(unsaved: the sink writes a step's rows together, ``pending.py``).
 
 Every value goes through a ``Scrubber`` (``storable.py``): whatever a provider or
 a tool produced, the row can be stored on SQLite and PostgreSQL and read back,
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-
-from django.db import transaction
 
 from sessions_app.models import (
     AgentSession,
@@ -53,48 +52,49 @@ def _params(value: Any) -> Any:
     return dump(value)
 
 
-def record_prompt_rendered(*, session: AgentSession, event: PromptRendered) -> None:
+def record_prompt_rendered(
+    *, session: AgentSession, event: PromptRendered
+) -> list[Any]:
     """Nothing to write: the session stored what the model sees when it
     started, from the same revision. A difference would be a bug; log it."""
     if event.text != session.rendered_prompt:
         logger.error(
             "Session %s rendered a prompt that differs from its snapshot", session.pk
         )
+    return []
 
 
 def record_provider_call(
     *, session: AgentSession, event: ProviderCallCompleted
-) -> ProviderCall:
+) -> list[ProviderCall | Citation]:
+    """The provider call, then its citations."""
     scrub = Scrubber()
     usage = event.usage
-    with transaction.atomic():
-        call = ProviderCall.objects.create(
-            session=session,
-            turn=event.turn,
-            request=scrub.json(dict(event.request)),
-            input_offset=scrub.count(event.input_offset),
-            response=scrub.json(dict(event.response)),
-            response_id=scrub.text(
-                event.response_id, _limit(ProviderCall, "response_id")
-            ),
-            status=scrub.text(event.status, _limit(ProviderCall, "status")),
-            input_tokens=scrub.count(usage.input_tokens),
-            output_tokens=scrub.count(usage.output_tokens),
-            cached_tokens=scrub.count(usage.cached_tokens),
-            reasoning_tokens=scrub.count(usage.reasoning_tokens),
-            latency_ms=event.latency_ms,
-            request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
-            unknown_item_types=scrub.json(list(event.unknown_item_types)),
-            attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
-            attempt_count=min(len(event.attempts) or 1, 32767),
-            event_id=event.event_id,
-            text_altered=scrub.altered,
-            created_at=event.created_at,
-        )
-        Citation.objects.bulk_create(
-            _citation(session, call, citation, event) for citation in event.citations
-        )
-    return call
+    call = ProviderCall(
+        session=session,
+        turn=event.turn,
+        request=scrub.json(dict(event.request)),
+        input_offset=scrub.count(event.input_offset),
+        response=scrub.json(dict(event.response)),
+        response_id=scrub.text(event.response_id, _limit(ProviderCall, "response_id")),
+        status=scrub.text(event.status, _limit(ProviderCall, "status")),
+        input_tokens=scrub.count(usage.input_tokens),
+        output_tokens=scrub.count(usage.output_tokens),
+        cached_tokens=scrub.count(usage.cached_tokens),
+        reasoning_tokens=scrub.count(usage.reasoning_tokens),
+        latency_ms=event.latency_ms,
+        request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
+        unknown_item_types=scrub.json(list(event.unknown_item_types)),
+        attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
+        attempt_count=min(len(event.attempts) or 1, 32767),
+        event_id=event.event_id,
+        text_altered=scrub.altered,
+        created_at=event.created_at,
+    )
+    return [
+        call,
+        *(_citation(session, call, citation, event) for citation in event.citations),
+    ]
 
 
 def _citation(
@@ -136,9 +136,9 @@ def _citation(
 
 def record_provider_call_failed(
     *, session: AgentSession, event: ProviderCallFailed
-) -> ProviderCall:
+) -> list[ProviderCall]:
     scrub = Scrubber()
-    return ProviderCall.objects.create(
+    row = ProviderCall(
         session=session,
         turn=event.turn,
         request=scrub.json(dict(event.request)),
@@ -153,15 +153,18 @@ def record_provider_call_failed(
         attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
         attempt_count=min(len(event.attempts) or 1, 32767),
         event_id=event.event_id,
-        text_altered=scrub.altered,
         created_at=event.created_at,
     )
+    row.text_altered = scrub.altered
+    return [row]
 
 
-def record_tool_invoked(*, session: AgentSession, event: ToolInvoked) -> ToolInvocation:
+def record_tool_invoked(
+    *, session: AgentSession, event: ToolInvoked
+) -> list[ToolInvocation]:
     scrub = Scrubber()
     result = event.result
-    return ToolInvocation.objects.create(
+    row = ToolInvocation(
         session=session,
         sequence=event.sequence,
         turn=event.turn,
@@ -178,14 +181,17 @@ def record_tool_invoked(*, session: AgentSession, event: ToolInvoked) -> ToolInv
         rendered_output=scrub.text(event.rendered_output),
         model_output=scrub.text(event.model_output),
         event_id=event.event_id,
-        text_altered=scrub.altered,
         created_at=event.created_at,
     )
+    row.text_altered = scrub.altered
+    return [row]
 
 
-def record_policy_denied(*, session: AgentSession, event: PolicyDenied) -> PolicyDenial:
+def record_policy_denied(
+    *, session: AgentSession, event: PolicyDenied
+) -> list[PolicyDenial]:
     scrub = Scrubber()
-    return PolicyDenial.objects.create(
+    row = PolicyDenial(
         session=session,
         policy_name=scrub.text(event.policy_name, _limit(PolicyDenial, "policy_name")),
         tool_name=scrub.text(event.tool_name, _limit(PolicyDenial, "tool_name")),
@@ -195,14 +201,17 @@ def record_policy_denied(*, session: AgentSession, event: PolicyDenied) -> Polic
         turn=event.turn,
         sequence=event.sequence,
         event_id=event.event_id,
-        text_altered=scrub.altered,
         created_at=event.created_at,
     )
+    row.text_altered = scrub.altered
+    return [row]
 
 
-def record_state_changed(*, session: AgentSession, event: StateChanged) -> StateChange:
+def record_state_changed(
+    *, session: AgentSession, event: StateChanged
+) -> list[StateChange]:
     scrub = Scrubber()
-    return StateChange.objects.create(
+    row = StateChange(
         session=session,
         key=scrub.text(event.key, _limit(StateChange, "key")),
         value=scrub.json(dump(event.value)),
@@ -211,6 +220,7 @@ def record_state_changed(*, session: AgentSession, event: StateChanged) -> State
         turn=event.turn,
         sequence=event.sequence,
         event_id=event.event_id,
-        text_altered=scrub.altered,
         created_at=event.created_at,
     )
+    row.text_altered = scrub.altered
+    return [row]

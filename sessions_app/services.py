@@ -24,7 +24,7 @@ from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Q
 from django.utils import timezone
 
-from sessions_app import dispatch, lifecycle, replay
+from sessions_app import dispatch, lifecycle, replay, steps
 from sessions_app.models import AgentSession
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
@@ -103,17 +103,21 @@ def start_session(
     )
     if dispatch.dispatch_run(session.pk, deadline_seconds=deadline_seconds):
         return session
-    return run_session(session_id=session.pk, client=client)
+    return run_session(session_id=session.pk, client=client, new=session)
 
 
 def run_session(
-    *, session_id: Any, client: openai.OpenAI | None = None
+    *,
+    session_id: Any,
+    client: openai.OpenAI | None = None,
+    new: AgentSession | None = None,
 ) -> AgentSession:
     """Claim the session and run it to its end, resuming from its record if an
     earlier attempt was interrupted. A session that cannot be claimed (finished,
     held by a live worker) is left as it is, or settled if nothing can run it
-    any more. Returns the session as it stands afterwards."""
-    claim = lifecycle.claim(session_id)
+    any more. Returns the session as it stands afterwards. ``new``: the session
+    as ``start_session`` just created it (saves reading it back)."""
+    claim = lifecycle.claim(session_id, new=new)
     if claim is None:
         lifecycle.settle(session_id)
         logger.info("Session %s is not claimable; not running it", session_id)
@@ -212,19 +216,22 @@ def _evaluate(
         lifecycle.finish(claim, status=Status.FAILED, phase=phase, message=message)
         return
     settings_ = data["prompt"]
+    writer = steps.StepWriter()
     sink = DatabaseSink(
         session,
         claim=claim,
+        writer=writer,
         recorded_event_ids=resumption.recorded_event_ids if resumption else (),
+        resumed=resuming,
     )
     assert session.deadline_at is not None  # set by the claim
     # A PromptEvaluationError has already ended the session (the sink records
     # PromptFailed through the lifecycle).
-    with contextlib.suppress(PromptEvaluationError):
+    with steps.run_commits(), contextlib.suppress(PromptEvaluationError):
         adapter.evaluate(
             prompt,
             values=session.params,
-            session=DatabaseSession(session),
+            session=DatabaseSession(session, writer),
             sink=sink,
             trust_level=session.trust_level,
             deadline=Deadline(session.deadline_at),

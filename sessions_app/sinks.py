@@ -1,7 +1,8 @@
 """The Django event sink: runtime events -> audit rows and the session's end.
 
-Rows are written by the recorders (``recording.py``); the events that end a
-run move the session through its lifecycle (``lifecycle.py``) under the
+The recorders (``recording.py``) build each event's rows and the run's
+``StepWriter`` (``steps.py``) writes them, a step at a time; the events that
+end a run move the session through its lifecycle (``lifecycle.py``) under the
 worker's claim. Events whose id is already recorded (a resumed run replaying
 its native calls) are skipped.
 """
@@ -13,7 +14,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sessions_app import lifecycle, recording
-from sessions_app.models import AgentSession
+from sessions_app.models import AgentSession, ProviderCall
+from sessions_app.steps import StepWriter
 from tooling.runtime import (
     PolicyDenied,
     PromptExecuted,
@@ -27,6 +29,8 @@ from tooling.runtime import (
 from tooling.runtime.serde import dump
 
 logger = logging.getLogger(__name__)
+
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 
 _RECORDERS: dict[type[Any], Callable[..., Any]] = {
     PromptRendered: recording.record_prompt_rendered,
@@ -46,11 +50,40 @@ class DatabaseSink:
         session: AgentSession,
         *,
         claim: lifecycle.Claim,
+        writer: StepWriter,
         recorded_event_ids: Iterable[str] = (),
+        resumed: bool = False,
     ) -> None:
         self.session = session
         self.claim = claim
+        self.writer = writer
         self.recorded = {str(event_id) for event_id in recorded_event_ids}
+        # The session's totals, summed from the provider calls this sink
+        # writes; a resumed run's earlier calls are summed by the database.
+        self.usage: dict[str, int] | None = (
+            None if resumed else dict.fromkeys(USAGE_FIELDS, 0)
+        )
+        self.turns = 0
+
+    def _summed(self) -> dict[str, Any] | None:
+        if self.usage is None:
+            return None
+        usage = dict(self.usage)
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        return {"usage": usage, "turns": self.turns}
+
+    def _count(self, rows: Iterable[Any]) -> None:
+        if self.usage is None:
+            return
+        if self.writer.in_step:  # a step may still drop its rows
+            if any(isinstance(row, ProviderCall) for row in rows):
+                self.usage = None
+            return
+        for row in rows:
+            if isinstance(row, ProviderCall):
+                for field in USAGE_FIELDS:
+                    self.usage[field] += getattr(row, field)
+                self.turns += row.response is not None
 
     def emit(self, event: object) -> None:
         event_id = getattr(event, "event_id", None)
@@ -62,6 +95,7 @@ class DatabaseSink:
                 status=AgentSession.Status.SUCCEEDED,
                 output_text=event.text or "",
                 output=dump(event.output),
+                summed=self._summed(),
             )
             return
         if isinstance(event, PromptFailed):
@@ -71,10 +105,13 @@ class DatabaseSink:
                 phase=event.phase,
                 message=event.message,
                 payload=dump(dict(event.provider_payload)),
+                summed=self._summed(),
             )
             return
         recorder = _RECORDERS.get(type(event))
         if recorder is None:
             logger.warning("No recorder for event %s", type(event).__name__)
             return
-        recorder(session=self.session, event=event)
+        rows = recorder(session=self.session, event=event)
+        self.writer.add(rows)
+        self._count(rows)

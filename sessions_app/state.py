@@ -1,10 +1,11 @@
 """The database-backed runtime session: state slices, files, savepoints.
 
 Implements ``tooling.runtime.SessionProtocol`` for one ``AgentSession``. A
-session transaction is an ``atomic()`` block: the executor opens one per tool
-call (holding the call's state changes and its audit rows, committed
+session transaction is a step of the run's ``StepWriter`` (``steps.py``): the
+executor opens one per tool call (its state changes and its audit rows commit
 together) and a nested one around the handler (rolled back on every failed
-outcome, while the audit rows of the outer one stay).
+outcome, while the audit rows of the outer one stay). A step opens a database
+transaction only when something writes in it.
 
 Values a handler cannot store (text with NUL bytes or lone surrogates, paths
 longer than the column) are refused with a ``ValueError`` the model can read;
@@ -20,10 +21,11 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError
 
 from sessions_app.lifecycle import StoreUnavailable
 from sessions_app.models import AgentSession, SessionStateEntry, VirtualFile
+from sessions_app.steps import StepHandle, StepWriter
 from tooling.runtime import Resources
 from tooling.runtime.serde import dump, parse
 from tooling.runtime.text import storable, storable_text
@@ -31,6 +33,8 @@ from tooling.runtime.text import storable, storable_text
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_PATH = VirtualFile._meta.get_field("path").max_length or 255
+MAX_KEY = SessionStateEntry._meta.get_field("key").max_length or 100
+MAX_VALUE_TYPE = SessionStateEntry._meta.get_field("value_type").max_length or 200
 
 
 def _guarded(method: F) -> F:
@@ -84,8 +88,9 @@ def load_value(value_type: str, data: Any) -> Any:
 class DatabaseFilesystem:
     """The session's virtual files, one ``VirtualFile`` row each."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: AgentSession, writer: StepWriter) -> None:
         self.session = session
+        self.writer = writer
 
     def _files(self) -> Any:
         return VirtualFile.objects.filter(session=self.session)
@@ -111,12 +116,17 @@ class DatabaseFilesystem:
             raise ValueError(f"File paths are at most {MAX_PATH} characters long.")
         _check_text("The file path", path)
         _check_text("The file content", content)
-        VirtualFile.objects.update_or_create(
-            session=self.session, path=path, defaults={"content": content}
+        self.writer.before_write()
+        VirtualFile.objects.bulk_create(
+            [VirtualFile(session=self.session, path=path, content=content)],
+            update_conflicts=True,
+            unique_fields=["session", "path"],
+            update_fields=["content", "updated_at"],
         )
 
     @_guarded
     def delete(self, path: str) -> None:
+        self.writer.before_write()
         deleted, _ = self._files().filter(path=path).delete()
         if not deleted:
             raise FileNotFoundError(path)
@@ -131,18 +141,11 @@ class DatabaseFilesystem:
         )
 
 
-class _Handle:
-    def __init__(self) -> None:
-        self.rolled_back = False
-
-    def rollback(self) -> None:
-        self.rolled_back = True
-
-
 class DatabaseSession:
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: AgentSession, writer: StepWriter | None = None) -> None:
         self.record = session
-        self._resources = Resources(DatabaseFilesystem(session))
+        self.writer = writer or StepWriter()
+        self._resources = Resources(DatabaseFilesystem(session, self.writer))
 
     @property
     def session_id(self) -> str:
@@ -161,26 +164,37 @@ class DatabaseSession:
 
     @_guarded
     def put_state(self, key: str, value: Any) -> None:
+        # Refused before any SQL: a database error inside the step's
+        # transaction would abort the rest of the step.
+        if len(key) > MAX_KEY:
+            raise ValueError(f"State keys are at most {MAX_KEY} characters long.")
+        _check_text("The state key", key)
         is_dataclass = dataclasses.is_dataclass(value) and not isinstance(value, type)
+        value_type = type_path(value) if is_dataclass else ""
+        if len(value_type) > MAX_VALUE_TYPE:
+            raise ValueError(f"State '{key}' has a type name that is too long.")
         data = dump(value)
         if storable(data)[1]:
             raise ValueError(
                 f"State '{key}' holds text with NUL bytes or lone surrogates (or a "
                 "number JSON cannot hold), which cannot be stored."
             )
-        SessionStateEntry.objects.update_or_create(
-            session=self.record,
-            key=key,
-            defaults={
-                "value_type": type_path(value) if is_dataclass else "",
-                "value": data,
-            },
+        self.writer.before_write()
+        SessionStateEntry.objects.bulk_create(
+            [
+                SessionStateEntry(
+                    session=self.record,
+                    key=key,
+                    value_type=value_type,
+                    value=data,
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["session", "key"],
+            update_fields=["value_type", "value"],
         )
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[_Handle]:
-        handle = _Handle()
-        with transaction.atomic():
+    def transaction(self) -> Iterator[StepHandle]:
+        with self.writer.step() as handle:
             yield handle
-            if handle.rolled_back:
-                transaction.set_rollback(True)

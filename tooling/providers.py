@@ -1,11 +1,21 @@
-"""Builds the ``openai.OpenAI`` client the settings ask for.
+"""The ``openai.OpenAI`` client the settings ask for, one per process.
 
 ``offline`` routes the SDK through the in-process offline provider (an httpx
 transport speaking the Responses API); ``openai`` talks to the real API with
 the key from the environment. The key is never logged or stored.
+
+Building a client is expensive (an SSL context and the CA bundle: about 30 ms)
+and a fresh one opens a new connection, so every run of a process shares one:
+it is rebuilt only when the settings it was built from change, and a forked
+process (a Celery pool child) builds its own rather than sharing its parent's
+connections. The SDK's client is safe to share between threads.
 """
 
 from __future__ import annotations
+
+import os
+import threading
+from typing import Any
 
 import httpx
 import openai
@@ -15,8 +25,22 @@ from tooling.offline import ScriptedModel, offline_transport
 
 OFFLINE_BASE_URL = "http://offline-provider.invalid/v1"
 
+_lock = threading.Lock()
+_cached: tuple[tuple[Any, ...], openai.OpenAI] | None = None
 
-def build_client() -> openai.OpenAI:
+
+def _settings_key() -> tuple[Any, ...]:
+    return (
+        os.getpid(),
+        settings.WINK_PROVIDER,
+        settings.OPENAI_API_KEY,
+        settings.OPENAI_BASE_URL,
+        settings.WINK_OPENAI_MAX_RETRIES,
+        settings.WINK_OPENAI_TIMEOUT,
+    )
+
+
+def _new_client() -> openai.OpenAI:
     if settings.WINK_PROVIDER == "offline":
         return openai.OpenAI(
             api_key="sk-offline",
@@ -30,3 +54,16 @@ def build_client() -> openai.OpenAI:
         max_retries=settings.WINK_OPENAI_MAX_RETRIES,
         timeout=settings.WINK_OPENAI_TIMEOUT,
     )
+
+
+def build_client() -> openai.OpenAI:
+    """The process's client for the current settings (built on first use)."""
+    global _cached
+    key = _settings_key()
+    cached = _cached
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _lock:
+        if _cached is None or _cached[0] != key:
+            _cached = (key, _new_client())
+        return _cached[1]

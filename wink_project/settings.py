@@ -129,7 +129,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when their transaction starts: no deadlocked
     # upgrades, and catalog tree edits are serialised.
-    DATABASES["default"].setdefault("OPTIONS", {})["transaction_mode"] = "IMMEDIATE"
+    # Write-ahead logging: readers (the live session page) never wait for a
+    # run's writes, and a commit needs no fsync of its own (synchronous=NORMAL:
+    # an application crash loses nothing committed; a power cut may lose the
+    # last commits, never half of one).
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["transaction_mode"] = "IMMEDIATE"
+    options.setdefault(
+        "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
 
 _VALIDATION = "django.contrib.auth.password_validation"
 AUTH_PASSWORD_VALIDATORS = [
@@ -230,6 +238,12 @@ WINK_RUN_LEASE_SECONDS = env_number("WINK_RUN_LEASE_SECONDS", 60, minimum=1)
 WINK_RUN_HEARTBEAT_SECONDS = env_number("WINK_RUN_HEARTBEAT_SECONDS", 2)
 # Claims after which a run that keeps losing its worker fails ("interrupted").
 WINK_RUN_MAX_ATTEMPTS = int(env_number("WINK_RUN_MAX_ATTEMPTS", 3, minimum=1))
+# On PostgreSQL a run's steps commit without waiting for their WAL flush
+# (synchronous_commit=off): a worker crash loses nothing that committed; a
+# database server crash may lose the last fraction of a second of steps, all or
+# nothing per step, and the run resumes from what survived (ADR 0008). Set to
+# true to make every step wait for its flush.
+WINK_RUN_DURABLE_COMMITS = env_bool("WINK_RUN_DURABLE_COMMITS", False)
 # The sweeper's period (Celery beat), and how long a queued session may wait
 # unclaimed before it is dispatched again.
 WINK_SWEEP_INTERVAL = env_number("WINK_SWEEP_INTERVAL", 30, minimum=1)

@@ -33,14 +33,16 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def sendable_text(text: str) -> tuple[str, bool]:
     """``text`` with every surrogate code point replaced."""
-    cleaned = _SURROGATES.sub(REPLACEMENT, text)
-    return cleaned, cleaned != text
+    if _SURROGATES.search(text) is None:  # the usual case: nothing to copy
+        return text, False
+    return _SURROGATES.sub(REPLACEMENT, text), True
 
 
 def storable_text(text: str) -> tuple[str, bool]:
     """``text`` with every NUL byte and surrogate code point replaced."""
-    cleaned = _UNSTORABLE.sub(REPLACEMENT, text)
-    return cleaned, cleaned != text
+    if _UNSTORABLE.search(text) is None:
+        return text, False
+    return _UNSTORABLE.sub(REPLACEMENT, text), True
 
 
 def sendable(value: Any) -> tuple[Any, bool]:
@@ -59,8 +61,9 @@ def _clean(
     value: Any, pattern: re.Pattern[str], *, finite: bool, depth: int
 ) -> tuple[Any, bool]:
     if isinstance(value, str):
-        cleaned = pattern.sub(REPLACEMENT, value)
-        return cleaned, cleaned != value
+        if pattern.search(value) is None:
+            return value, False
+        return pattern.sub(REPLACEMENT, value), True
     if value is None or isinstance(value, bool | int):
         return value, False
     if isinstance(value, float):

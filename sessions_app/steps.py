@@ -1,0 +1,158 @@
+"""A run's writes, one transaction per step, in the fewest statements.
+
+A *step* is what must commit together: a provider call with its citations
+(written when its event arrives), or a local tool call with its policy
+denials, state changes and audit row (``DatabaseSession.transaction()``, which
+the executor opens around each call and, nested, around its handler). The
+recorders build unsaved rows (``recording.py``); ``StepWriter`` writes them:
+
+- rows recorded outside a step are written at once: one ``INSERT`` (a single
+  row needs no transaction), or one ``INSERT`` per model in one transaction;
+- rows recorded inside a step wait for its end and are written just before it
+  commits, one ``INSERT`` per model;
+- a step opens its transaction only when something writes in it (a state
+  slice, a file: ``before_write()``): a call that writes no state costs no
+  ``BEGIN`` and no savepoint, just its rows' ``INSERT``; a nested step (the
+  handler's) becomes a savepoint only if the handler writes;
+- a step that rolls back (a failed handler's nested step, or any exception)
+  drops the rows recorded in it with its writes, as ``atomic()`` would.
+
+So a provider call is committed before its tool calls run, and a tool call's
+state changes and its rows commit together or not at all: a worker crash loses
+no recorded step and never leaves half of one (docs/run-lifecycle.md). On
+PostgreSQL the steps commit without waiting for the WAL flush unless
+``WINK_RUN_DURABLE_COMMITS`` (``run_commits()``; ADR 0008).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, models, transaction
+
+ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+NO_ERROR: ExcInfo = (None, None, None)
+
+
+class StepHandle:
+    """Handed out by ``StepWriter.step()``: ``rollback()`` undoes the step."""
+
+    def __init__(self) -> None:
+        self.rolled_back = False
+
+    def rollback(self) -> None:
+        self.rolled_back = True
+
+
+@dataclasses.dataclass
+class _Step:
+    mark: int  # rows recorded before this step began
+    handle: StepHandle = dataclasses.field(default_factory=StepHandle)
+    atomic: Any = None  # the ``transaction.atomic()`` it entered, once it writes
+
+
+def insert(rows: Sequence[models.Model]) -> None:
+    """Insert ``rows`` in the order given, one ``INSERT`` per model (a
+    provider call before its citations, which point at it)."""
+    if not rows:
+        return
+    if len(rows) == 1:
+        rows[0].save(force_insert=True)
+        return
+    by_model: dict[type[models.Model], list[models.Model]] = {}
+    for row in rows:
+        by_model.setdefault(type(row), []).append(row)
+    with transaction.atomic(savepoint=False):
+        for model, batch in by_model.items():
+            model._default_manager.bulk_create(batch)
+
+
+class StepWriter:
+    """The writes of one run (one per run; not thread-safe, as a run is not)."""
+
+    def __init__(self) -> None:
+        self._rows: list[models.Model] = []
+        self._steps: list[_Step] = []
+
+    @property
+    def in_step(self) -> bool:
+        return bool(self._steps)
+
+    def add(self, rows: Sequence[models.Model]) -> None:
+        """Rows to record: written at the end of the open step, or now."""
+        if self._steps:
+            self._rows.extend(rows)
+        else:
+            insert(rows)
+
+    def before_write(self) -> None:
+        """Open the transaction of every open step that has none yet (the
+        outermost a transaction, the nested ones savepoints in it). Call it
+        before any write that belongs to the open step."""
+        for step in self._steps:
+            if step.atomic is None:
+                atomic = transaction.atomic()
+                atomic.__enter__()
+                step.atomic = atomic
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[StepHandle]:
+        step = _Step(mark=len(self._rows))
+        self._steps.append(step)
+        try:
+            yield step.handle
+        except BaseException:
+            self._end(step, sys.exc_info())
+            raise
+        self._end(step, NO_ERROR)
+
+    def _end(self, step: _Step, error: ExcInfo) -> None:
+        popped = self._steps.pop()
+        assert popped is step, "steps end in the order they began"
+        if error[0] is not None or step.handle.rolled_back:
+            del self._rows[step.mark :]
+            if step.atomic is not None:
+                if error[0] is None:
+                    transaction.set_rollback(True)
+                step.atomic.__exit__(*error)
+            return
+        if self._steps:  # nested: its rows commit with the enclosing step
+            if step.atomic is not None:
+                step.atomic.__exit__(*NO_ERROR)
+            return
+        rows, self._rows = self._rows, []
+        if step.atomic is None:
+            insert(rows)
+            return
+        try:
+            insert(rows)
+        except BaseException:
+            step.atomic.__exit__(*sys.exc_info())
+            raise
+        step.atomic.__exit__(*NO_ERROR)
+
+
+@contextlib.contextmanager
+def run_commits() -> Iterator[None]:
+    """Around a run: on PostgreSQL, its commits do not wait for the WAL flush
+    (``synchronous_commit=off``) unless ``WINK_RUN_DURABLE_COMMITS``. Each
+    commit stays atomic and is durable against a crash of the worker; only a
+    crash of the database server can lose the last ones (ADR 0008). The
+    connection's own setting is restored afterwards."""
+    if connection.vendor != "postgresql" or settings.WINK_RUN_DURABLE_COMMITS:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO off")
+    try:
+        yield
+    finally:
+        # A broken connection is dropped anyway, with its setting.
+        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")

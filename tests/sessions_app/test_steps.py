@@ -1,0 +1,289 @@
+"""A run's writes: one transaction per step, in the fewest statements
+(``sessions_app/steps.py``), measured on the real database."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sessions_app import services, steps
+from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+from sessions_app.state import DatabaseFilesystem, DatabaseSession
+from sessions_app.steps import StepWriter
+from tests.sessions_app.factories import AgentSessionFactory
+from tooling.handlers import registry
+from tooling.models import (
+    PromptSection,
+    PromptTemplate,
+    SectionDefinition,
+    SectionTool,
+    ToolDefinition,
+)
+from tooling.offline import ScriptedModel, offline_transport, parallel_calls_script
+from tooling.runtime import Tool, ToolContext, ToolResult
+
+pytestmark = pytest.mark.django_db
+
+# Statements that only bracket a transaction or a savepoint (SQLite shows its
+# BEGIN; psycopg sends PostgreSQL's without a cursor).
+BRACKETS = re.compile(r"^\s*(BEGIN|SAVEPOINT|RELEASE|ROLLBACK)", re.IGNORECASE)
+
+
+def statements(captured: CaptureQueriesContext) -> list[str]:
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def brackets(captured: CaptureQueriesContext) -> list[str]:
+    return [sql for sql in statements(captured) if BRACKETS.match(sql)]
+
+
+def invocation(session: AgentSession, sequence: int) -> ToolInvocation:
+    return ToolInvocation(
+        session=session,
+        sequence=sequence,
+        turn=1,
+        name="echo",
+        call_id=f"call_{sequence}",
+        success=True,
+        event_id=uuid.uuid4(),
+    )
+
+
+def files(database: DatabaseSession) -> DatabaseFilesystem:
+    found = database.resources.get(DatabaseFilesystem)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def store() -> tuple[AgentSession, StepWriter, DatabaseSession]:
+    session = AgentSessionFactory()
+    writer = StepWriter()
+    return session, writer, DatabaseSession(session, writer)
+
+
+def test_a_step_that_writes_nothing_costs_its_insert_only(store):
+    session, writer, database = store
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        with database.transaction():  # the handler's, which writes nothing
+            pass
+        writer.add([invocation(session, 1)])
+        assert not ToolInvocation.objects.exists()  # waits for the step's end
+    assert [sql.split()[0] for sql in statements(captured)][-1] == "INSERT"
+    assert brackets(captured) == []
+    assert ToolInvocation.objects.filter(session=session).count() == 1
+
+
+def test_rows_outside_a_step_are_written_at_once(store):
+    session, writer, _ = store
+    with CaptureQueriesContext(connection) as captured:
+        writer.add([invocation(session, 1)])
+    assert len(statements(captured)) == 1
+    assert ToolInvocation.objects.count() == 1
+
+
+def test_a_provider_call_and_its_citations_are_one_insert_each(store):
+    session, writer, _ = store
+    call = ProviderCall(session=session, turn=1, event_id=uuid.uuid4())
+    citations = [
+        Citation(session=session, provider_call=call, url=f"https://e.test/{n}")
+        for n in range(3)
+    ]
+    with CaptureQueriesContext(connection) as captured:
+        writer.add([call, *citations])
+    inserts = [sql for sql in statements(captured) if sql.startswith("INSERT")]
+    assert len(inserts) == 2
+    assert set(
+        Citation.objects.filter(session=session).values_list(
+            "provider_call_id", flat=True
+        )
+    ) == {call.pk}
+
+
+def test_a_nested_step_that_writes_is_a_savepoint_and_rolls_back_alone(store):
+    session, writer, database = store
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        with database.transaction() as handler:
+            database.put_state("plan", {"steps": 1})
+            writer.add([invocation(session, 99)])  # recorded inside, dropped
+            handler.rollback()
+        writer.add([invocation(session, 1)])
+    assert any(sql.startswith("SAVEPOINT") for sql in brackets(captured))
+    assert database.get_state("plan") is None
+    assert list(ToolInvocation.objects.values_list("sequence", flat=True)) == [1]
+
+
+def test_state_written_in_a_step_is_committed_once_with_its_rows(store):
+    session, writer, database = store
+    with database.transaction():
+        with database.transaction():
+            database.put_state("plan", {"steps": 1})
+            files(database).write("notes.md", "first")
+        files(database).write("notes.md", "second")
+        writer.add([invocation(session, 1)])
+    assert database.get_state("plan") == {"steps": 1}
+    assert files(database).read("notes.md") == "second"
+    assert ToolInvocation.objects.count() == 1
+    database.put_state("plan", {"steps": 2})  # an upsert: still one row
+    assert session.state_entries.count() == 1
+    assert database.get_state("plan") == {"steps": 2}
+
+
+def test_an_exception_in_a_step_drops_its_writes_and_its_rows(store):
+    session, writer, database = store
+    with pytest.raises(RuntimeError), database.transaction():
+        database.put_state("plan", {"steps": 1})
+        writer.add([invocation(session, 1)])
+        raise RuntimeError("the worker stops here")
+    with pytest.raises(RuntimeError), database.transaction():  # no write at all
+        writer.add([invocation(session, 2)])
+        raise RuntimeError("the worker stops here")
+    assert database.get_state("plan") is None
+    assert not ToolInvocation.objects.exists()
+    # The writer is usable afterwards.
+    with database.transaction():
+        writer.add([invocation(session, 3)])
+    assert ToolInvocation.objects.count() == 1
+
+
+def test_keys_the_store_cannot_hold_are_refused_before_any_sql(store):
+    _, _, database = store
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        for key in ("k" * 101, "nul\x00key"):
+            with pytest.raises(ValueError):
+                database.put_state(key, 1)
+    assert statements(captured) == []
+
+
+# -- a whole run ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EchoParams:
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Echo:
+    text: str
+
+
+def echo(params: EchoParams, *, context: ToolContext) -> ToolResult[Echo]:
+    return ToolResult.ok(Echo(params.text))
+
+
+@pytest.fixture
+def echo_prompt() -> Iterator[str]:
+    registry.register(
+        "tests.steps.echo", Tool(name="echo", description="Echo.", handler=echo)
+    )
+    tool = ToolDefinition.objects.create(name="echo", handler_key="tests.steps.echo")
+    section = SectionDefinition.objects.create(
+        key="steps", title="Steps", template="Echo."
+    )
+    SectionTool.objects.create(section=section, tool=tool, position=0)
+    template = PromptTemplate.objects.create(
+        namespace="tests", key="steps", model="gpt-5.4", max_turns=20
+    )
+    PromptSection.objects.create(prompt=template, section=section, position=0)
+    yield template.ref
+    registry.unregister("tests.steps.echo")
+
+
+def run_counting(ref: str, turns: int, calls: int) -> tuple[AgentSession, list[str]]:
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://offline-provider.invalid/v1",
+        http_client=httpx.Client(
+            transport=offline_transport(
+                ScriptedModel(script=parallel_calls_script(turns, calls, "echo"))
+            )
+        ),
+        max_retries=0,
+    )
+    with CaptureQueriesContext(connection) as captured:
+        session = services.start_session(prompt_ref=ref, client=client)
+    assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
+    return session, [sql for sql in statements(captured) if not BRACKETS.match(sql)]
+
+
+def kinds(sqls: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for sql in sqls:
+        table = re.search(r'(?:INTO|UPDATE|FROM)\s+"?(\w+)"?', sql)
+        key = f"{sql.split()[0]} {table.group(1) if table else ''}"
+        found[key] = found.get(key, 0) + 1
+    return found
+
+
+def test_a_run_costs_one_insert_per_provider_call_and_per_tool_call(echo_prompt):
+    run_counting(echo_prompt, turns=0, calls=1)  # records the catalog revision
+    small, few = run_counting(echo_prompt, turns=1, calls=1)
+    large, many = run_counting(echo_prompt, turns=4, calls=3)
+    assert (small.turns, small.tool_invocations.count()) == (2, 1)
+    assert (large.turns, large.tool_invocations.count()) == (5, 12)
+    # Every extra provider call and tool call is exactly one INSERT.
+    assert len(many) - len(few) == (5 - 2) + (12 - 1)
+    grown = kinds(many)
+    for key, count in kinds(few).items():
+        grown[key] -= count
+    assert {key: n for key, n in grown.items() if n} == {
+        "INSERT sessions_app_providercall": 3,
+        "INSERT sessions_app_toolinvocation": 11,
+    }
+    # And the rest of a run is a fixed, small number of statements: load and
+    # freeze the prompt (8), look up its revision, insert the session, claim,
+    # finish, read the session back; on PostgreSQL, set and reset
+    # synchronous_commit around the run. No step that writes no state is
+    # bracketed by a transaction.
+    fixed = 13 + (2 if connection.vendor == "postgresql" else 0)
+    assert len(few) - 2 - 1 <= fixed, "\n".join(few)
+
+
+def test_a_run_writes_its_totals_without_summing_them_again(echo_prompt):
+    session, sqls = run_counting(echo_prompt, turns=2, calls=1)
+    assert not [sql for sql in sqls if "SUM(" in sql.upper()]
+    calls = list(session.provider_calls.all())
+    assert session.turns == len(calls) == 3
+    assert session.usage["input_tokens"] == sum(call.input_tokens for call in calls)
+    assert (
+        session.usage["total_tokens"]
+        == session.usage["input_tokens"] + session.usage["output_tokens"]
+    )
+
+
+def test_statements_do_not_depend_on_other_sessions(echo_prompt):
+    run_counting(echo_prompt, turns=0, calls=1)  # records the catalog revision
+    _, before = run_counting(echo_prompt, turns=2, calls=2)
+    AgentSessionFactory.create_batch(30)
+    _, after = run_counting(echo_prompt, turns=2, calls=2)
+    assert kinds(before) == kinds(after)
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return str(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="synchronous_commit is PostgreSQL's (run the suite with "
+    "DATABASE_URL=postgres://...)",
+)
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_run_commits_without_waiting_for_the_flush_unless_told(settings, durable):
+    settings.WINK_RUN_DURABLE_COMMITS = durable
+    before = synchronous_commit()
+    with steps.run_commits():
+        inside = synchronous_commit()
+    assert inside == (before if durable else "off")
+    assert synchronous_commit() == before
