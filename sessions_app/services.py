@@ -31,7 +31,7 @@ from sessions_app.state import DatabaseSession
 from tooling import assembly
 from tooling import services as catalog
 from tooling.models import PromptTemplate, TrustLevel
-from tooling.runtime import Budget, Deadline, PromptEvaluationError
+from tooling.runtime import Budget, Deadline, Prompt, PromptEvaluationError
 from tooling.runtime.text import storable
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,9 @@ def start_session(
     )
     if dispatch.dispatch_run(session.pk, deadline_seconds=deadline_seconds):
         return session
-    return run_session(session_id=session.pk, client=client, new=session)
+    return run_session(
+        session_id=session.pk, client=client, new=session, prompt=preview.prompt
+    )
 
 
 def run_session(
@@ -111,27 +113,32 @@ def run_session(
     session_id: Any,
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
+    prompt: Prompt | None = None,
 ) -> AgentSession:
     """Claim the session and run it to its end, resuming from its record if an
     earlier attempt was interrupted. A session that cannot be claimed (finished,
     held by a live worker) is left as it is, or settled if nothing can run it
-    any more. Returns the session as it stands afterwards. ``new``: the session
-    as ``start_session`` just created it (saves reading it back)."""
+    any more. Returns the session as it stands afterwards. ``new`` and
+    ``prompt``: the session as ``start_session`` just created it and the prompt
+    it built from the session's revision (saves reading and building them
+    again)."""
     claim = lifecycle.claim(session_id, new=new)
     if claim is None:
         lifecycle.settle(session_id)
         logger.info("Session %s is not claimable; not running it", session_id)
     else:
-        _run_claimed(claim, client)
+        _run_claimed(claim, client, prompt)
     return AgentSession.objects.get(pk=session_id)
 
 
-def _run_claimed(claim: lifecycle.Claim, client: openai.OpenAI | None) -> None:
+def _run_claimed(
+    claim: lifecycle.Claim, client: openai.OpenAI | None, prompt: Prompt | None
+) -> None:
     reconnects = 0
     resuming = claim.session.attempts > 1
     while True:
         try:
-            _evaluate(claim, client, resuming=resuming)
+            _evaluate(claim, client, prompt, resuming=resuming)
             return
         except lifecycle.RunCancelled:
             with contextlib.suppress(lifecycle.LeaseLost):
@@ -189,7 +196,11 @@ def _reconnect() -> None:
 
 
 def _evaluate(
-    claim: lifecycle.Claim, client: openai.OpenAI | None, *, resuming: bool
+    claim: lifecycle.Claim,
+    client: openai.OpenAI | None,
+    prompt: Prompt | None,
+    *,
+    resuming: bool,
 ) -> None:
     session = claim.session
     if session.revision is None:
@@ -203,7 +214,7 @@ def _evaluate(
         return
     data = session.revision.data
     try:
-        prompt = catalog.build_prompt(revision=data)
+        prompt = prompt or catalog.build_prompt(revision=data)
         adapter = catalog.build_adapter(revision=data, client=client)
     except ValidationError as error:
         lifecycle.finish(
