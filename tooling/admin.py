@@ -201,7 +201,9 @@ class SectionDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
         return instance
 
     def rows_deleted_with(self, objs: Any) -> list[Any]:
-        sections = assembly.all_sections()
+        objs = list(objs)
+        # Only the chosen sections and the sections under them (the cascade).
+        sections = assembly.reached_sections(section.pk for section in objs)
         rows: dict[int, Any] = {}
         for section in objs:
             for row in assembly.with_descendants(section, sections):

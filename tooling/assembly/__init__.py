@@ -3,7 +3,8 @@
 Each ``build_*`` function constructs the runtime object, so its validation
 (names, descriptions, placeholders, domains ...) is the runtime's own; forms
 call the same functions and show the same messages. ``build_prompt`` reads
-the whole catalog it needs with a constant number of queries.
+only the rows its prompt reaches (``reached_sections``), with a constant number
+of queries, whatever the size of the rest of the catalog.
 
 ``tools`` converts function tools, ``hosted`` hosted tools (one config builder
 per kind), ``policies`` policies and ``prompts`` sections and prompt settings;
@@ -19,6 +20,7 @@ from .catalog import (
     freeze_template,
     freeze_templates,
     load_template,
+    reached_sections,
 )
 from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import HOSTED_BUILDERS, build_hosted_tool, model_capabilities
@@ -54,6 +56,7 @@ __all__ = [
     "parameter_problems",
     "prompt_parameters",
     "prompts_broken_by",
+    "reached_sections",
     "section_params_type",
     "thaw_prompt",
     "tool_choice_for",

@@ -1,20 +1,24 @@
 """Reading the catalog: templates, the section tree, and prompts built from them.
 
-Every function reads what it needs with a constant number of queries, whatever
-the size of the catalog, and builds prompts through ``freeze_prompt`` and
-``thaw_prompt`` (``revisions.py``), the same path a run takes.
+Every function reads only the rows its prompts reach (their root sections and
+everything under them, with those sections' tools, hosted tools and
+policies) with a constant number of queries, whatever the size of the rest of
+the catalog, and builds prompts through ``freeze_prompt`` and ``thaw_prompt``
+(``revisions.py``), the same path a run takes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db import connection
+from django.db.models import Field, Model, Prefetch
 
 from tooling.models import (
     ModelCapability,
     PolicyDefinition,
+    PromptSection,
     PromptTemplate,
     SectionDefinition,
     SectionHostedTool,
@@ -25,9 +29,9 @@ from tooling.runtime import Prompt, PromptError
 from .revisions import freeze_prompt, thaw_prompt
 
 
-def all_sections() -> dict[int, SectionDefinition]:
-    """Every section, with its tools, hosted tools and policies (4 queries)."""
-    queryset = SectionDefinition.objects.prefetch_related(
+def _section_links() -> tuple[Prefetch | str, ...]:
+    """A section's tools, hosted tools and policies, in order (3 queries)."""
+    return (
         Prefetch(
             "sectiontool_set",
             queryset=SectionTool.objects.select_related("tool").order_by(
@@ -41,28 +45,122 @@ def all_sections() -> dict[int, SectionDefinition]:
             ),
         ),
         "policies",
-    ).order_by("position", "key")
+    )
+
+
+def all_sections() -> dict[int, SectionDefinition]:
+    """Every section in tree order (``position``, ``key``), with its tools,
+    hosted tools and policies (4 queries). Reads the whole catalog: what
+    serves prompts reads ``reached_sections``."""
+    queryset = SectionDefinition.objects.prefetch_related(*_section_links()).order_by(
+        "position", "key"
+    )
     return {section.pk: section for section in queryset}
+
+
+def sql_names(model: type[Model], *fields: str) -> list[str]:
+    """The quoted table of ``model``, then the quoted columns of ``fields``
+    (for the raw SQL of the tree walks)."""
+    quote = connection.ops.quote_name
+    names = [quote(model._meta.db_table)]
+    for name in fields:
+        field = model._meta.get_field(name)
+        if not isinstance(field, Field) or not field.column:
+            raise TypeError(f"{model.__name__}.{name} has no column.")
+        names.append(quote(field.column))
+    return names
+
+
+def reached_sections(root_ids: Iterable[int | None]) -> dict[int, SectionDefinition]:
+    """The sections ``root_ids`` reach (themselves and every section under
+    them) in tree order, as ``all_sections`` has them: 4 queries (none without
+    roots), reading no row of the rest of the catalog.
+
+    The rows come from one recursive query that walks down the tree level by
+    level through the ``parent`` index, carrying whole rows: a query for the
+    ids only, joined back to the table, is planned by PostgreSQL as a scan of
+    the whole table (its estimate of a recursive query's size is a fixed
+    guess). ``UNION`` drops a row already found, so a corrupted tree with a
+    cycle ends the walk too."""
+    ids = sorted({pk for pk in root_ids if pk is not None})
+    if not ids:
+        return {}
+    table, pk, parent, position, key = sql_names(
+        SectionDefinition, "id", "parent", "position", "key"
+    )
+    marks = ", ".join(["%s"] * len(ids))
+    sql = (
+        f"WITH RECURSIVE wink_reached AS ("
+        f"SELECT wink_root.* FROM {table} wink_root WHERE wink_root.{pk} IN ({marks}) "
+        f"UNION SELECT wink_child.* FROM {table} wink_child "
+        f"INNER JOIN wink_reached ON wink_child.{parent} = wink_reached.{pk}) "
+        f"SELECT * FROM wink_reached ORDER BY {position}, {key}"
+    )
+    sections = SectionDefinition.objects.raw(sql, ids).prefetch_related(
+        *_section_links()
+    )
+    return {section.pk: section for section in sections}
+
+
+def ancestor_ids(seed_sql: str, seed_params: Sequence[Any]) -> list[int]:
+    """The ids of the sections ``seed_sql`` selects (one column, ``id``) and of
+    every section above them: one recursive query walking up the tree through
+    the primary key (it ends on a cycle too)."""
+    table, pk, parent = sql_names(SectionDefinition, "id", "parent")
+    sql = (
+        f"WITH RECURSIVE wink_above(id) AS ({seed_sql} "
+        f"UNION SELECT wink_row.{parent} FROM {table} wink_row "
+        f"INNER JOIN wink_above ON wink_row.{pk} = wink_above.id "
+        f"WHERE wink_row.{parent} IS NOT NULL) "
+        "SELECT id FROM wink_above"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(seed_params))
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _links(template: PromptTemplate) -> list[PromptSection]:
+    """The template's root section links (prefetched by ``with_catalog``)."""
+    return list(template.prompt_sections.all())
+
+
+def _roots(
+    links: Sequence[PromptSection], sections: Mapping[int, SectionDefinition]
+) -> list[SectionDefinition]:
+    return [sections[link.section_id] for link in links]
 
 
 def build_prompt(template: PromptTemplate) -> Prompt:
     """The runtime prompt of a saved template, from the live catalog."""
+    links = _links(template)
+    sections = reached_sections(link.section_id for link in links)
     return thaw_prompt(
-        freeze_prompt(template, sections=all_sections(), with_capabilities=False)
+        freeze_prompt(
+            template,
+            sections=sections,
+            roots=_roots(links, sections),
+            with_capabilities=False,
+        )
     )
 
 
 def freeze_template(template: PromptTemplate) -> dict[str, Any]:
     """The revision JSON of a saved template (see ``revisions.freeze_prompt``)."""
-    return freeze_prompt(template, sections=all_sections())
+    links = _links(template)
+    sections = reached_sections(link.section_id for link in links)
+    return freeze_prompt(template, sections=sections, roots=_roots(links, sections))
 
 
 def freeze_templates(
     templates: Sequence[PromptTemplate],
 ) -> dict[int, dict[str, Any] | PromptError]:
     """The revision JSON of each template (or why it cannot be frozen), with a
-    constant number of queries for any number of templates."""
-    sections = all_sections()
+    constant number of queries for any number of templates, reading only the
+    sections they reach."""
+    links = {template.pk: _links(template) for template in templates}
+    sections = reached_sections(
+        link.section_id for found in links.values() for link in found
+    )
     kinds = {
         row.model: sorted(str(kind) for kind in row.hosted_kinds or [])
         for row in ModelCapability.objects.filter(
@@ -72,7 +170,12 @@ def freeze_templates(
     frozen: dict[int, dict[str, Any] | PromptError] = {}
     for template in templates:
         try:
-            data = freeze_prompt(template, sections=sections, with_capabilities=False)
+            data = freeze_prompt(
+                template,
+                sections=sections,
+                roots=_roots(links[template.pk], sections),
+                with_capabilities=False,
+            )
         except PromptError as error:
             frozen[template.pk] = error
             continue
@@ -90,10 +193,12 @@ def build_prompt_from_parts(
 ) -> Prompt:
     """Build a prompt from a template's fields and the given root sections and
     prompt-level policies (used before they are saved, by the admin)."""
+    if sections is None:
+        sections = reached_sections(root.pk for root in roots)
     return thaw_prompt(
         freeze_prompt(
             template,
-            sections=sections if sections is not None else all_sections(),
+            sections=sections,
             roots=roots,
             policies=list(policies or []),
             with_capabilities=False,
