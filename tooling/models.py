@@ -240,18 +240,29 @@ def lock_section_tree() -> None:
 
 def would_cycle(section_id: int, parent_id: int | None) -> bool:
     """Whether giving section ``section_id`` the parent ``parent_id`` makes it
-    its own ancestor. One query; terminates on any data (cycles included)."""
+    its own ancestor. One query walking up from ``parent_id`` (reading only
+    its ancestors); ``UNION`` drops rows already found, so it terminates on any
+    data, cycles included."""
     if parent_id is None:
         return False
-    parents = dict(SectionDefinition.objects.values_list("pk", "parent_id"))
-    seen: set[int] = set()
-    current: int | None = parent_id
-    while current is not None and current not in seen:
-        if current == section_id:
-            return True
-        seen.add(current)
-        current = parents.get(current)
-    return False
+    if parent_id == section_id:
+        return True
+    quote = connection.ops.quote_name
+    meta = SectionDefinition._meta
+    table = quote(meta.db_table)
+    pk = quote(meta.pk.column)  # type: ignore[union-attr]
+    parent = quote(meta.get_field("parent").column)  # type: ignore[union-attr]
+    sql = (
+        f"WITH RECURSIVE wink_up(id) AS ("
+        f"SELECT {pk} FROM {table} WHERE {pk} = %s "
+        f"UNION SELECT wink_row.{parent} FROM {table} wink_row "
+        f"INNER JOIN wink_up ON wink_row.{pk} = wink_up.id "
+        f"WHERE wink_row.{parent} IS NOT NULL) "
+        "SELECT 1 FROM wink_up WHERE id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [parent_id, section_id])
+        return cursor.fetchone() is not None
 
 
 class SectionTool(models.Model):
