@@ -20,7 +20,7 @@ import openai
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -122,12 +122,13 @@ def run_session(
     ``prompt``: the session as ``start_session`` just created it and the prompt
     it built from the session's revision (saves reading and building them
     again)."""
-    claim = lifecycle.claim(session_id, new=new)
-    if claim is None:
-        lifecycle.settle(session_id)
-        logger.info("Session %s is not claimable; not running it", session_id)
-    else:
-        _run_claimed(claim, client, prompt)
+    with steps.run_commits():  # the claim and every step of the run
+        claim = lifecycle.claim(session_id, new=new)
+        if claim is None:
+            lifecycle.settle(session_id)
+            logger.info("Session %s is not claimable; not running it", session_id)
+        else:
+            _run_claimed(claim, client, prompt)
     return AgentSession.objects.get(pk=session_id)
 
 
@@ -165,6 +166,8 @@ def _run_claimed(
             if connection.in_atomic_block:
                 raise  # a caller's transaction is broken: it must handle that
             _reconnect()
+            with contextlib.suppress(DatabaseError):  # the next step will tell
+                steps.relax_commits()  # a new connection has the server's setting
             if reconnects > MAX_RECONNECTS:
                 lifecycle.end_claimed(
                     claim,
@@ -238,7 +241,7 @@ def _evaluate(
     assert session.deadline_at is not None  # set by the claim
     # A PromptEvaluationError has already ended the session (the sink records
     # PromptFailed through the lifecycle).
-    with steps.run_commits(), contextlib.suppress(PromptEvaluationError):
+    with contextlib.suppress(PromptEvaluationError):
         adapter.evaluate(
             prompt,
             values=session.params,

@@ -145,14 +145,22 @@ def run_commits() -> Iterator[None]:
     commit stays atomic and is durable against a crash of the worker; only a
     crash of the database server can lose the last ones (ADR 0008). The
     connection's own setting is restored afterwards."""
-    if connection.vendor != "postgresql" or settings.WINK_RUN_DURABLE_COMMITS:
+    if not relax_commits():
         yield
         return
-    with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit TO off")
     try:
         yield
     finally:
         # A broken connection is dropped anyway, with its setting.
         with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
             cursor.execute("RESET synchronous_commit")
+
+
+def relax_commits() -> bool:
+    """``run_commits``'s setting on the current connection (again, after a
+    reconnect); whether it applies here."""
+    if connection.vendor != "postgresql" or settings.WINK_RUN_DURABLE_COMMITS:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO off")
+    return True
