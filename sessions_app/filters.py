@@ -13,6 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import django_filters
+from django.contrib.auth import get_user_model
+from django.db.models import Subquery
 
 from sessions_app.models import AgentSession, Citation, ToolInvocation
 from tooling.api.input import (
@@ -29,6 +31,7 @@ class AgentSessionFilterSet(StrictFilterSet):
     )
     user = django_filters.CharFilter(
         field_name="created_by__username",
+        method="filter_user",
         max_length=150,
         label="User",
         help_text="The username of who started the session.",
@@ -41,6 +44,12 @@ class AgentSessionFilterSet(StrictFilterSet):
     class Meta:
         model = AgentSession
         fields = ["status", "prompt_ref", "user", "created_at"]
+
+    def filter_user(self, queryset: Any, name: str, value: str) -> Any:
+        # The user's id as a scalar subquery, not a join: the page is then
+        # read newest first from the (created_by, created_at) index.
+        user = get_user_model().objects.filter(username=value).values("pk")[:1]
+        return queryset.filter(created_by=Subquery(user))
 
 
 class ToolInvocationFilterSet(StrictFilterSet):

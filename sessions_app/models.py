@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import connections, models, transaction
 from django.db.models import Q
-from django.urls import reverse
+from django.db.models.functions import Coalesce, Reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 from sessions_app import access
@@ -67,48 +68,34 @@ class AuditQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet[Any]):
     """Append-only rows of a session, scoped by who may see the session."""
 
 
+def count_of(model: type[models.Model]) -> Any:
+    """How many ``model`` rows each session has: a correlated subquery, so a
+    list computes it for the rows of its page only (never a join and a
+    ``GROUP BY`` over the whole table)."""
+    return Coalesce(
+        models.Subquery(
+            model._default_manager.filter(session=models.OuterRef("pk"))
+            .order_by()
+            .values("session")
+            .annotate(n=models.Count("*"))  # no column: an index-only count
+            .values("n")
+        ),
+        0,
+    )
+
+
 class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]):
     session_field = ""
 
     def with_counts(self) -> AgentSessionQuerySet:
         return self.annotate(
-            tool_call_count=models.Count("tool_invocations", distinct=True),
-            citation_count=models.Count("citations", distinct=True),
+            tool_call_count=count_of(ToolInvocation),
+            citation_count=count_of(Citation),
         )
 
     def summaries(self) -> AgentSessionQuerySet:
         """For lists: counts of tool calls and citations, no large fields."""
         return self.with_counts().defer(*SESSION_BODY_FIELDS)
-
-    def with_audit_trail(self) -> AgentSessionQuerySet:
-        """Sessions with their whole audit trail in a constant number of queries
-        (provider call bodies left out)."""
-        return self.select_related("created_by", "cancelled_by").prefetch_related(
-            models.Prefetch(
-                "provider_calls",
-                queryset=ProviderCall.objects.defer("request", "response").order_by(
-                    "turn"
-                ),
-            ),
-            models.Prefetch(
-                "tool_invocations", queryset=ToolInvocation.objects.order_by("sequence")
-            ),
-            models.Prefetch(
-                "citations",
-                queryset=Citation.objects.annotate(
-                    turn=models.F("provider_call__turn")
-                ).order_by("turn", "id"),
-            ),
-            models.Prefetch(
-                "policy_denials",
-                queryset=PolicyDenial.objects.order_by("created_at", "id"),
-            ),
-            models.Prefetch(
-                "state_changes",
-                queryset=StateChange.objects.order_by("created_at", "id"),
-            ),
-            "files",
-        )
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError(
@@ -151,9 +138,9 @@ class AgentSession(models.Model):
         on_delete=models.SET_NULL,
         related_name="sessions",
     )
-    prompt_ref = models.CharField(max_length=201, db_index=True)
+    prompt_ref = models.CharField(max_length=201)
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True
+        max_length=16, choices=Status.choices, default=Status.QUEUED
     )
     revision = models.ForeignKey(
         "tooling.CatalogRevision",
@@ -223,6 +210,7 @@ class AgentSession(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="agent_sessions",
+        db_index=False,  # session_user_created leads with it
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -238,10 +226,21 @@ class AgentSession(models.Model):
             ("start_trusted_session", "Can start sessions at the trusted level"),
             ("cancel_any_session", "Can cancel any session"),
         ]
+        # Each list filter reads its rows newest first from one index, so a
+        # page costs the same at any table size (docs/benchmarks.md).
         indexes = [
             models.Index(
                 fields=["status", "lease_expires_at"], name="session_status_lease"
-            )
+            ),
+            models.Index(
+                fields=["status", "created_at"], name="session_status_created"
+            ),
+            models.Index(
+                fields=["prompt_ref", "created_at"], name="session_prompt_created"
+            ),
+            models.Index(
+                fields=["created_by", "created_at"], name="session_user_created"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -256,7 +255,7 @@ class AgentSession(models.Model):
         super().save(*args, **kwargs)
 
     def get_absolute_url(self) -> str:
-        return reverse("sessions_app:session-detail", args=[self.pk])
+        return session_url(self.pk)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError(
@@ -271,6 +270,22 @@ class AgentSession(models.Model):
     @property
     def revision_hash(self) -> str:
         return self.revision_id or ""
+
+
+_PLACEHOLDER = str(uuid.UUID(int=0))
+_SESSION_URLS: dict[tuple[str, str], str] = {}
+
+
+def session_url(pk: Any) -> str:
+    """The session page's URL: ``reverse()`` once per script prefix and
+    URLconf, then text (a list builds one per row, and ``reverse()`` is the
+    slowest part of a row)."""
+    key = (get_script_prefix(), str(get_urlconf() or settings.ROOT_URLCONF))
+    pattern = _SESSION_URLS.get(key)
+    if pattern is None:
+        pattern = reverse("sessions_app:session-detail", args=[_PLACEHOLDER])
+        _SESSION_URLS[key] = pattern
+    return pattern.replace(_PLACEHOLDER, str(pk))
 
 
 def event_id_field() -> models.UUIDField[Any, Any]:
@@ -336,11 +351,14 @@ class ToolInvocation(AppendOnlyModel):
     """A tool call, local or native, on the session's one timeline."""
 
     session = models.ForeignKey(
-        AgentSession, on_delete=models.CASCADE, related_name="tool_invocations"
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="tool_invocations",
+        db_index=False,  # the indexes below lead with it
     )
     sequence = models.PositiveIntegerField()
     turn = models.PositiveIntegerField(default=0)
-    name = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=64)
     # NULL, not "": the per-session uniqueness below only applies to real ids.
     call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     native = models.BooleanField(default=False)
@@ -371,6 +389,11 @@ class ToolInvocation(AppendOnlyModel):
         ]
         indexes = [
             models.Index(fields=["session", "call_id"], name="tool_call_id"),
+            # A session's timeline, page by page (timeline.py).
+            models.Index(fields=["session", "turn", "sequence"], name="tool_timeline"),
+            # The list filters, newest first.
+            models.Index(fields=["name", "created_at"], name="tool_name_created"),
+            models.Index(fields=["native", "created_at"], name="tool_native_created"),
         ]
 
     def __str__(self) -> str:
@@ -379,7 +402,10 @@ class ToolInvocation(AppendOnlyModel):
 
 class PolicyDenial(AppendOnlyModel):
     session = models.ForeignKey(
-        AgentSession, on_delete=models.CASCADE, related_name="policy_denials"
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="policy_denials",
+        db_index=False,  # denial_timeline leads with it
     )
     policy_name = models.CharField(max_length=64)
     tool_name = models.CharField(max_length=64)
@@ -398,6 +424,11 @@ class PolicyDenial(AppendOnlyModel):
 
     class Meta:
         ordering = ["session", "created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["session", "turn", "sequence"], name="denial_timeline"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.policy_name} denied {self.tool_name}"
@@ -405,20 +436,40 @@ class PolicyDenial(AppendOnlyModel):
 
 class CitationQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet["Citation"]):
     def listing(self) -> CitationQuerySet:
-        """Newest first, with their turn and the session fields lists read."""
+        """Newest first, with their turn and the session fields lists read.
+
+        The page is cut from this table alone (no join for the planner to
+        weigh against a filter's index); the turn is a subquery computed for
+        the page's rows, and the sessions are read in one more query."""
         return (
-            self.select_related("session")
-            .annotate(turn=models.F("provider_call__turn"))
-            # tools_payload stays: it holds the web search's allowed domains.
-            .defer(
-                *(f"session__{f}" for f in SESSION_BODY_FIELDS if f != "tools_payload")
+            self.annotate(
+                turn=models.Subquery(
+                    ProviderCall.objects.filter(pk=models.OuterRef("provider_call_id"))
+                    .order_by()
+                    .values("turn")[:1]
+                )
+            )
+            .prefetch_related(
+                models.Prefetch(
+                    "session",
+                    # tools_payload stays: it holds the web search's allowed
+                    # domains.
+                    queryset=AgentSession.objects.defer(
+                        *(f for f in SESSION_BODY_FIELDS if f != "tools_payload")
+                    ),
+                )
             )
             .order_by("-created_at", "-id")
         )
 
     def for_domain(self, domain: str) -> CitationQuerySet:
+        """Citations of ``domain`` and its subdomains. A subdomain's reversed
+        name starts with the reversed ``.domain``: PostgreSQL reads that prefix
+        from an index (migration 0008) instead of testing every row."""
         domain = domain.lower().strip()
-        return self.filter(Q(domain=domain) | Q(domain__endswith=f".{domain}"))
+        return self.alias(domain_reversed=Reverse("domain")).filter(
+            Q(domain=domain) | Q(domain_reversed__startswith=f".{domain}"[::-1])
+        )
 
 
 class Citation(AppendOnlyModel):
@@ -473,7 +524,10 @@ class StateChange(AppendOnlyModel):
     """A tool changed a state slice (the plan, a policy's memory ...)."""
 
     session = models.ForeignKey(
-        AgentSession, on_delete=models.CASCADE, related_name="state_changes"
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="state_changes",
+        db_index=False,  # change_timeline leads with it
     )
     key = models.CharField(max_length=100)
     value = models.JSONField(null=True)
@@ -491,6 +545,11 @@ class StateChange(AppendOnlyModel):
 
     class Meta:
         ordering = ["session", "created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["session", "turn", "sequence"], name="change_timeline"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.key} by {self.tool_name}"

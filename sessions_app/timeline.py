@@ -7,9 +7,14 @@ Every audit row has a position ``(turn, step, order, id)``:
 - a tool call's policy denial, the call itself, then its state changes:
   ``(turn, 2, 4·sequence + 0|1|2, id)``.
 
-A page is read with one keyset query per kind (rows after the cursor, in
-position order, ``limit + 1`` each), merged; the cursor is the last position,
-so a page costs the same at the start and at the end of a long session.
+A page is read with one keyset query per kind (the positions after the
+cursor, in index order, ``limit + 1`` each), merged; then the page's rows,
+one query per kind on it. The cursor is the last position, so a page costs
+the same at the start and at the end of a long session, and for a session of
+20 events as for one of 10,000 (``(session, turn, sequence)`` indexes).
+
+``first_rows`` reads the first rows of each of a session's lists, bounded:
+what the session's detail in the API holds.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import dataclasses
 import json
 from typing import Any
 
-from django.db.models import F, IntegerField, Q, QuerySet, Value
+from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
 
 from sessions_app.models import (
     AgentSession,
@@ -29,6 +34,7 @@ from sessions_app.models import (
     ProviderCall,
     StateChange,
     ToolInvocation,
+    VirtualFile,
 )
 
 Position = tuple[int, int, int, int]
@@ -78,90 +84,207 @@ def decode_cursor(cursor: str) -> Position:
     return (values[0], values[1], values[2], values[3])
 
 
-def _keyed(queryset: QuerySet[Any], turn: Any, step: int, order: Any) -> QuerySet[Any]:
-    return queryset.annotate(
-        k_turn=turn,
-        k_step=Value(step, output_field=IntegerField()),
-        k_order=order,
+def _unseen(value: int) -> Func:
+    """``(SELECT value)``: a value PostgreSQL's planner does not look at.
+
+    Its statistics say a session's late turns are rare (most sessions have a
+    few turns); in a long session they are not, and for a page after the
+    cursor the planner would sort the rest of the session instead of reading
+    the next rows from the ``(session, turn, sequence)`` index. Unseen, the
+    comparison gets the default estimate and the index is read in order.
+    """
+    return Func(
+        Value(value), template="(SELECT %(expressions)s)", output_field=IntegerField()
     )
 
 
-def _after(position: Position | None) -> Q:
-    """Rows whose ``(k_turn, k_step, k_order, pk)`` comes after ``position``."""
-    if position is None:
-        return Q()
-    turn, step, order, pk = position
-    return (
-        Q(k_turn__gt=turn)
-        | Q(k_turn=turn, k_step__gt=step)
-        | Q(k_turn=turn, k_step=step, k_order__gt=order)
-        | Q(k_turn=turn, k_step=step, k_order=order, pk__gt=pk)
-    )
+@dataclasses.dataclass(frozen=True)
+class _Source:
+    """One kind of row on the timeline: its rows, where the turn is read,
+    its step, and its order within the step (``4 * sequence + offset``, or
+    0 when ``offset`` is None)."""
+
+    kind: str
+    queryset: QuerySet[Any]
+    turn: str
+    step: int
+    offset: int | None
+    ordering: tuple[str, ...]
+
+    def position_of(self, turn: int, sequence: int, pk: int) -> Position:
+        order = 0 if self.offset is None else 4 * sequence + self.offset
+        return (turn, self.step, order, pk)
+
+    def after(self, position: Position | None) -> Q:
+        """Rows whose position comes after ``position``, in the columns' own
+        terms, so an index on ``(session, turn, sequence)`` serves it."""
+        if position is None:
+            return Q()
+        turn_value, step, order, pk = position
+        turn = _unseen(turn_value)
+        column = self.turn
+        later = Q(**{f"{column}__gt": turn})
+        if self.step != step:
+            return Q(**{f"{column}__gte": turn}) if self.step > step else later
+        if self.offset is None:  # the order is always 0
+            if order != 0:
+                return later
+            within = Q(pk__gt=pk)
+        else:
+            # 4 * sequence + offset > order  <=>  sequence > (order - offset) / 4
+            gap = order - self.offset
+            within = Q(sequence__gt=gap // 4)
+            if gap % 4 == 0:
+                within |= Q(sequence=gap // 4, pk__gt=pk)
+        # The first condition bounds the index range; the rest picks the rows.
+        return Q(**{f"{column}__gte": turn}) & (later | (Q(**{column: turn}) & within))
 
 
-def _sources(session: AgentSession) -> list[tuple[str, QuerySet[Any]]]:
-    integer = IntegerField()
-    by_call = F("sequence") * 4
+def _sources(session: AgentSession) -> list[_Source]:
     return [
-        (
+        _Source(
             "provider_call",
-            _keyed(
-                ProviderCall.objects.filter(session=session).defer(
-                    "request", "response"
-                ),
-                F("turn"),
-                0,
-                Value(0, output_field=integer),
-            ),
+            ProviderCall.objects.filter(session=session).defer("request", "response"),
+            "turn",
+            0,
+            None,
+            ("turn", "pk"),
         ),
-        (
+        _Source(
             "citation",
-            _keyed(
-                Citation.objects.filter(session=session).annotate(
-                    turn=F("provider_call__turn")
-                ),
-                F("provider_call__turn"),
-                1,
-                Value(0, output_field=integer),
+            Citation.objects.filter(session=session).annotate(
+                turn=F("provider_call__turn")
             ),
+            "provider_call__turn",
+            1,
+            None,
+            ("provider_call__turn", "pk"),
         ),
-        (
+        _Source(
             "policy_denial",
-            _keyed(PolicyDenial.objects.filter(session=session), F("turn"), 2, by_call),
+            PolicyDenial.objects.filter(session=session),
+            "turn",
+            2,
+            0,
+            ("turn", "sequence", "pk"),
         ),
-        (
+        _Source(
             "tool_invocation",
-            _keyed(
-                ToolInvocation.objects.filter(session=session),
-                F("turn"),
-                2,
-                by_call + 1,
-            ),
+            ToolInvocation.objects.filter(session=session),
+            "turn",
+            2,
+            1,
+            # (session, sequence) is unique: no tie to break.
+            ("turn", "sequence"),
         ),
-        (
+        _Source(
             "state_change",
-            _keyed(
-                StateChange.objects.filter(session=session), F("turn"), 2, by_call + 2
-            ),
+            StateChange.objects.filter(session=session),
+            "turn",
+            2,
+            2,
+            ("turn", "sequence", "pk"),
         ),
     ]
 
 
 def events_page(
-    session: AgentSession, *, after: Position | None, limit: int
+    session: AgentSession,
+    *,
+    after: Position | None,
+    limit: int,
+    kinds: tuple[str, ...] = KINDS,
 ) -> tuple[list[Event], Position | None]:
-    """Up to ``limit`` events after ``after``, and the cursor of the next page
-    (``None`` on the last). One query per kind of row."""
-    candidates: list[Event] = []
-    for kind, queryset in _sources(session):
-        rows = queryset.filter(_after(after)).order_by(
-            "k_turn", "k_step", "k_order", "pk"
-        )[: limit + 1]
-        candidates.extend(
-            Event(kind, (row.k_turn, row.k_step, row.k_order, row.pk), row)
-            for row in rows
+    """Up to ``limit`` events (of ``kinds``) after ``after``, and the cursor of
+    the next page (``None`` on the last).
+
+    Positions first: one query per kind reads at most ``limit + 1`` keys in
+    index order; merged, they decide the page. Then one query per kind on the
+    page reads its rows by id. A page loads ``limit`` rows, not five times as
+    many, at any point of any session."""
+    chosen = [source for source in _sources(session) if source.kind in kinds]
+    keys: list[tuple[Position, _Source]] = []
+    for source in chosen:
+        columns = (
+            ("turn", "pk") if source.offset is None else ("turn", "sequence", "pk")
         )
-    candidates.sort(key=lambda event: event.position)
-    page = candidates[:limit]
-    more = len(candidates) > limit
+        for values in (
+            source.queryset.filter(source.after(after))
+            .order_by(*source.ordering)
+            .values_list(*columns)[: limit + 1]
+        ):
+            sequence = values[1] if source.offset is not None else 0
+            keys.append((source.position_of(values[0], sequence, values[-1]), source))
+    keys.sort(key=lambda key: key[0])
+    more = len(keys) > limit
+    keys = keys[:limit]
+    rows: dict[tuple[str, Any], Any] = {}
+    for source in chosen:
+        pks = [position[3] for position, of in keys if of is source]
+        if pks:
+            rows.update(
+                ((source.kind, row.pk), row)
+                for row in source.queryset.filter(pk__in=pks)
+            )
+    page = [
+        Event(source.kind, position, rows[source.kind, position[3]])
+        for position, source in keys
+    ]
     return page, (page[-1].position if more and page else None)
+
+
+# -- the first rows of each list ----------------------------------------------------
+
+TRAIL_LISTS = (
+    "provider_calls",
+    "tool_invocations",
+    "citations",
+    "policy_denials",
+    "state_changes",
+    "files",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trail:
+    """The first rows of each of a session's lists, in timeline order;
+    ``truncated`` names the lists that hold more (page through them)."""
+
+    provider_calls: list[ProviderCall]
+    tool_invocations: list[ToolInvocation]
+    citations: list[Citation]
+    policy_denials: list[PolicyDenial]
+    state_changes: list[StateChange]
+    files: list[VirtualFile]
+    truncated: tuple[str, ...]
+
+
+def first_rows(session: AgentSession, *, limit: int) -> Trail:
+    """At most ``limit`` rows of each list (one query each, in index order):
+    what a session's detail holds, whatever the session's length."""
+    querysets: dict[str, QuerySet[Any]] = {
+        "provider_calls": ProviderCall.objects.filter(session=session)
+        .defer("request", "response")
+        .order_by("turn"),
+        "tool_invocations": ToolInvocation.objects.filter(session=session).order_by(
+            "sequence"
+        ),
+        "citations": session.citations.annotate(turn=F("provider_call__turn")).order_by(
+            "turn", "id"
+        ),
+        "policy_denials": PolicyDenial.objects.filter(session=session).order_by(
+            "turn", "sequence", "id"
+        ),
+        "state_changes": StateChange.objects.filter(session=session).order_by(
+            "turn", "sequence", "id"
+        ),
+        "files": VirtualFile.objects.filter(session=session).order_by("path"),
+    }
+    rows: dict[str, list[Any]] = {}
+    truncated: list[str] = []
+    for name in TRAIL_LISTS:
+        found = list(querysets[name][: limit + 1])
+        if len(found) > limit:
+            truncated.append(name)
+        rows[name] = found[:limit]
+    return Trail(**rows, truncated=tuple(truncated))

@@ -9,21 +9,26 @@ Every page shows bidirectional control characters neutralised (``bidi.py``).
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models.fields.json import KT
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.views import View
 from django.views.generic import DetailView, ListView
 
-from sessions_app import access, services
+from sessions_app import access, paging, services, timeline
 from sessions_app.bidi import NeutraliseBidiMixin
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
@@ -33,8 +38,17 @@ from sessions_app.models import (
     ProviderCall,
     StateChange,
     ToolInvocation,
+    count_of,
 )
 from tooling.runtime import source_key
+
+# How much of a session one page shows: about what an ordinary session holds
+# (20 events), so a session of 10,000 events opens as fast as one of 20.
+TIMELINE_PAGE = 20
+SOURCES_SHOWN = 20
+FILES_SHOWN = 100
+# The timeline shows citations under Sources, not between its entries.
+TIMELINE_KINDS = tuple(kind for kind in timeline.KINDS if kind != "citation")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,79 +61,11 @@ class TimelineEntry:
         return f"sessions_app/_{self.kind}.html"
 
 
-def build_timeline(
-    *,
-    provider_calls: Iterable[ProviderCall],
-    tool_invocations: Iterable[ToolInvocation],
-    policy_denials: Iterable[PolicyDenial],
-    state_changes: Iterable[StateChange],
-) -> list[TimelineEntry]:
-    """One ordered timeline of a session's audit rows.
-
-    Provider call N comes before the tool calls of turn N (in sequence order).
-    A policy denial goes right before the tool call with its ``call_id`` and
-    a state change right after it; rows without a matching call are placed
-    by turn (denials) or by time (state changes).
-    """
-    invocations = list(tool_invocations)
-    call_ids = {inv.call_id for inv in invocations if inv.call_id}
-    denials_before: defaultdict[str, list[PolicyDenial]] = defaultdict(list)
-    changes_after: defaultdict[str, list[StateChange]] = defaultdict(list)
-    loose_denials: list[PolicyDenial] = []
-    loose_changes: list[StateChange] = []
-    for denial in policy_denials:
-        if denial.call_id in call_ids:
-            denials_before[denial.call_id].append(denial)
-        else:
-            loose_denials.append(denial)
-    for change in state_changes:
-        if change.call_id in call_ids:
-            changes_after[change.call_id].append(change)
-        else:
-            loose_changes.append(change)
-
-    keyed: list[tuple[tuple[int, int, int], TimelineEntry]] = [
-        ((call.turn, 0, 0), TimelineEntry("provider_call", call))
-        for call in provider_calls
-    ]
-    keyed += [
-        ((inv.turn, 1, inv.sequence), TimelineEntry("tool_invocation", inv))
-        for inv in invocations
-    ]
-    keyed += [
-        ((denial.turn, 2, index), TimelineEntry("policy_denial", denial))
-        for index, denial in enumerate(loose_denials)
-    ]
-    keyed.sort(key=lambda pair: pair[0])
-
-    timeline: list[TimelineEntry] = []
-    for _, entry in keyed:
-        call_id = entry.item.call_id if entry.kind == "tool_invocation" else None
-        if call_id:
-            timeline += [
-                TimelineEntry("policy_denial", d) for d in denials_before[call_id]
-            ]
-            timeline.append(entry)
-            timeline += [
-                TimelineEntry("state_change", c) for c in changes_after[call_id]
-            ]
-        else:
-            timeline.append(entry)
-
-    for change in loose_changes:
-        # After the last entry not later than the change.
-        position = 0
-        for index, entry in enumerate(timeline):
-            if entry.item.created_at <= change.created_at:
-                position = index + 1
-        timeline.insert(position, TimelineEntry("state_change", change))
-    return timeline
-
-
 def consulted_sources(
     tool_invocations: Iterable[ToolInvocation], citations: Iterable[Citation]
 ) -> list[str]:
-    """Source URLs native web searches returned that no citation cites.
+    """Source URLs native web searches returned that none of ``citations``
+    cites.
 
     URLs are compared by ``source_key``: a citation of ``...?utm_source=openai``
     cites the source the search listed without it.
@@ -138,66 +84,117 @@ def consulted_sources(
     return sources
 
 
-def link_search_calls(
-    citations: Iterable[Citation], tool_invocations: Iterable[ToolInvocation]
-) -> None:
-    """Give each citation ``search_call``: the native web search invocation it
-    came from (or ``None``), for the sources list to show and link."""
-    searches = {
-        invocation.call_id: invocation
-        for invocation in tool_invocations
-        if invocation.native and invocation.call_id
+def search_call_fields() -> dict[str, Any]:
+    """A citation's web search call, for the sources list to name and link:
+    its tool name and query (``search_call_name``, ``search_call_query``),
+    read with the citation, whether or not the call is on this page."""
+    search = ToolInvocation.objects.filter(
+        session=OuterRef("session_id"), native=True, call_id=OuterRef("search_call_id")
+    ).order_by()
+    return {
+        "search_call_name": Subquery(search.values("name")[:1]),
+        "search_call_query": Subquery(
+            search.annotate(query=KT("params__query")).values("query")[:1]
+        ),
     }
-    for citation in citations:
-        citation.search_call = searches.get(citation.search_call_id)
 
 
-class SessionListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
-    paginate_by = 25
+class KeysetListMixin:
+    """A filtered ``ListView`` whose pages are keyset pages (``paging.py``):
+    newest first, no count of the table, any page as fast as the first. The
+    view sets ``filterset`` in ``get_queryset``; links keep its filters."""
+
+    page_size = 25
+    request: HttpRequest
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        page = paging.keyset_page(
+            self.object_list,  # type: ignore[attr-defined]
+            query=self.request.GET,
+            size=self.page_size,
+        )
+        context: dict[str, Any] = super().get_context_data(  # type: ignore[misc]
+            object_list=page.rows, **kwargs
+        )
+        query = self.request.GET.copy()
+        for name in paging.PARAMETERS:
+            query.pop(name, None)
+        context.update(
+            filter=self.filterset,  # type: ignore[attr-defined]
+            page=page,
+            query_string=query.urlencode(),
+        )
+        return context
+
+
+class SessionListView(
+    LoginRequiredMixin, NeutraliseBidiMixin, KeysetListMixin, ListView
+):
     template_name = "sessions_app/agentsession_list.html"
     context_object_name = "sessions"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        queryset = (
-            AgentSession.objects.visible_to(self.request.user)
-            .summaries()
-            .order_by("-created_at")
-        )
+        queryset = AgentSession.objects.visible_to(self.request.user).summaries()
         self.filterset = AgentSessionFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
         return self.filterset.qs
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["filter"] = self.filterset
-        context["query_string"] = _without_page(self.request.GET)
-        return context
+
+def _first(queryset: QuerySet[Any], limit: int) -> tuple[list[Any], bool]:
+    """The first ``limit`` rows of ``queryset``, and whether there are more."""
+    rows = list(queryset[: limit + 1])
+    return rows[:limit], len(rows) > limit
 
 
 class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
+    """A session: its facts and prompt, one page of its timeline (``?after=``
+    the next), its output and sources. Every part is read with a bound, so a
+    session of 10,000 events opens as fast as one of 20."""
+
     template_name = "sessions_app/agentsession_detail.html"
     context_object_name = "session"
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        return AgentSession.objects.visible_to(self.request.user).with_audit_trail()
+        return AgentSession.objects.visible_to(self.request.user).select_related(
+            "created_by", "cancelled_by"
+        )
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         session: AgentSession = self.object
-        invocations = list(session.tool_invocations.all())
-        citations = list(session.citations.all())
-        link_search_calls(citations, invocations)
+        after = None
+        cursor = self.request.GET.get("after")
+        if cursor:
+            try:
+                after = timeline.decode_cursor(cursor)
+            except timeline.InvalidCursor as error:
+                raise Http404(str(error)) from error
+        events, next_position = timeline.events_page(
+            session, after=after, limit=TIMELINE_PAGE, kinds=TIMELINE_KINDS
+        )
+        invocations = [e.row for e in events if e.kind == "tool_invocation"]
+        citations, more_citations = _first(
+            # Through the session: each citation's session is this one (the
+            # allowed-domains flag reads it) without a query per citation.
+            session.citations.annotate(
+                turn=F("provider_call__turn"), **search_call_fields()
+            ).order_by("turn", "id"),
+            SOURCES_SHOWN,
+        )
+        files, more_files = _first(session.files.order_by("path"), FILES_SHOWN)
         context.update(
-            timeline=build_timeline(
-                provider_calls=session.provider_calls.all(),
-                tool_invocations=invocations,
-                policy_denials=session.policy_denials.all(),
-                state_changes=session.state_changes.all(),
-            ),
+            timeline=[TimelineEntry(event.kind, event.row) for event in events],
+            timeline_next=timeline.encode_cursor(next_position)
+            if next_position
+            else None,
+            timeline_is_first=after is None,
+            timeline_page=TIMELINE_PAGE,
             citations=citations,
+            more_citations=more_citations,
             consulted_sources=consulted_sources(invocations, citations),
-            files=list(session.files.all()),
+            files=files,
+            more_files=more_files,
             may_cancel=not session.is_finished
             and access.may_cancel(self.request.user, session),
             progress_version=(
@@ -209,19 +206,6 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
         return context
 
 
-def _count(model: Any) -> Any:
-    return Coalesce(
-        Subquery(
-            model.objects.filter(session=OuterRef("pk"))
-            .order_by()
-            .values("session")
-            .annotate(n=Count("pk"))
-            .values("n")
-        ),
-        0,
-    )
-
-
 def progress(session_id: Any, user: Any) -> dict[str, Any] | None:
     """A running session's progress in one query: status and row counts
     (``None`` when ``user`` may not see it)."""
@@ -229,10 +213,10 @@ def progress(session_id: Any, user: Any) -> dict[str, Any] | None:
         AgentSession.objects.visible_to(user)
         .filter(pk=session_id)
         .annotate(
-            calls=_count(ProviderCall),
-            tools=_count(ToolInvocation),
-            denials=_count(PolicyDenial),
-            changes=_count(StateChange),
+            calls=count_of(ProviderCall),
+            tools=count_of(ToolInvocation),
+            denials=count_of(PolicyDenial),
+            changes=count_of(StateChange),
         )
         .values("status", "calls", "tools", "denials", "changes", "cancel_requested_at")
         .first()
@@ -294,8 +278,10 @@ class SessionCancelView(LoginRequiredMixin, View):
         return HttpResponseRedirect(session.get_absolute_url())
 
 
-class CitationListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
-    paginate_by = 50
+class CitationListView(
+    LoginRequiredMixin, NeutraliseBidiMixin, KeysetListMixin, ListView
+):
+    page_size = 50
     template_name = "sessions_app/citation_list.html"
     context_object_name = "citations"
 
@@ -305,15 +291,3 @@ class CitationListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
         if not self.filterset.is_valid():
             return queryset.none()
         return self.filterset.qs
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["filter"] = self.filterset
-        context["query_string"] = _without_page(self.request.GET)
-        return context
-
-
-def _without_page(query: Any) -> str:
-    query = query.copy()
-    query.pop("page", None)
-    return query.urlencode()

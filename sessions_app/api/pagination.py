@@ -68,3 +68,11 @@ class SequenceCursorPagination(StrictCursorPagination):
     """A session's tool calls in the order they ran."""
 
     ordering = "sequence"
+
+
+class TurnCursorPagination(StrictCursorPagination):
+    """A session's provider calls by turn; their bodies can be large, so the
+    pages are short."""
+
+    ordering = "turn"
+    page_size = 20

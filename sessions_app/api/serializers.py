@@ -17,9 +17,12 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
+from sessions_app.timeline import TRAIL_LISTS
 from tooling.api.input import StrictSerializer
 from tooling.models import TrustLevel
 
+# How many rows of each list a session's detail holds.
+TRAIL_LIMIT = 50
 # Mirrors PromptTemplate: namespace and key are each at most 100 characters.
 PROMPT_REF_RE = re.compile(r"^[^/\s]{1,100}/[^/\s]{1,100}$")
 
@@ -211,7 +214,11 @@ class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
 
 
 class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
-    """A session's whole audit trail (provider call bodies excluded)."""
+    """A session with the first rows of each list of its audit trail (provider
+    call bodies excluded)."""
+
+    # The lists are read from ``session.trail`` (``timeline.first_rows``),
+    # which the view sets: the same bounded queries for any session's length.
 
     revision = serializers.CharField(
         source="revision_id",
@@ -232,12 +239,29 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
         allow_null=True,
         help_text="Who cancelled it (null: nobody, or the system).",
     )
-    provider_calls = ProviderCallSummarySerializer(many=True, read_only=True)
-    tool_invocations = ToolInvocationSerializer(many=True, read_only=True)
-    citations = CitationSerializer(many=True, read_only=True)
-    policy_denials = PolicyDenialSerializer(many=True, read_only=True)
-    state_changes = StateChangeSerializer(many=True, read_only=True)
-    files = VirtualFileSerializer(many=True, read_only=True)
+    provider_calls = ProviderCallSummarySerializer(
+        many=True, read_only=True, source="trail.provider_calls"
+    )
+    tool_invocations = ToolInvocationSerializer(
+        many=True, read_only=True, source="trail.tool_invocations"
+    )
+    citations = CitationSerializer(many=True, read_only=True, source="trail.citations")
+    policy_denials = PolicyDenialSerializer(
+        many=True, read_only=True, source="trail.policy_denials"
+    )
+    state_changes = StateChangeSerializer(
+        many=True, read_only=True, source="trail.state_changes"
+    )
+    files = VirtualFileSerializer(many=True, read_only=True, source="trail.files")
+    truncated = serializers.ListField(
+        child=serializers.ChoiceField(choices=TRAIL_LISTS),
+        source="trail.truncated",
+        read_only=True,
+        help_text=f"The lists above hold at most {TRAIL_LIMIT} rows each (the "
+        "first, in timeline order); these hold more. Page through them: "
+        "`events/` (every kind, in order), `tool-invocations/`, "
+        "`provider-calls/`, `/api/citations/?session=<id>`.",
+    )
 
     class Meta:
         model = AgentSession
@@ -263,6 +287,7 @@ class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
             "policy_denials",
             "state_changes",
             "files",
+            "truncated",
         ]
         read_only_fields = fields
 

@@ -38,9 +38,11 @@ from sessions_app.api.pagination import (
     MAX_PAGE_SIZE,
     CreatedAtCursorPagination,
     SequenceCursorPagination,
+    TurnCursorPagination,
     page_size,
 )
 from sessions_app.api.serializers import (
+    TRAIL_LIMIT,
     AgentSessionCreateSerializer,
     AgentSessionDetailSerializer,
     AgentSessionListSerializer,
@@ -96,7 +98,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             return sessions.only("id")
         if self.action == "cancel":
             return sessions.only("id", "status", "created_by")
-        return sessions.with_audit_trail()
+        return sessions.select_related("created_by", "cancelled_by")
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
         if self.action == "list":
@@ -112,6 +114,24 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     def get_throttles(self) -> list[BaseThrottle]:
         # Runs cost money: starting one is throttled per user.
         return [ScopedRateThrottle()] if self.action == "create" else []
+
+    def _detail(self, session: AgentSession) -> dict[str, Any]:
+        """The session with the first rows of each list of its trail: the
+        same queries for a session of 20 events and one of 10,000."""
+        session.trail = timeline.first_rows(  # type: ignore[attr-defined]
+            session, limit=TRAIL_LIMIT
+        )
+        return AgentSessionDetailSerializer(
+            session, context=self.get_serializer_context()
+        ).data
+
+    def _fresh(self, pk: Any) -> AgentSession:
+        return AgentSession.objects.select_related("created_by", "cancelled_by").get(
+            pk=pk
+        )
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return Response(self._detail(self.get_object()))
 
     @extend_schema(
         summary="Start a run of a prompt",
@@ -147,10 +167,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             )
         except DjangoValidationError as exc:
             raise from_django(exc, {"prompt_ref": "prompt"}) from exc
-        session = AgentSession.objects.with_audit_trail().get(pk=session.pk)
-        data = AgentSessionDetailSerializer(
-            session, context=self.get_serializer_context()
-        ).data
+        data = self._detail(self._fresh(session.pk))
         location = reverse(
             "sessions_api:session-detail", args=[session.pk], request=request
         )
@@ -190,32 +207,30 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 pk=session.pk
             )
             raise Conflict(f"The session has already ended ({current}).")
-        fresh = AgentSession.objects.with_audit_trail().get(pk=session.pk)
-        data = AgentSessionDetailSerializer(
-            fresh, context=self.get_serializer_context()
-        ).data
+        data = self._detail(self._fresh(session.pk))
         code = (
             status.HTTP_200_OK if outcome == "cancelled" else status.HTTP_202_ACCEPTED
         )
         return Response(data, status=code)
 
     @extend_schema(
-        summary="A session's provider calls with request and response bodies",
+        summary="A session's provider calls with request and response bodies, "
+        "by turn, page by page",
         responses=ProviderCallDetailSerializer(many=True),
     )
     @action(
         detail=True,
         url_path="provider-calls",
         filter_backends=[],
-        pagination_class=None,
+        pagination_class=TurnCursorPagination,
     )
     def provider_calls(self, request: Request, pk: str | None = None) -> Response:
         session = self.get_object()
-        calls = ProviderCall.objects.filter(session=session).order_by("turn")
+        page = self.paginate_queryset(ProviderCall.objects.filter(session=session))
         serializer = ProviderCallDetailSerializer(
-            calls, many=True, context=self.get_serializer_context()
+            page, many=True, context=self.get_serializer_context()
         )
-        return Response(serializer.data)
+        return self.get_paginated_response(serializer.data)
 
     @extend_schema(
         summary="A session's events, in order, page by page",
@@ -252,6 +267,15 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         )
         events, next_position = timeline.events_page(session, after=after, limit=size)
         context = self.get_serializer_context()
+        # One serializer per kind (its fields are built once), not per event.
+        data: dict[int, Any] = {}
+        for kind, serializer_class in EVENT_SERIALIZERS.items():
+            of_kind = [event for event in events if event.kind == kind]
+            if of_kind:
+                serialized = serializer_class(
+                    [event.row for event in of_kind], many=True, context=context
+                ).data
+                data.update(zip(map(id, of_kind), serialized, strict=True))
         results = [
             {
                 "kind": event.kind,
@@ -260,7 +284,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 if event.kind in ("policy_denial", "tool_invocation", "state_change")
                 else None,
                 "created_at": event.row.created_at,
-                "data": EVENT_SERIALIZERS[event.kind](event.row, context=context).data,
+                "data": data[id(event)],
             }
             for event in events
         ]

@@ -7,6 +7,7 @@ only ever emit markup they build themselves.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -34,6 +35,24 @@ def safe_link(url: Any, text: Any = "") -> SafeString:
             '<a href="{}" rel="noopener noreferrer nofollow">{}</a>', url, label
         )
     return conditional_escape(label)
+
+
+@register.filter(expects_localtime=True)
+def stamp(value: Any, pattern: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A timestamp in the current time zone, by a ``strftime`` pattern: what
+    ``date`` does for the fixed formats of the lists, at a fraction of its
+    cost (a list formats one per row)."""
+    if not isinstance(value, datetime.datetime):
+        return ""
+    return value.strftime(pattern)
+
+
+@register.filter
+def clip(value: Any, length: int) -> str:
+    """At most ``length`` characters, the last an ellipsis when cut (a plain
+    string: the template escapes it)."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 @register.filter

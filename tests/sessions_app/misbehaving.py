@@ -134,8 +134,8 @@ def read_pages(session: AgentSession, api_client: Any, admin_client: Any) -> Pag
     pk = session.pk
     url = f"/api/sessions/{pk}/"
     detail = json.loads(_ok(api_client.get(url), url))
-    url = f"/api/sessions/{pk}/provider-calls/"
-    provider_calls = json.loads(_ok(api_client.get(url), url))
+    url = f"/api/sessions/{pk}/provider-calls/?page_size=500"
+    provider_calls = json.loads(_ok(api_client.get(url), url))["results"]
     url = f"/audit/sessions/{pk}/"
     session_page = _ok(admin_client.get(url), url)
     url = f"/admin/sessions_app/agentsession/{pk}/change/"

@@ -1,11 +1,10 @@
-import datetime
-
+import factory
 import pytest
 from django.urls import reverse
 
 from sessions_app.models import AgentSession, Citation
 from sessions_app.templatetags.audit_tags import highlight_citations, safe_link
-from sessions_app.views import build_timeline
+from sessions_app.views import TIMELINE_PAGE
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,
@@ -123,14 +122,35 @@ def test_session_list_filters_by_status(admin_client):
     assert "ok/one" not in html
 
 
-def test_session_list_paginates_by_25(admin_client):
+def test_session_list_pages_newest_first_by_25(admin_client):
     AgentSessionFactory.create_batch(26)
 
     first = admin_client.get(LIST_URL)
-    second = admin_client.get(LIST_URL, {"page": 2})
+    older = first.context["page"].older
+    second = admin_client.get(LIST_URL, {"after": older})
+    back = admin_client.get(LIST_URL, {"before": second.context["page"].newer})
 
     assert len(first.context["sessions"]) == 25
+    assert f"after={older}" in content(first) and "Page " not in content(first)
     assert len(second.context["sessions"]) == 1
+    assert second.context["page"].older is None
+    assert [s.pk for s in back.context["sessions"]] == [
+        s.pk for s in first.context["sessions"]
+    ]
+
+
+def test_session_list_pages_keep_the_filters(admin_client):
+    AgentSessionFactory.create_batch(26, status=AgentSession.Status.FAILED)
+
+    html = content(admin_client.get(LIST_URL, {"status": "failed"}))
+
+    assert "?status=failed&amp;after=" in html
+
+
+def test_session_list_refuses_a_cursor_it_did_not_give_out(admin_client):
+    for cursor in ["nope", "WzEsMiwzXQ", "WyJ4IiwieSJd"]:
+        assert admin_client.get(LIST_URL, {"after": cursor}).status_code == 404
+        assert admin_client.get(LIST_URL, {"before": cursor}).status_code == 404
 
 
 @pytest.mark.parametrize("count", [1, 8])
@@ -142,8 +162,8 @@ def test_session_list_query_count_is_constant(
         ToolInvocationFactory.create_batch(2, session=session)
         CitationFactory(session=session)
 
-    # auth session + user, count, page
-    with django_assert_num_queries(6):  # two: the permission lookup
+    # auth session + user, the page (counts are subqueries): no COUNT(*)
+    with django_assert_num_queries(5):  # two: the permission lookup
         client_logged_in.get(LIST_URL)
 
 
@@ -278,27 +298,35 @@ def test_session_detail_escapes_untrusted_content(admin_client):
     assert "&lt;b&gt;Title&lt;/b&gt;" in html
 
 
-@pytest.mark.parametrize("count", [1, 12])
+@pytest.mark.parametrize("count", [1, 12, 200])
 def test_session_detail_query_count_is_constant(
     client_logged_in, django_assert_num_queries, count
 ):
     session = AgentSessionFactory()
     call = ProviderCallFactory(session=session, turn=1)
-    ToolInvocationFactory.create_batch(count, session=session)
+    for sequence in range(1, count + 1):
+        ToolInvocationFactory(session=session, turn=1, sequence=sequence)
+        PolicyDenialFactory(session=session, turn=1, sequence=sequence)
+        StateChangeFactory(session=session, turn=1, sequence=sequence)
     CitationFactory.create_batch(count, session=session, provider_call=call)
-    PolicyDenialFactory.create_batch(count, session=session)
-    StateChangeFactory.create_batch(count, session=session)
     VirtualFileFactory.create_batch(count, session=session)
 
-    # auth session + user, session, 6 prefetches
-    with django_assert_num_queries(11):  # two: the permission lookup
+    # auth session + user, session, the timeline page (the positions of 4
+    # kinds, then the rows of each), citations, files
+    with django_assert_num_queries(15):  # two: the permission lookup
         client_logged_in.get(session.get_absolute_url())
 
 
 # The timeline
 
 
-def test_timeline_orders_calls_by_turn_then_tools_by_sequence():
+def timeline_of(client, session, **query):
+    response = client.get(session.get_absolute_url(), query)
+    assert response.status_code == 200
+    return [entry.item for entry in response.context["timeline"]]
+
+
+def test_timeline_orders_calls_by_turn_then_tools_by_sequence(admin_client):
     session = AgentSessionFactory()
     second_call = ProviderCallFactory(session=session, turn=2)
     first_call = ProviderCallFactory(session=session, turn=1)
@@ -306,14 +334,7 @@ def test_timeline_orders_calls_by_turn_then_tools_by_sequence():
     early_b = ToolInvocationFactory(session=session, turn=1, sequence=2)
     early_a = ToolInvocationFactory(session=session, turn=1, sequence=1)
 
-    timeline = build_timeline(
-        provider_calls=[second_call, first_call],
-        tool_invocations=[late, early_b, early_a],
-        policy_denials=[],
-        state_changes=[],
-    )
-
-    assert [entry.item for entry in timeline] == [
+    assert timeline_of(admin_client, session) == [
         first_call,
         early_a,
         early_b,
@@ -322,24 +343,21 @@ def test_timeline_orders_calls_by_turn_then_tools_by_sequence():
     ]
 
 
-def test_timeline_puts_denials_before_and_changes_after_their_tool_call():
+def test_timeline_puts_denials_before_and_changes_after_their_tool_call(
+    admin_client,
+):
     session = AgentSessionFactory()
     call = ProviderCallFactory(session=session, turn=1)
     first = ToolInvocationFactory(session=session, sequence=1, call_id="c1")
     denied = ToolInvocationFactory(
         session=session, sequence=2, call_id="c2", success=False
     )
-    denial = PolicyDenialFactory(session=session, call_id="c2")
-    change = StateChangeFactory(session=session, call_id="c1")
+    denial = PolicyDenialFactory(session=session, call_id="c2", turn=1, sequence=2)
+    change = StateChangeFactory(session=session, call_id="c1", turn=1, sequence=1)
 
-    timeline = build_timeline(
-        provider_calls=[call],
-        tool_invocations=[first, denied],
-        policy_denials=[denial],
-        state_changes=[change],
-    )
+    response = admin_client.get(session.get_absolute_url())
 
-    assert [(entry.kind, entry.item) for entry in timeline] == [
+    assert [(e.kind, e.item) for e in response.context["timeline"]] == [
         ("provider_call", call),
         ("tool_invocation", first),
         ("state_change", change),
@@ -348,29 +366,55 @@ def test_timeline_puts_denials_before_and_changes_after_their_tool_call():
     ]
 
 
-def test_timeline_places_unmatched_rows_by_turn_and_time():
+def test_timeline_places_rows_without_a_call_by_turn_and_sequence(admin_client):
     session = AgentSessionFactory()
-    start = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
-    first = ProviderCallFactory(session=session, turn=1, created_at=start)
-    tool = ToolInvocationFactory(
-        session=session, turn=1, created_at=start + datetime.timedelta(seconds=1)
-    )
-    second = ProviderCallFactory(
-        session=session, turn=2, created_at=start + datetime.timedelta(seconds=5)
-    )
-    denial = PolicyDenialFactory(session=session, turn=1, call_id=None)
-    change = StateChangeFactory(
-        session=session, call_id=None, created_at=start + datetime.timedelta(seconds=2)
-    )
+    first = ProviderCallFactory(session=session, turn=1)
+    tool = ToolInvocationFactory(session=session, turn=1, sequence=1)
+    second = ProviderCallFactory(session=session, turn=2)
+    denial = PolicyDenialFactory(session=session, turn=1, sequence=1, call_id=None)
+    change = StateChangeFactory(session=session, call_id=None, turn=1, sequence=1)
 
-    timeline = build_timeline(
-        provider_calls=[first, second],
-        tool_invocations=[tool],
-        policy_denials=[denial],
-        state_changes=[change],
-    )
+    assert timeline_of(admin_client, session) == [
+        first,
+        denial,
+        tool,
+        change,
+        second,
+    ]
 
-    assert [entry.item for entry in timeline] == [first, tool, denial, change, second]
+
+def test_session_page_shows_a_long_timeline_page_by_page(admin_client):
+    session = AgentSessionFactory(turns=3)
+    calls = [ProviderCallFactory(session=session, turn=turn) for turn in (1, 2, 3)]
+    tools = ToolInvocationFactory.create_batch(
+        TIMELINE_PAGE + 10, session=session, turn=factory.Iterator([1, 2])
+    )
+    expected = [
+        calls[0],
+        *sorted((t for t in tools if t.turn == 1), key=lambda t: t.sequence),
+        calls[1],
+        *sorted((t for t in tools if t.turn == 2), key=lambda t: t.sequence),
+        calls[2],
+    ]
+
+    first = admin_client.get(session.get_absolute_url())
+    cursor = first.context["timeline_next"]
+    last = admin_client.get(session.get_absolute_url(), {"after": cursor})
+
+    assert len(first.context["timeline"]) == TIMELINE_PAGE
+    assert f"?after={cursor}#timeline" in content(first)
+    items = [e.item for e in (*first.context["timeline"], *last.context["timeline"])]
+    assert items == expected
+    assert last.context["timeline_next"] is None
+    assert "First events" in content(last)
+
+
+def test_session_page_refuses_a_timeline_cursor_it_did_not_give_out(admin_client):
+    session = AgentSessionFactory()
+
+    response = admin_client.get(session.get_absolute_url(), {"after": "nope"})
+
+    assert response.status_code == 404
 
 
 def test_session_detail_renders_the_timeline_in_order(admin_client):
@@ -378,7 +422,11 @@ def test_session_detail_renders_the_timeline_in_order(admin_client):
     ProviderCallFactory(session=session, turn=1, response_id="resp_first")
     ToolInvocationFactory(session=session, sequence=1, name="tool_alpha")
     PolicyDenialFactory(
-        session=session, call_id="call_denied", policy_name="policy_beta"
+        session=session,
+        call_id="call_denied",
+        policy_name="policy_beta",
+        turn=1,
+        sequence=2,
     )
     ToolInvocationFactory(
         session=session, sequence=2, name="tool_gamma", call_id="call_denied"
@@ -446,7 +494,7 @@ def test_citation_page_query_count_is_constant(
 ):
     CitationFactory.create_batch(count)
 
-    # auth session + user, count, page
+    # auth session + user, the page, its sessions: no COUNT(*)
     with django_assert_num_queries(6):  # two: the permission lookup
         client_logged_in.get(CITATIONS_URL)
 

@@ -1,0 +1,110 @@
+"""Keyset pages for the HTML lists: newest first by ``(created_at, pk)``.
+
+A page is one query of ``size + 1`` rows after (or before) the position of a
+row of the previous page, so the 2,000th page costs what the first does and
+nothing counts the table. Links say "newer" and "older", not page numbers.
+
+The cursor is the position, encoded: ``?after=`` older rows, ``?before=``
+newer ones. A cursor this module did not give out is a 404.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import datetime
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+Position = tuple[datetime.datetime, Any]
+# The query parameters of a page: dropped from the links' other filters.
+PARAMETERS = ("after", "before", "page")
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    rows: list[Any]
+    newer: str | None  # the cursor of the newer page, if there is one
+    older: str | None  # the cursor of the older page, if there is one
+    is_first: bool  # the newest rows (no cursor given)
+
+
+def encode_position(position: Position) -> str:
+    created_at, pk = position
+    raw = json.dumps([created_at.isoformat(), str(pk)], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        values = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        if not (
+            isinstance(values, list)
+            and len(values) == 2
+            and all(isinstance(value, str) for value in values)
+        ):
+            raise ValueError(values)
+        created_at = datetime.datetime.fromisoformat(values[0])
+        if created_at.tzinfo is None:
+            raise ValueError(values[0])
+        pk = queryset.model._meta.pk.to_python(values[1])
+    except (ValueError, TypeError, binascii.Error, ValidationError) as error:
+        raise InvalidCursor("Not a page of this list.") from error
+    return created_at, pk
+
+
+def _position(row: Any) -> Position:
+    return row.created_at, row.pk
+
+
+def keyset_page(
+    queryset: QuerySet[Any], *, query: Mapping[str, str], size: int
+) -> Page:
+    """The page of ``queryset`` (newest first) that ``query``'s ``after`` or
+    ``before`` cursor names, or the first one. A bad cursor is a 404."""
+    after, before = query.get("after"), query.get("before")
+    try:
+        if before:
+            created_at, pk = decode_position(before, queryset)
+            newer_rows = list(
+                queryset.filter(created_at__gte=created_at)
+                .filter(
+                    Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk)
+                )
+                .order_by("created_at", "pk")[: size + 1]
+            )
+            more = len(newer_rows) > size
+            rows = newer_rows[:size][::-1]
+            return Page(
+                rows=rows,
+                newer=encode_position(_position(rows[0])) if more else None,
+                older=encode_position(_position(rows[-1])) if rows else None,
+                is_first=False,
+            )
+        if after:
+            created_at, pk = decode_position(after, queryset)
+            queryset = queryset.filter(created_at__lte=created_at).filter(
+                Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk)
+            )
+    except InvalidCursor as error:
+        raise Http404(str(error)) from error
+    rows = list(queryset.order_by("-created_at", "-pk")[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return Page(
+        rows=rows,
+        newer=encode_position(_position(rows[0])) if after and rows else None,
+        older=encode_position(_position(rows[-1])) if more else None,
+        is_first=not after,
+    )
