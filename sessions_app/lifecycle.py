@@ -27,7 +27,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 from django.db.models import Count, DateTimeField, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -209,10 +215,19 @@ def _ending(
 
 
 def finish(claim: Claim, *, status: str, **ending: Any) -> None:
-    """End the claimed run; ``LeaseLost`` if this worker no longer holds it."""
+    """End the claimed run; ``LeaseLost`` if this worker no longer holds it.
+
+    The end commits with the server's own ``synchronous_commit`` even when the
+    run's steps did not wait for the disk (``steps.run_commits``): by default
+    PostgreSQL then flushes its log up to the end, so a finished run (and the
+    answer given for it) is on disk with every step."""
     fields = _ending(status=status, session_id=claim.session_id, **ending)
-    if not AgentSession.objects.filter(claim.mine()).update(**fields):
-        raise LeaseLost("Another worker holds this session now.")
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO DEFAULT")
+        if not AgentSession.objects.filter(claim.mine()).update(**fields):
+            raise LeaseLost("Another worker holds this session now.")
 
 
 def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:

@@ -242,9 +242,9 @@ def test_a_run_costs_one_insert_per_provider_call_and_per_tool_call(echo_prompt)
     # And the rest of a run is a fixed, small number of statements: load and
     # freeze the prompt (8), look up its revision, insert the session, claim,
     # finish, read the session back; on PostgreSQL, set and reset
-    # synchronous_commit around the run. No step that writes no state is
-    # bracketed by a transaction.
-    fixed = 13 + (2 if connection.vendor == "postgresql" else 0)
+    # synchronous_commit around the run, and restore it for the finish. No
+    # step that writes no state is bracketed by a transaction.
+    fixed = 13 + (3 if connection.vendor == "postgresql" else 0)
     assert len(few) - 2 - 1 <= fixed, "\n".join(few)
 
 
@@ -287,3 +287,27 @@ def test_a_run_commits_without_waiting_for_the_flush_unless_told(settings, durab
         inside = synchronous_commit()
     assert inside == (before if durable else "off")
     assert synchronous_commit() == before
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="synchronous_commit is PostgreSQL's (run the suite with "
+    "DATABASE_URL=postgres://...)",
+)
+def test_a_finished_run_is_flushed_with_all_its_steps(echo_prompt):
+    _, sqls = run_counting(echo_prompt, turns=1, calls=1)
+    relaxed = next(
+        i for i, sql in enumerate(sqls) if "SET synchronous_commit TO off" in sql
+    )
+    restored = next(
+        i for i, sql in enumerate(sqls) if "SET LOCAL synchronous_commit" in sql
+    )
+    ending = next(
+        i
+        for i, sql in enumerate(sqls)
+        if sql.startswith('UPDATE "sessions_app_agentsession"') and "finished_at" in sql
+    )
+    # Every step commits relaxed; the end commits with the server's setting,
+    # which flushes the log up to it (and so every step before it).
+    assert relaxed < restored == ending - 1
+    assert "DEFAULT" in sqls[restored]
