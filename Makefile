@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run serve test setup migrate demo check lint format typecheck imports bench worker beat sweep offline-provider browser clean
+.PHONY: run serve test setup migrate demo check lint format typecheck imports bench bench-celery bench-catalog bench-scale worker beat sweep offline-provider browser clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -68,8 +68,23 @@ typecheck: setup
 imports: setup  ## The layering contracts in pyproject.toml (import-linter)
 	$(BIN)/lint-imports
 
-bench: setup  ## Three-way agent-loop benchmark against the offline provider
+bench: setup  ## Agent loop: httpx floor, SDK loop, adapter and the whole product path (DATABASE_URL: PostgreSQL)
 	$(BIN)/python bench/agent_loop.py
+
+# BENCH_CATALOG_ARGS: e.g. "--large 2000", "--runs 20", "--json" (see
+# `$(BIN)/python bench/catalog_size.py --help`).
+bench-catalog: setup  ## Prompt assembly beside 10 and 10,000 unrelated sections (SQLite; PostgreSQL with DATABASE_URL)
+	$(BIN)/python bench/catalog_size.py $(BENCH_CATALOG_ARGS)
+
+# BENCH_SCALE_ARGS: e.g. "--regenerate", "--requests 50", "--only HTML" (see
+# `$(BIN)/python bench/scale.py --help`). Needs PostgreSQL (WINK_BENCH_PG).
+bench-scale: setup  ## Audit reads at 100,000 sessions on PostgreSQL + gunicorn (generates the dataset once)
+	$(BIN)/python bench/scale.py $(BENCH_SCALE_ARGS)
+
+# BENCH_CELERY_ARGS: e.g. "--trace", "--rounds 5", "--broker-url amqp://..." (see
+# `$(BIN)/python bench/celery_throughput.py --help`). Needs PostgreSQL and Redis.
+bench-celery: setup  ## Celery throughput: 2 workers against a 50 ms provider, vs the ideal
+	$(BIN)/python bench/celery_throughput.py $(BENCH_CELERY_ARGS)
 
 # The worker embeds Celery beat (the stale-run sweeper) unless WORKER_BEAT is
 # emptied: with several workers, run `make worker WORKER_BEAT=` on all but one,

@@ -265,6 +265,12 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes a worker's database connections before and after
+# every task unless told to reuse them: a new PostgreSQL connection (and a cold
+# server backend) per run. wink_project/celery.py checks them around each task
+# as Django does around a request instead (DATABASE_CONN_MAX_AGE and the health
+# check apply); the fixup would otherwise close them once per this many tasks.
+CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"

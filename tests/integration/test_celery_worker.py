@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.db import connection
 
 from sessions_app import services
 from sessions_app.models import AgentSession
@@ -63,3 +64,31 @@ def test_worker_runs_a_session_started_through_the_broker(worker):
     assert finished.status == AgentSession.Status.SUCCEEDED, finished.error_message
     assert finished.policy_denials.filter(tool_name="deploy").exists()
     assert finished.tool_invocations.filter(name="deploy", success=True).exists()
+
+
+def _other_backends() -> set[int]:
+    """The PostgreSQL backends connected to the test database, but this one."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return {pid for (pid,) in cursor.fetchall()}
+
+
+def test_worker_keeps_its_database_connection_from_run_to_run(worker):
+    # Celery's Django fixup would close it after every task: a new connection,
+    # to a server backend with cold caches, for every run (wink_project/celery.py).
+    seed_demo_catalog()
+
+    first = _wait_for(
+        services.start_session(prompt_ref="demo/release", params={}), worker
+    )
+    held = _other_backends()
+    second = _wait_for(
+        services.start_session(prompt_ref="demo/release", params={}), worker
+    )
+
+    assert first.status == second.status == AgentSession.Status.SUCCEEDED
+    assert held, "the worker closed its connection after the run"
+    assert held <= _other_backends(), "the second run used a new connection"
