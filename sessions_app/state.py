@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib
+import json
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -145,6 +146,8 @@ class DatabaseSession:
     def __init__(self, session: AgentSession, writer: StepWriter | None = None) -> None:
         self.record = session
         self.writer = writer or StepWriter()
+        self._read: dict[str, tuple[str, str]] | None = None
+        self._writes = 0
         self._resources = Resources(DatabaseFilesystem(session, self.writer))
 
     @property
@@ -157,10 +160,20 @@ class DatabaseSession:
 
     @_guarded
     def get_state(self, key: str) -> Any | None:
-        row = SessionStateEntry.objects.filter(session=self.record, key=key).first()
-        if row is None:
+        # Every slice is read in one query and kept until the next write (a
+        # write may be rolled back with its step: the next read asks again).
+        # Each read builds a new value: a handler cannot change the kept one.
+        if self._read is None:
+            self._read = {
+                row_key: (value_type, json.dumps(value))
+                for row_key, value_type, value in SessionStateEntry.objects.filter(
+                    session=self.record
+                ).values_list("key", "value_type", "value")
+            }
+        found = self._read.get(key)
+        if found is None:
             return None
-        return load_value(row.value_type, row.value)
+        return load_value(found[0], json.loads(found[1]))
 
     @_guarded
     def put_state(self, key: str, value: Any) -> None:
@@ -180,6 +193,8 @@ class DatabaseSession:
                 "number JSON cannot hold), which cannot be stored."
             )
         self.writer.before_write()
+        self._read = None
+        self._writes += 1
         SessionStateEntry.objects.bulk_create(
             [
                 SessionStateEntry(
@@ -196,5 +211,10 @@ class DatabaseSession:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StepHandle]:
-        with self.writer.step() as handle:
-            yield handle
+        writes = self._writes
+        try:
+            with self.writer.step() as handle:
+                yield handle
+        finally:
+            if self._writes != writes:  # what was read may have been undone
+                self._read = None

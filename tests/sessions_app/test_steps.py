@@ -311,3 +311,25 @@ def test_a_finished_run_is_flushed_with_all_its_steps(echo_prompt):
     # which flushes the log up to it (and so every step before it).
     assert relaxed < restored == ending - 1
     assert "DEFAULT" in sqls[restored]
+
+
+def test_state_is_read_once_until_a_write(store, django_assert_num_queries):
+    _, _, database = store
+    database.put_state("plan", {"steps": [1]})
+    database.put_state("memory", {"read": ["a.md"]})
+    with django_assert_num_queries(1):
+        assert database.get_state("plan") == {"steps": [1]}
+        assert database.get_state("memory") == {"read": ["a.md"]}
+        assert database.get_state("missing") is None
+    database.get_state("plan")["steps"].append(2)  # a handler's own copy
+    assert database.get_state("plan") == {"steps": [1]}
+
+
+def test_a_read_after_a_rolled_back_write_sees_the_stored_value(store):
+    _, _, database = store
+    database.put_state("plan", {"steps": 1})
+    with database.transaction(), database.transaction() as handler:
+        database.put_state("plan", {"steps": 2})
+        assert database.get_state("plan") == {"steps": 2}  # its own write
+        handler.rollback()
+    assert database.get_state("plan") == {"steps": 1}
