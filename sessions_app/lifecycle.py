@@ -177,6 +177,11 @@ def totals(session_id: Any) -> dict[str, Any]:
         turns=Count("id", filter=Q(response__isnull=False)),
     )
     turns = sums.pop("turns")
+    return as_totals(sums, turns)
+
+
+def as_totals(sums: Mapping[str, int], turns: int) -> dict[str, Any]:
+    """The session's ``usage`` and ``turns`` from its summed token counts."""
     usage = {key: int(value) for key, value in sums.items()}
     usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     return {"usage": usage, "turns": turns}

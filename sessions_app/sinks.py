@@ -68,9 +68,7 @@ class DatabaseSink:
     def _summed(self) -> dict[str, Any] | None:
         if self.usage is None:
             return None
-        usage = dict(self.usage)
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        return {"usage": usage, "turns": self.turns}
+        return lifecycle.as_totals(self.usage, self.turns)
 
     def _count(self, rows: Iterable[Any]) -> None:
         if self.usage is None:
