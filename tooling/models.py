@@ -313,6 +313,16 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
             "policies",
         )
 
+    def with_generation(self) -> PromptTemplateQuerySet:
+        """Each template with the catalog's generation token read in the same
+        query (``catalog_token``; ``None`` without one): before any other
+        catalog row, as ``tooling.generation`` requires."""
+        return self.annotate(
+            catalog_token=models.Subquery(
+                CatalogGeneration.objects.filter(pk=1).values("token")[:1]
+            )
+        )
+
     def get_by_ref(self, ref: str) -> PromptTemplate:
         namespace, _, key = ref.partition("/")
         return self.get(namespace=namespace, key=key)
@@ -406,6 +416,16 @@ class ModelCapability(TimestampedModel):
 
     def __str__(self) -> str:
         return self.model
+
+
+class CatalogGeneration(models.Model):
+    """One row whose token changes with every catalog write (database
+    triggers: ``tooling/generation.py``)."""
+
+    token = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return self.token
 
 
 class CatalogRevisionQuerySet(AppendOnlyQuerySet["CatalogRevision"]):

@@ -29,7 +29,7 @@ from tests.tooling.factories import (
     attach,
 )
 from tooling import assembly
-from tooling.assembly import edits
+from tooling.assembly import catalog, edits
 from tooling.demo import DEMO_PROMPTS, seed_demo_catalog
 from tooling.models import (
     CatalogRevision,
@@ -172,6 +172,14 @@ def add_unrelated(count: int, first: int = 0) -> None:
         prompt_policies(prompttemplate_id=prompt.pk, policydefinition_id=policy.pk)
         for prompt, policy in zip(prompts, policies, strict=False)
     )
+
+
+@pytest.fixture(autouse=True)
+def no_frozen_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What assembly reads when it has to read (a new catalog generation):
+    the cache of frozen revisions (tests/tooling/test_generation.py) is off."""
+    monkeypatch.setattr(catalog, "FROZEN_CACHE_SIZE", 0)
+    catalog._FROZEN.clear()
 
 
 @pytest.fixture

@@ -9,9 +9,13 @@ the catalog, and builds prompts through ``freeze_prompt`` and ``thaw_prompt``
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Field, Model, Prefetch
 
@@ -144,11 +148,53 @@ def build_prompt(template: PromptTemplate) -> Prompt:
     )
 
 
+# Frozen revisions by (template, catalog generation, the settings a freeze
+# reads), as JSON text: each hit is a new copy. See tooling/generation.py for
+# why an entry is never older than the catalog its token names.
+_FROZEN: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+_FROZEN_LOCK = threading.Lock()
+FROZEN_CACHE_SIZE = 256
+
+
+def _frozen_key(template: PromptTemplate) -> tuple[Any, ...] | None:
+    # The token is used once: an instance kept after its load (a session's
+    # ``prompt``) holds a token the catalog may have moved past since.
+    token = template.__dict__.pop("catalog_token", None)
+    if not token or template.pk is None:
+        return None
+    return (
+        template.pk,
+        token,
+        settings.WINK_MCP_HEADER_ENV_PREFIX,
+        tuple(settings.WINK_MCP_HEADER_ENV_ALLOW),
+    )
+
+
 def freeze_template(template: PromptTemplate) -> dict[str, Any]:
-    """The revision JSON of a saved template (see ``revisions.freeze_prompt``)."""
+    """The revision JSON of a saved template (see ``revisions.freeze_prompt``).
+
+    A template just loaded ``with_generation`` (``load_template``) is frozen
+    once per catalog generation in this process: until a catalog write
+    changes the token, the next such freeze reads no catalog row. Only the
+    first freeze after the load uses the token."""
+    key = _frozen_key(template)
+    if key is not None:
+        with _FROZEN_LOCK:
+            text = _FROZEN.get(key)
+            if text is not None:
+                _FROZEN.move_to_end(key)
+        if text is not None:
+            return dict(json.loads(text))
     links = _links(template)
     sections = reached_sections(link.section_id for link in links)
-    return freeze_prompt(template, sections=sections, roots=_roots(links, sections))
+    data = freeze_prompt(template, sections=sections, roots=_roots(links, sections))
+    if key is not None:
+        text = json.dumps(data)
+        with _FROZEN_LOCK:
+            _FROZEN[key] = text
+            while len(_FROZEN) > FROZEN_CACHE_SIZE:
+                _FROZEN.popitem(last=False)
+    return data
 
 
 def freeze_templates(
@@ -207,5 +253,7 @@ def build_prompt_from_parts(
 
 
 def load_template(ref: str) -> PromptTemplate:
-    """The enabled template named ``<namespace>/<key>`` with its catalog links."""
-    return PromptTemplate.objects.enabled().with_catalog().get_by_ref(ref)
+    """The enabled template named ``<namespace>/<key>`` and the catalog's
+    generation, in one query; its links are read only if ``freeze_template``
+    has no frozen revision for them."""
+    return PromptTemplate.objects.enabled().with_generation().get_by_ref(ref)
