@@ -83,9 +83,30 @@ def start_session(
     preview = catalog.preview_prompt(
         template=template, params=params or {}, trust_level=trust_level
     )
+    if not dispatch.runs_inline():
+        session = _record_session(template, preview, params, trust_level, user)
+        dispatch.dispatch_run(session.pk, deadline_seconds=session.deadline_seconds)
+        return session
+    # Inline, nothing is acknowledged before the run ends, and its end flushes
+    # every commit before it: the session's creation commits as its steps do.
+    with steps.run_commits():
+        session = _record_session(template, preview, params, trust_level, user)
+        return run_session(
+            session_id=session.pk, client=client, new=session, prompt=preview.prompt
+        )
+
+
+def _record_session(
+    template: PromptTemplate,
+    preview: catalog.PromptPreview,
+    params: Mapping[str, Any] | None,
+    trust_level: str,
+    user: Any,
+) -> AgentSession:
+    """The session row of a new run, with its catalog revision."""
     revision = catalog.record_revision(preview)
     deadline_seconds = run_deadline(preview.settings.get("deadline_seconds"))
-    session = AgentSession.objects.create(
+    return AgentSession.objects.create(
         prompt=template,
         prompt_ref=template.ref,
         params=dict(params or {}),
@@ -100,11 +121,6 @@ def start_session(
         deadline_seconds=deadline_seconds,
         dispatched_at=timezone.now(),
         created_by=user if getattr(user, "is_authenticated", False) else None,
-    )
-    if dispatch.dispatch_run(session.pk, deadline_seconds=deadline_seconds):
-        return session
-    return run_session(
-        session_id=session.pk, client=client, new=session, prompt=preview.prompt
     )
 
 

@@ -144,16 +144,22 @@ def run_commits() -> Iterator[None]:
     (``synchronous_commit=off``) unless ``WINK_RUN_DURABLE_COMMITS``. Each
     commit stays atomic and is durable against a crash of the worker; only a
     crash of the database server can lose the last ones (ADR 0008). The
-    connection's own setting is restored afterwards."""
-    if not relax_commits():
+    connection's own setting is restored afterwards. Nested, it does nothing
+    (an inline start relaxes the session's creation and its run at once)."""
+    if getattr(connection, RELAXED, False) or not relax_commits():
         yield
         return
+    setattr(connection, RELAXED, True)
     try:
         yield
     finally:
+        setattr(connection, RELAXED, False)
         # A broken connection is dropped anyway, with its setting.
         with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
             cursor.execute("RESET synchronous_commit")
+
+
+RELAXED = "wink_relaxed_commits"  # set on the connection inside run_commits()
 
 
 def relax_commits() -> bool:
