@@ -27,17 +27,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import (
-    DatabaseError,
-    InterfaceError,
-    OperationalError,
-    connection,
-    transaction,
-)
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.db.models import Count, DateTimeField, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from sessions_app import steps
 from sessions_app.models import AgentSession, ProviderCall
 from sessions_app.storable import Scrubber
 from tooling.runtime import RunAborted
@@ -223,16 +218,13 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     """End the claimed run; ``LeaseLost`` if this worker no longer holds it.
 
     The end commits with the server's own ``synchronous_commit`` even when the
-    run's steps did not wait for the disk (``steps.run_commits``): by default
-    PostgreSQL then flushes its log up to the end, so a finished run (and the
-    answer given for it) is on disk with every step."""
+    run's steps did not wait for the disk (``steps.durable_commits``): by
+    default PostgreSQL then flushes its log up to the end, so a finished run
+    (and the answer given for it) is on disk with every step."""
     fields = _ending(status=status, session_id=claim.session_id, **ending)
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO DEFAULT")
-        if not AgentSession.objects.filter(claim.mine()).update(**fields):
-            raise LeaseLost("Another worker holds this session now.")
+    steps.durable_commits()
+    if not AgentSession.objects.filter(claim.mine()).update(**fields):
+        raise LeaseLost("Another worker holds this session now.")
 
 
 def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:

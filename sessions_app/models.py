@@ -306,7 +306,10 @@ class ProviderCall(AppendOnlyModel):
     """One request/response exchange (``request.input`` holds only new items)."""
 
     session = models.ForeignKey(
-        AgentSession, on_delete=models.CASCADE, related_name="provider_calls"
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="provider_calls",
+        db_index=False,  # unique_call_turn (session, turn) leads with it
     )
     turn = models.PositiveIntegerField()
     request = models.JSONField(default=dict)

@@ -149,17 +149,15 @@ def run_commits() -> Iterator[None]:
     if getattr(connection, RELAXED, False) or not relax_commits():
         yield
         return
-    setattr(connection, RELAXED, True)
     try:
         yield
     finally:
-        setattr(connection, RELAXED, False)
         # A broken connection is dropped anyway, with its setting.
-        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
-            cursor.execute("RESET synchronous_commit")
+        with contextlib.suppress(DatabaseError):
+            durable_commits()
 
 
-RELAXED = "wink_relaxed_commits"  # set on the connection inside run_commits()
+RELAXED = "wink_relaxed_commits"  # on the connection while its commits are relaxed
 
 
 def relax_commits() -> bool:
@@ -169,4 +167,16 @@ def relax_commits() -> bool:
         return False
     with connection.cursor() as cursor:
         cursor.execute("SET synchronous_commit TO off")
+    setattr(connection, RELAXED, True)
     return True
+
+
+def durable_commits() -> None:
+    """The connection's own ``synchronous_commit`` again, if a run relaxed it.
+    A run's end calls it before its last commit, which then flushes the log
+    up to itself: every step of the run is on disk when the run is over."""
+    if not getattr(connection, RELAXED, False):
+        return
+    setattr(connection, RELAXED, False)
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit")
