@@ -160,9 +160,9 @@ class DatabaseSession:
 
     @_guarded
     def get_state(self, key: str) -> Any | None:
-        # Every slice is read in one query and kept until the next write (a
-        # write may be rolled back with its step: the next read asks again).
-        # Each read builds a new value: a handler cannot change the kept one.
+        # Every slice is read in one query and kept, with this run's writes,
+        # until a step that wrote rolls back (the next read asks again). Each
+        # read builds a new value: a handler cannot change the kept one.
         if self._read is None:
             self._read = {
                 row_key: (value_type, json.dumps(value))
@@ -193,7 +193,7 @@ class DatabaseSession:
                 "number JSON cannot hold), which cannot be stored."
             )
         self.writer.before_write()
-        self._read = None
+        kept, self._read = self._read, None  # until the write is done
         self._writes += 1
         SessionStateEntry.objects.bulk_create(
             [
@@ -208,13 +208,18 @@ class DatabaseSession:
             unique_fields=["session", "key"],
             update_fields=["value_type", "value"],
         )
+        if kept is not None:
+            kept[key] = (value_type, json.dumps(data))
+            self._read = kept
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StepHandle]:
         writes = self._writes
+        kept = False
         try:
             with self.writer.step() as handle:
                 yield handle
+            kept = not handle.rolled_back
         finally:
-            if self._writes != writes:  # what was read may have been undone
+            if self._writes != writes and not kept:  # its writes were undone
                 self._read = None

@@ -314,7 +314,9 @@ def test_a_finished_run_is_flushed_with_all_its_steps(echo_prompt):
     assert sum("synchronous_commit" in sql for sql in sqls) == 2  # no more
 
 
-def test_state_is_read_once_until_a_write(store, django_assert_num_queries):
+def test_state_is_read_once_and_kept_with_the_runs_writes(
+    store, django_assert_num_queries
+):
     _, _, database = store
     database.put_state("plan", {"steps": [1]})
     database.put_state("memory", {"read": ["a.md"]})
@@ -324,6 +326,10 @@ def test_state_is_read_once_until_a_write(store, django_assert_num_queries):
         assert database.get_state("missing") is None
     database.get_state("plan")["steps"].append(2)  # a handler's own copy
     assert database.get_state("plan") == {"steps": [1]}
+    with database.transaction(), database.transaction():  # a step that keeps
+        database.put_state("plan", {"steps": [1, 2]})
+    with django_assert_num_queries(0):
+        assert database.get_state("plan") == {"steps": [1, 2]}
 
 
 def test_a_read_after_a_rolled_back_write_sees_the_stored_value(store):
