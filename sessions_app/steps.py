@@ -13,9 +13,7 @@ recorders build unsaved rows (``recording.py``); ``StepWriter`` writes them:
 - a step opens its transaction only when something writes in it (a state
   slice, a file: ``before_write()``): a call that writes no state costs no
   ``BEGIN`` and no savepoint, just its rows' ``INSERT``; a nested step (the
-  handler's) that writes opens the transaction itself when its parent has
-  written nothing (and hands it to the parent when it ends well), and is a
-  savepoint only in a parent that already wrote;
+  handler's) becomes a savepoint only if the handler writes;
 - a step that rolls back (a failed handler's nested step, or any exception)
   drops the rows recorded in it with its writes, as ``atomic()`` would.
 
@@ -56,8 +54,7 @@ class StepHandle:
 class _Step:
     mark: int  # rows recorded before this step began
     handle: StepHandle = dataclasses.field(default_factory=StepHandle)
-    atomic: Any = None  # the ``transaction.atomic()`` it holds, once it writes
-    savepoint: bool = False  # ``atomic`` is a savepoint in an enclosing one
+    atomic: Any = None  # the ``transaction.atomic()`` it entered, once it writes
 
 
 def insert(rows: Sequence[models.Model]) -> None:
@@ -95,29 +92,14 @@ class StepWriter:
             insert(rows)
 
     def before_write(self) -> None:
-        """Give the innermost open step a transaction before it writes. Call it
-        before any write that belongs to the open step.
-
-        If no enclosing step holds one, the innermost step opens the
-        transaction itself (no savepoint: the enclosing steps have written
-        nothing to undo) and hands it to its parent when it ends well; steps
-        nested in one that holds a transaction open savepoints. Outside a
-        step a write commits on its own."""
-        if not self._steps:
-            return
-        holder = max(
-            (i for i, step in enumerate(self._steps) if step.atomic is not None),
-            default=None,
-        )
-        if holder is None:
-            atomic = transaction.atomic()
-            atomic.__enter__()
-            self._steps[-1].atomic = atomic
-            return
-        for step in self._steps[holder + 1 :]:
-            atomic = transaction.atomic()
-            atomic.__enter__()
-            step.atomic, step.savepoint = atomic, True
+        """Open the transaction of every open step that has none yet (the
+        outermost a transaction, the nested ones savepoints in it). Call it
+        before any write that belongs to the open step."""
+        for step in self._steps:
+            if step.atomic is None:
+                atomic = transaction.atomic()
+                atomic.__enter__()
+                step.atomic = atomic
 
     @contextlib.contextmanager
     def step(self) -> Iterator[StepHandle]:
@@ -141,10 +123,8 @@ class StepWriter:
                 step.atomic.__exit__(*error)
             return
         if self._steps:  # nested: its rows commit with the enclosing step
-            if step.atomic is not None and step.savepoint:
+            if step.atomic is not None:
                 step.atomic.__exit__(*NO_ERROR)
-            elif step.atomic is not None:  # its transaction is the parent's now
-                self._steps[-1].atomic = step.atomic
             return
         rows, self._rows = self._rows, []
         if step.atomic is None:
