@@ -62,8 +62,8 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-typecheck: setup
-	DEBUG=1 $(BIN)/mypy tooling/runtime
+typecheck: setup  ## mypy over the whole project, strict on tooling/runtime ([tool.mypy] in pyproject.toml)
+	DEBUG=1 $(BIN)/mypy
 
 imports: setup  ## The layering contracts in pyproject.toml (import-linter)
 	$(BIN)/lint-imports

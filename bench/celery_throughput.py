@@ -68,7 +68,7 @@ def _install_trace(directory: Path, profile: bool) -> None:
     from django.db import connections
 
     counters = {"statements": 0, "sql": 0.0}
-    started: dict[str, tuple[float, int, float]] = {}
+    started: dict[str, tuple[float, float, float]] = {}
 
     def log(kind: str, **fields: Any) -> None:
         line = json.dumps(
@@ -349,12 +349,13 @@ def measure(
     """Throughput, per-run times and the gaps between runs, from the record."""
     from sessions_app.models import AgentSession, ProviderCall
 
-    sessions = list(
-        AgentSession.objects.filter(pk__in=ids).values(
+    sessions: list[dict[str, Any]] = [
+        dict(row)
+        for row in AgentSession.objects.filter(pk__in=ids).values(
             "pk", "status", "error_phase", "error_message", "attempts", "worker",
             "started_at", "finished_at",
         )
-    )  # fmt: skip
+    ]  # fmt: skip
     calls: dict[Any, list[tuple[int, float, float]]] = defaultdict(list)
     for session_id, turn, latency_ms, created_at in ProviderCall.objects.filter(
         session_id__in=ids
@@ -445,6 +446,7 @@ def read_trace(directory: Path, rounds: list[list[Any]]) -> dict[str, Any]:
             for pk, started, finished in AgentSession.objects.filter(
                 pk__in=ids
             ).values_list("pk", "started_at", "finished_at")
+            if started is not None and finished is not None
         }
         by_pid: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for session in rows:

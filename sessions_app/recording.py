@@ -32,7 +32,7 @@ from tooling.runtime import (
     StateChanged,
     ToolInvoked,
 )
-from tooling.runtime.hosted.web_search import Citation as RuntimeCitation
+from tooling.runtime.citations import Citation as RuntimeCitation
 from tooling.runtime.serde import dump
 
 logger = logging.getLogger(__name__)

@@ -26,6 +26,7 @@ from tooling.runtime import (
     StateChanged,
     ToolInvoked,
 )
+from tooling.runtime.planning import PLAN_REDUCERS
 from tooling.runtime.serde import dump
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ _RECORDERS: dict[type[Any], Callable[..., Any]] = {
     PolicyDenied: recording.record_policy_denied,
     StateChanged: recording.record_state_changed,
 }
+
+# Events published by handlers whose effect is recorded as ``StateChanged``.
+_RECORDED_AS_STATE = tuple(reducer.event_type for reducer in PLAN_REDUCERS)
 
 
 class DatabaseSink:
@@ -108,7 +112,8 @@ class DatabaseSink:
             return
         recorder = _RECORDERS.get(type(event))
         if recorder is None:
-            logger.warning("No recorder for event %s", type(event).__name__)
+            if not isinstance(event, _RECORDED_AS_STATE):
+                logger.warning("No recorder for event %s", type(event).__name__)
             return
         rows = recorder(session=self.session, event=event)
         self.writer.add(rows)

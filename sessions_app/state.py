@@ -212,6 +212,14 @@ class DatabaseSession:
             kept[key] = (value_type, json.dumps(data))
             self._read = kept
 
+    @_guarded
+    def reset(self) -> None:
+        """Delete every state slice of the session (its files are kept)."""
+        self.writer.before_write()
+        self._read = None
+        self._writes += 1
+        SessionStateEntry.objects.filter(session=self.record).delete()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StepHandle]:
         writes = self._writes

@@ -43,7 +43,7 @@ def test_prompts_list_their_parameters_and_tools(api_client, demo):
     body = api_client.get("/api/prompts/").json()
 
     by_ref = {prompt["ref"]: prompt for prompt in body["results"]}
-    assert set(by_ref) == {"demo/research", "demo/release", "demo/notes"}
+    assert set(by_ref) == {"demo/research", "demo/release", "demo/notes", "demo/patch"}
     release = by_ref["demo/release"]
     assert release["parameters"] == [
         {
@@ -63,6 +63,8 @@ def test_prompts_list_their_parameters_and_tools(api_client, demo):
     assert all(tool["description"] for tool in release["tools"])
     research = by_ref["demo/research"]
     assert [h["kind"] for h in research["hosted_tools"]] == ["web_search"]
+    patch = by_ref["demo/patch"]
+    assert [h["kind"] for h in patch["hosted_tools"]] == ["apply_patch"]
     assert len(release["revision"]) == 64
 
 

@@ -32,6 +32,7 @@ from tooling.forms import (
     ToolDefinitionForm,
     pretty,
 )
+from tooling.forms.hosted import hosted_tool_form
 from tooling.handlers import registry
 from tooling.models import (
     HostedToolDefinition,
@@ -45,6 +46,7 @@ from tooling.models import (
     ToolDefinition,
     TrustLevel,
 )
+from tooling.runtime.hosted.spec import hosted_kinds
 
 
 class GuardedDeleteMixin:
@@ -83,77 +85,61 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
 
 @admin.register(HostedToolDefinition)
 class HostedToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
+    """One fieldset per registered kind (``tooling.runtime.hosted.spec``): its
+    options, shown by ``hosted_kind.js`` only while that kind is chosen."""
+
     form = HostedToolDefinitionForm
     list_display = ["name", "kind", "min_trust_level", "enabled", "updated_at"]
     list_filter = ["kind", "min_trust_level", "enabled"]
     search_fields = ["name", "description"]
     readonly_fields = ["stored_config"]
-    fieldsets = [
-        (
-            None,
-            {"fields": ["name", "kind", "description", "min_trust_level", "enabled"]},
-        ),
-        (
-            "Web search",
-            {
-                "classes": ["hosted-kind", "kind-web_search"],
-                "fields": list(HostedToolDefinitionForm.web_search_fields),
-                "description": "Used when the kind is web_search: allowed domains, "
-                "an approximate user location and live access.",
-            },
-        ),
-        (
-            "File search",
-            {
-                "classes": ["hosted-kind", "kind-file_search"],
-                "fields": list(HostedToolDefinitionForm.file_search_fields),
-                "description": "Used when the kind is file_search: the vector "
-                "stores to search, how many results, attribute filters and "
-                "ranking.",
-            },
-        ),
-        (
-            "Code interpreter",
-            {
-                "classes": ["hosted-kind", "kind-code_interpreter"],
-                "fields": list(HostedToolDefinitionForm.code_interpreter_fields),
-                "description": "Used when the kind is code_interpreter: either an "
-                "existing container id, or an auto container with a memory limit "
-                "and files.",
-            },
-        ),
-        (
-            "Image generation",
-            {
-                "classes": ["hosted-kind", "kind-image_generation"],
-                "fields": list(HostedToolDefinitionForm.image_generation_fields),
-                "description": "Used when the kind is image_generation; empty "
-                "fields leave the provider's default.",
-            },
-        ),
-        (
-            "MCP server",
-            {
-                "classes": ["hosted-kind", "kind-mcp"],
-                "fields": list(HostedToolDefinitionForm.mcp_fields),
-                "description": "Used when the kind is mcp. Header values are "
-                "secrets: only the names of the environment variables holding "
-                "them are stored, and the values are never shown.",
-            },
-        ),
-        (
-            "Stored configuration",
-            {
-                "fields": ["stored_config"],
-                "classes": ["collapse"],
-                "description": "The JSON the typed fields above are saved as "
-                "(read-only; it never holds a secret).",
-            },
-        ),
-    ]
 
     class Media:
         js = ["tooling/hosted_kind.js"]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        kwargs.setdefault("form", hosted_tool_form())
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        form = hosted_tool_form()
+        kinds = [
+            (
+                spec.label,
+                {
+                    "classes": ["hosted-kind", f"kind-{spec.kind}"],
+                    "fields": list(form.kind_fields[spec.kind]),
+                    "description": spec.description,
+                },
+            )
+            for spec in hosted_kinds()
+        ]
+        return [
+            (
+                None,
+                {
+                    "fields": [
+                        "name",
+                        "kind",
+                        "description",
+                        "min_trust_level",
+                        "enabled",
+                    ]
+                },
+            ),
+            *kinds,
+            (
+                "Stored configuration",
+                {
+                    "fields": ["stored_config"],
+                    "classes": ["collapse"],
+                    "description": "The JSON the typed fields above are saved as "
+                    "(read-only; it never holds a secret).",
+                },
+            ),
+        ]
 
     @admin.display(description="Config")
     def stored_config(self, obj: HostedToolDefinition) -> str:

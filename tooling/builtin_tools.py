@@ -11,12 +11,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .runtime.context import ToolContext
 from .runtime.errors import ToolValidationError
 from .runtime.results import ToolResult
 from .runtime.tools import Tool, ToolExample
+
+if TYPE_CHECKING:
+    from .handlers import HandlerRegistry
 
 Environment = Literal["staging", "production"]
 
@@ -150,6 +153,11 @@ def demo_tools() -> tuple[Tool[Any, Any], ...]:
     )
 
 
+def register_handlers(registry: HandlerRegistry) -> None:
+    """Register the four as ``demo.lint`` ... ``demo.deploy`` (``docs/handlers.md``)."""
+    registry.register_group("demo", demo_tools())
+
+
 __all__ = [
     "DEMO_DEPENDENCIES",
     "MAX_TARGET_LENGTH",
@@ -163,5 +171,6 @@ __all__ = [
     "demo_tools",
     "deploy",
     "lint",
+    "register_handlers",
     "run_tests",
 ]

@@ -1,9 +1,11 @@
 """The demo catalog: a research prompt (web search, citations, a function
-tool), a release prompt (sequential dependencies) and a notes prompt
-(read-before-write and planning). Seeding is idempotent."""
+tool), a release prompt (sequential dependencies), a notes prompt
+(read-before-write and planning) and a patch prompt (apply_patch under
+read-before-write). Seeding is idempotent."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tooling.models import (
@@ -17,7 +19,7 @@ from tooling.models import (
     ToolDefinition,
 )
 
-DEMO_PROMPTS = ("demo/research", "demo/release", "demo/notes")
+DEMO_PROMPTS = ("demo/research", "demo/release", "demo/notes", "demo/patch")
 
 # The research prompt answers in JSON and names its sources as a field too: the
 # API does not promise url_citation annotations on JSON output, so the answer
@@ -49,11 +51,11 @@ def _tool(name: str, handler_key: str, **fields: Any) -> ToolDefinition:
 
 def _section(
     key: str,
-    tools: list[ToolDefinition] = (),
-    hosted: list[HostedToolDefinition] = (),
-    policies: list[PolicyDefinition] = (),
+    tools: Sequence[ToolDefinition] = (),
+    hosted: Sequence[HostedToolDefinition] = (),
+    policies: Sequence[PolicyDefinition] = (),
     **fields: Any,
-) -> SectionDefinition:  # type: ignore[assignment]
+) -> SectionDefinition:
     section, created = SectionDefinition.objects.get_or_create(key=key, defaults=fields)
     if created:
         for position, tool in enumerate(tools):
@@ -197,4 +199,48 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         name="Notes with planning and read-before-write",
         description="A denied overwrite, a read, then a successful write.",
     )
-    return [research, release, notes]
+    patch = _seed_patch_prompt()
+    return [research, release, notes, patch]
+
+
+def _seed_patch_prompt() -> PromptTemplate:
+    """apply_patch under read-before-write: the model creates the file, its
+    first update of the unread file is denied, it reads the file, the update
+    goes through; a later patch whose context is stale fails."""
+    apply_patch, _ = HostedToolDefinition.objects.get_or_create(
+        name="apply_patch",
+        defaults={
+            "kind": HostedToolDefinition.Kind.APPLY_PATCH,
+            "description": "Create, update and delete the session's files with "
+            "V4A diffs.",
+            "config": {},
+        },
+    )
+    policy, _ = PolicyDefinition.objects.get_or_create(
+        name="patch-read-before-write",
+        defaults={
+            "kind": PolicyDefinition.Kind.READ_BEFORE_WRITE,
+            "config": {"read_tools": ["read_file"], "write_tools": ["apply_patch"]},
+            "description": "A file must be read before a patch changes it.",
+        },
+    )
+    section = _section(
+        "patch.changelog",
+        title="Changelog",
+        template=(
+            "Add a line about $change to `CHANGELOG.md` with apply_patch. Read "
+            "the file before you change it."
+        ),
+        default_params={"change": "the new apply_patch tool"},
+        tools=[_tool("read_file", "vfs.read_file")],
+        hosted=[apply_patch],
+        policies=[policy],
+    )
+    return _prompt(
+        "demo",
+        "patch",
+        [section],
+        name="Patch a file under read-before-write",
+        description="apply_patch: a create, an update denied until the file is "
+        "read, the update, then a patch with stale context that fails.",
+    )

@@ -18,6 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tooling.append_only import AppendOnlyModel, AppendOnlyQuerySet
+from tooling.runtime.choices import PLANNING_STRATEGY_CHOICES, TRUST_LEVEL_CHOICES
+from tooling.runtime.hosted.spec import hosted_kinds
+from tooling.runtime.trust import TrustLevel as RuntimeTrustLevel
 from tooling.storable_json import StorableJSONField
 
 
@@ -82,26 +85,38 @@ class HostedToolDefinitionQuerySet(models.QuerySet["HostedToolDefinition"]):
         return self.filter(enabled=True)
 
 
-class TrustLevel(models.TextChoices):
-    """The runtime's trust levels (``tooling.runtime.TrustLevel``), lowest first."""
+def _trust(level: RuntimeTrustLevel) -> tuple[str, str]:
+    """The level's value and label, as ``TRUST_LEVEL_CHOICES`` gives them."""
+    return level.label, dict(TRUST_LEVEL_CHOICES)[level.label]
 
-    UNTRUSTED = "untrusted", "Untrusted"
-    STANDARD = "standard", "Standard"
-    TRUSTED = "trusted", "Trusted"
+
+class TrustLevel(models.TextChoices):
+    """The runtime's trust levels (``tooling.runtime.TrustLevel``), lowest first,
+    with the values and labels the runtime gives them."""
+
+    UNTRUSTED = _trust(RuntimeTrustLevel.UNTRUSTED)
+    STANDARD = _trust(RuntimeTrustLevel.STANDARD)
+    TRUSTED = _trust(RuntimeTrustLevel.TRUSTED)
+
+
+def hosted_kind_choices() -> list[tuple[str, str]]:
+    """The hosted kinds the runtime registered (``tooling.runtime.hosted.spec``),
+    as ``(kind, label)`` choices."""
+    return [(spec.kind, spec.label) for spec in hosted_kinds()]
 
 
 class HostedToolDefinition(TimestampedModel):
     """A provider-executed tool (web search, file search ...) with its config."""
 
-    class Kind(models.TextChoices):
-        WEB_SEARCH = "web_search", "Web search"
-        FILE_SEARCH = "file_search", "File search"
-        CODE_INTERPRETER = "code_interpreter", "Code interpreter"
-        IMAGE_GENERATION = "image_generation", "Image generation"
-        MCP = "mcp", "MCP server"
+    #: The registered kinds as choices (``HostedToolDefinition.Kind.SHELL``
+    #: ...), built from the runtime's registry when this module is imported.
+    Kind = models.TextChoices(  # type: ignore[call-overload]
+        "Kind", [(kind.upper(), (kind, label)) for kind, label in hosted_kind_choices()]
+    )
 
     name = models.CharField(max_length=64, unique=True)
-    kind = models.CharField(max_length=32, choices=Kind.choices)
+    # Callable choices: a kind registered later is valid without a migration.
+    kind = models.CharField(max_length=32, choices=hosted_kind_choices)
     description = models.CharField(max_length=200)
     config = StorableJSONField(default=dict, blank=True)
     min_trust_level = models.CharField(
@@ -163,14 +178,7 @@ class SectionDefinition(TimestampedModel):
     planning_strategy = models.CharField(
         max_length=40,
         blank=True,
-        choices=[
-            ("react", "ReAct: reason, act, observe"),
-            ("plan_act_reflect", "Plan, act, reflect"),
-            (
-                "goal_decompose_route_synthesise",
-                "Goal, decompose, route, synthesise",
-            ),
-        ],
+        choices=list(PLANNING_STRATEGY_CHOICES),
         help_text="Makes this a planning section: the four planning tools are "
         "added to it and the strategy's guidance follows the template.",
     )
@@ -188,14 +196,16 @@ class SectionDefinition(TimestampedModel):
         related_name="children",
     )
     position = models.PositiveIntegerField(default=0)
-    tools = models.ManyToManyField(
+    tools: models.ManyToManyField[ToolDefinition, SectionTool] = models.ManyToManyField(
         ToolDefinition, through="SectionTool", blank=True, related_name="sections"
     )
-    hosted_tools = models.ManyToManyField(
-        HostedToolDefinition,
-        through="SectionHostedTool",
-        blank=True,
-        related_name="sections",
+    hosted_tools: models.ManyToManyField[HostedToolDefinition, SectionHostedTool] = (
+        models.ManyToManyField(
+            HostedToolDefinition,
+            through="SectionHostedTool",
+            blank=True,
+            related_name="sections",
+        )
     )
     policies = models.ManyToManyField(
         PolicyDefinition, blank=True, related_name="sections"
@@ -250,8 +260,8 @@ def would_cycle(section_id: int, parent_id: int | None) -> bool:
     quote = connection.ops.quote_name
     meta = SectionDefinition._meta
     table = quote(meta.db_table)
-    pk = quote(meta.pk.column)  # type: ignore[union-attr]
-    parent = quote(meta.get_field("parent").column)  # type: ignore[union-attr]
+    pk = quote(meta.pk.column)
+    parent = quote(meta.get_field("parent").column)
     sql = (
         f"WITH RECURSIVE wink_up(id) AS ("
         f"SELECT {pk} FROM {table} WHERE {pk} = %s "
@@ -336,8 +346,10 @@ class PromptTemplate(TimestampedModel):
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     model = models.CharField(max_length=100, default="gpt-5.4")
-    sections = models.ManyToManyField(
-        SectionDefinition, through="PromptSection", related_name="prompts"
+    sections: models.ManyToManyField[SectionDefinition, PromptSection] = (
+        models.ManyToManyField(
+            SectionDefinition, through="PromptSection", related_name="prompts"
+        )
     )
     policies = models.ManyToManyField(
         PolicyDefinition, blank=True, related_name="prompts"

@@ -45,7 +45,10 @@ def _new_client() -> openai.OpenAI:
         return openai.OpenAI(
             api_key="sk-offline",
             base_url=OFFLINE_BASE_URL,
-            http_client=httpx.Client(transport=offline_transport(ScriptedModel())),
+            # The SDK takes an httpx client too, though typed for httpx2's.
+            http_client=httpx.Client(  # type: ignore[arg-type]
+                transport=offline_transport(ScriptedModel())
+            ),
             max_retries=0,
         )
     return openai.OpenAI(

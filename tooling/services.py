@@ -15,7 +15,7 @@ from typing import Any
 import openai
 from django.core.exceptions import ValidationError
 
-from tooling import assembly
+from tooling import assembly, shell_executors
 from tooling.models import CatalogRevision, PromptTemplate, TrustLevel
 from tooling.providers import build_client
 from tooling.runtime import (
@@ -82,6 +82,7 @@ def build_adapter(
         model=prompt["model"],
         model_capabilities=assembly.model_capabilities_of(revision),
         max_turns=prompt["max_turns"],
+        shell_executors=shell_executors.registry(),
     )
 
 

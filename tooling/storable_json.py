@@ -45,7 +45,7 @@ def unstorable_paths(value: Any) -> list[str]:
                 found.append(path)
             stack.extend(
                 (inner, _join(path, storable_text(str(key))[0]))
-                for key, inner in reversed(item.items())
+                for key, inner in reversed(list(item.items()))
             )
         elif isinstance(item, list | tuple):
             stack.extend(
@@ -140,5 +140,14 @@ class StorableJSONField(models.JSONField):
 
     default_validators = [validate_storable_json]
 
-    def formfield(self, **kwargs: Any) -> Any:
-        return super().formfield(**{"form_class": StorableJSONFormField, **kwargs})
+    def formfield(
+        self,
+        form_class: type[forms.Field] | None = None,
+        choices_form_class: type[forms.ChoiceField] | None = None,
+        **kwargs: Any,
+    ) -> forms.Field | None:
+        return super().formfield(
+            form_class=form_class or StorableJSONFormField,
+            choices_form_class=choices_form_class,
+            **kwargs,
+        )

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from tooling.runtime import Tool, ToolContext, ToolExample, ToolResult
+
+if TYPE_CHECKING:
+    from tooling.handlers import HandlerRegistry
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -45,3 +49,8 @@ def text_tools() -> tuple[Tool[CountWordsParams, WordCount], ...]:
             ),
         ),
     )
+
+
+def register_handlers(registry: HandlerRegistry) -> None:
+    """Register ``demo.count_words`` (``docs/handlers.md``)."""
+    registry.register_group("demo", text_tools())

@@ -321,6 +321,14 @@ WINK_MCP_HEADER_ENV_ALLOW = env_list("WINK_MCP_HEADER_ENV_ALLOW", "")
 WINK_OPENAI_MAX_RETRIES = int(env_number("WINK_OPENAI_MAX_RETRIES", 2))
 WINK_OPENAI_TIMEOUT = env_number("WINK_OPENAI_TIMEOUT", 600, minimum=0.1)
 
+# The modules whose handlers catalog tools can be bound to (docs/handlers.md):
+# comma-separated dotted paths, each defining register_handlers(registry). The
+# list replaces the product's own; `manage.py check` reports a bad module.
+WINK_HANDLER_MODULES = env_list(
+    "WINK_HANDLER_MODULES",
+    "tooling.runtime_tools,tooling.builtin_tools,tooling.text_tools",
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

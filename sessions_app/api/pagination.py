@@ -38,7 +38,7 @@ class StrictCursorPagination(CursorPagination):
     def get_page_size(self, request: Request) -> int:
         return page_size(
             request.query_params.get(self.page_size_query_param),
-            default=int(self.page_size),
+            default=self.page_size or MAX_PAGE_SIZE,
             maximum=self.max_page_size,
         )
 

@@ -17,7 +17,7 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
-from sessions_app.timeline import TRAIL_LISTS
+from sessions_app.timeline import KINDS, TRAIL_LISTS
 from tooling.api.input import StrictSerializer
 from tooling.models import TrustLevel
 
@@ -340,15 +340,7 @@ class ToolInvocationListSerializer(ToolInvocationSerializer):
 class EventSerializer(serializers.Serializer[Any]):
     """One entry of a session's timeline."""
 
-    kind = serializers.ChoiceField(
-        choices=[
-            "provider_call",
-            "citation",
-            "policy_denial",
-            "tool_invocation",
-            "state_change",
-        ]
-    )
+    kind = serializers.ChoiceField(choices=list(KINDS))
     turn = serializers.IntegerField()
     sequence = serializers.IntegerField(
         allow_null=True,
@@ -356,7 +348,9 @@ class EventSerializer(serializers.Serializer[Any]):
         "and state changes); null otherwise.",
     )
     created_at = serializers.DateTimeField()
-    data = serializers.DictField(
+    # Named like Serializer.data: the serializer metaclass takes a declared
+    # field off the class, so nothing is shadowed at run time.
+    data = serializers.DictField(  # type: ignore[assignment]
         help_text="The row, as in the session's detail: a provider call (without "
         "bodies), a citation, a policy denial, a tool invocation or a state "
         "change, by kind."

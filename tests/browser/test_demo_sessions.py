@@ -39,6 +39,7 @@ DEMO_TOOLS = {
         "read_file",
         "list_files",
     ],
+    "demo/patch": ["read_file", "apply_patch"],
 }
 
 Entries = list[tuple[set[str], str, str]]
@@ -109,6 +110,7 @@ def test_each_demo_prompt_previews_from_the_prompt_list(ui: UI, shot: Any) -> No
         assert ui.find("input[name=run]").is_enabled()
         assert not ui.find_all("ul.errorlist li")
         shot(f"demo-02-preview-{ref.replace('/', '-')}")
+    open_preview(ui, "demo/notes")
     rendered = ui.find("#rendered-prompt").get_attribute("textContent")
     assert "## 1. Planning (notes.plan)" in rendered
     assert "## 2. Files (notes.files)" in rendered

@@ -507,7 +507,7 @@ def test_a_model_without_web_search_cannot_save_preview_or_run_the_prompt(
     ui.submit()
     assert ui.field_errors("hosted_kinds") == [
         "Unknown hosted tool kind(s): 'web_serch'; known kinds: web_search, "
-        "file_search, code_interpreter, image_generation, mcp."
+        "file_search, code_interpreter, image_generation, mcp, shell, apply_patch."
     ], ui.form_errors()
     assert ModelCapability.objects.count() == 0
     ui.fill("hosted_kinds", '["file_search"]')

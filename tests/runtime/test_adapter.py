@@ -185,6 +185,26 @@ def test_adapter_requires_positive_max_turns() -> None:
         OpenAIAdapter(client=FakeProvider().client, model=MODEL, max_turns=0)
 
 
+def test_adapter_without_a_client_builds_the_sdks_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env.test/v1")
+    adapter = OpenAIAdapter(model=MODEL)
+    assert adapter.client.api_key == "sk-from-env"
+    assert str(adapter.client.base_url) == "http://env.test/v1/"
+
+
+def test_adapter_parse_output_true_is_accepted_and_false_refused() -> None:
+    provider = FakeProvider(response(message('{"answer": "x", "confidence": 1}')))
+    prompt = make_prompt(output=StructuredOutput.from_dataclass(Answer))
+    with pytest.raises(ValueError, match="parse_output=False is not supported"):
+        make_adapter(provider).evaluate(prompt, parse_output=False)
+    assert provider.requests == []
+    result = make_adapter(provider).evaluate(prompt, parse_output=True)
+    assert result.output == Answer(answer="x", confidence=1)
+
+
 def test_adapter_defaults() -> None:
     adapter = OpenAIAdapter(client=FakeProvider().client, model=f" {MODEL} ")
     assert adapter.model == MODEL
@@ -315,14 +335,18 @@ def test_adapter_non_strict_schema_is_sent_with_strict_false() -> None:
     assert payload[0]["strict"] is False
 
 
-def test_adapter_native_function_tool_is_rejected_before_any_request() -> None:
+def test_adapter_native_tool_naming_no_built_in_is_rejected_before_any_request() -> (
+    None
+):
     provider = FakeProvider()
     native = NativeTool(name="native", description="Provider side.")
     error, _ = failure(provider, make_prompt(tools=[native]))
     assert error.phase == "render"
-    assert error.message == (
-        "Native tool 'native' must be declared as a hosted tool for the OpenAI adapter."
+    assert error.message.startswith(
+        "Native tool 'native' is not a built-in tool of the OpenAI adapter; its "
+        "built-ins: "
     )
+    assert "code_interpreter" in error.message and "web_search" in error.message
     assert provider.requests == []
 
 
@@ -1453,3 +1477,44 @@ def test_adapter_redact_request_leaves_bodies_without_tools_alone() -> None:
     body = {"model": MODEL, "input": []}
     assert redact_request(body) == body
     assert redact_request(body) is not body
+
+
+# -- HostedToolCodec[ConfigT, OutputT] ---------------------------------------------
+
+
+def test_adapter_a_seed_style_codec_subclass_gets_working_defaults() -> None:
+    from tooling.runtime.adapters.openai.codecs.base import HostedToolCodec
+
+    @dataclasses.dataclass(frozen=True)
+    class Output:
+        text: str
+
+    class GizmoCodec(HostedToolCodec[GizmoConfig, Output]):
+        @property
+        def kind(self) -> str:
+            return "gizmo"
+
+        def serialize(self, tool: HostedTool[GizmoConfig]) -> dict[str, Any]:
+            return {"type": "gizmo", "label": tool.config.label}
+
+        def parse_output(
+            self, response_items: Sequence[Any], tool: HostedTool[GizmoConfig]
+        ) -> Output | None:
+            return Output(text=str(len(response_items)))
+
+    codec = GizmoCodec()
+    gizmo = HostedTool(
+        kind="gizmo", name="gizmo", description="G.", config=GizmoConfig()
+    )
+    assert (codec.item_types, codec.include) == ((), ())
+    assert codec.tool_choice(gizmo) == {"type": "gizmo"}
+    assert codec.matches({}, gizmo) is True and codec.parse_call({}) is None
+    provider = FakeProvider(response(message()))
+    result, _ = evaluate(
+        provider,
+        make_prompt(hosted=[gizmo]),
+        adapter_kwargs={"hosted_tool_codecs": {"gizmo": codec}},
+    )
+    assert provider.requests[0]["tools"] == [{"type": "gizmo", "label": "main"}]
+    assert "include" not in provider.requests[0]
+    assert result.hosted_outputs["gizmo"] == Output(text="1")

@@ -33,6 +33,7 @@ from tooling.runtime.executor import FunctionCall, ToolExecution, ToolExecutor
 from tooling.runtime.hosted.web_search import web_search_tool
 from tooling.runtime.policies import PolicyDecision, SequentialDependencyPolicy
 from tooling.runtime.prompt import Prompt
+from tooling.runtime.reducers import Reducer
 from tooling.runtime.results import ToolResult
 from tooling.runtime.sections import MarkdownSection
 from tooling.runtime.session import (
@@ -811,3 +812,138 @@ def test_session_transaction_keeps_changes_without_rollback() -> None:
         session.put_state("k", 1)
     assert session.get_state("k") == 1
     assert session.session_id
+
+
+# -- handlers publishing events through their context ------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Counted:
+    amount: int
+
+
+def _add(current: int | None, event: Counted) -> int:
+    if event.amount < 0:
+        raise ToolValidationError("amounts must not be negative")
+    return (current or 0) + event.amount
+
+
+COUNTER = Reducer(Counted, "counter", _add)
+
+
+class CounterSection(MarkdownSection):
+    """A section registering a reducer, as a deployment's own would."""
+
+    def reducers(self) -> tuple[Reducer, ...]:
+        return (COUNTER,)
+
+
+def publishing_executor(
+    body: Handler, *, section_reducers: bool = True
+) -> tuple[ToolExecutor, InMemorySession, InMemorySink]:
+    tool = Tool(
+        name="count",
+        description="Count.",
+        handler=Recorder(body),
+        params_type=Args,
+        result_type=Out,
+    )
+    cls = CounterSection if section_reducers else MarkdownSection
+    prompt = Prompt(
+        ns="tests", key="publish", sections=[cls(title="T", key="t", tools=[tool])]
+    )
+    session = InMemorySession()
+    sink = InMemorySink()
+    executor = ToolExecutor(
+        prompt=prompt, rendered=prompt.render(), session=session, sink=sink
+    )
+    return executor, session, sink
+
+
+def call_count(executor: ToolExecutor) -> ToolExecution:
+    return executor.execute(FunctionCall("count", json.dumps({"query": "q"}), "c1"))
+
+
+def test_executor_published_events_reach_the_sink_then_state_then_invocation() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.publish(Counted(2))
+        context.publish(Counted(3))
+        total = context.session.get_state("counter")
+        return ToolResult.ok(Out(f"total {total}"))
+
+    executor, session, sink = publishing_executor(body)
+    execution = call_count(executor)
+    assert execution.result.value == Out("total 5")
+    assert session.get_state("counter") == 5
+    assert sink.events[:2] == [Counted(2), Counted(3)]
+    assert [type(e) for e in sink.events[2:]] == [StateChanged, ToolInvoked]
+    (change,) = sink.of_type(StateChanged)
+    assert (change.key, change.value, change.tool_name) == ("counter", 5, "count")
+
+
+def test_executor_a_failed_call_drops_its_events_and_their_state() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.publish(Counted(2))
+        return ToolResult.error("changed my mind")
+
+    executor, session, sink = publishing_executor(body)
+    assert not call_count(executor).result.success
+    assert session.get_state("counter") is None
+    assert [type(e) for e in sink.events] == [ToolInvoked]
+
+
+def test_executor_a_reducer_refusing_an_event_fails_the_call() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.publish(Counted(1))
+        context.publish(Counted(-1))
+        return ToolResult.ok(Out("unreachable"))
+
+    executor, session, sink = publishing_executor(body)
+    execution = call_count(executor)
+    assert execution.output == ("Tool validation failed: amounts must not be negative")
+    assert session.get_state("counter") is None
+    assert [type(e) for e in sink.events] == [ToolInvoked]
+
+
+def test_executor_handler_named_reducers_apply_without_section_ones() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.publish(Counted(4), reducers=(COUNTER,))
+        context.publish(Counted(1))  # no reducer: delivered, state unchanged
+        return ToolResult.ok(Out("ok"))
+
+    executor, session, sink = publishing_executor(body, section_reducers=False)
+    call_count(executor)
+    assert session.get_state("counter") == 4
+    assert sink.events[:2] == [Counted(4), Counted(1)]
+
+
+def test_executor_a_reducer_listed_twice_applies_once() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.publish(Counted(4), reducers=(COUNTER,))
+        return ToolResult.ok(Out("ok"))
+
+    executor, session, _ = publishing_executor(body)
+    call_count(executor)
+    assert session.get_state("counter") == 4
+
+
+def test_executor_handler_may_reset_the_session() -> None:
+    def body(params: Args, context: ToolContext) -> ToolResult[Out]:
+        context.session.put_state("other", 1)
+        context.session.reset()
+        return ToolResult.ok(Out("ok"))
+
+    executor, session, sink = publishing_executor(body)
+    session.put_state("before", 1)
+    call_count(executor)
+    assert session.get_state("before") is None and session.get_state("other") is None
+    assert sink.of_type(StateChanged) == []
+
+
+def test_reducer_validates_its_parts() -> None:
+    with pytest.raises(TypeError, match="event_type must be a class"):
+        Reducer("Counted", "counter", _add)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key must be a non-empty string"):
+        Reducer(Counted, " ", _add)
+    with pytest.raises(TypeError, match="reduce must be callable"):
+        Reducer(Counted, "counter", None)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from tooling.runtime.events import InMemorySink, StateChanged, ToolInvoked
 from tooling.runtime.executor import FunctionCall, ToolExecution, ToolExecutor
 from tooling.runtime.planning import (
     MAX_TEXT_LENGTH,
+    PLAN_REDUCERS,
     PLAN_STATE_KEY,
     AddStep,
     Plan,
@@ -31,10 +32,15 @@ from tooling.runtime.planning import (
     planning_template,
     planning_tools,
     read_plan,
+    reduce_add_step,
+    reduce_plan,
+    reduce_setup_plan,
+    reduce_update_step,
     setup_plan,
     update_step,
 )
 from tooling.runtime.prompt import Prompt
+from tooling.runtime.reducers import prompt_reducers, reduce_event
 from tooling.runtime.results import ToolResult
 from tooling.runtime.schema import dataclass_schema, is_strict_compatible
 from tooling.runtime.sections import MarkdownSection
@@ -622,7 +628,7 @@ def test_section_defaults() -> None:
     assert section.title == "Planning Tools"
     assert section.strategy is PlanningStrategy.REACT
     assert section.accepts_overrides is False
-    assert tuple(tool.name for tool in section.tools) == TOOL_NAMES
+    assert tuple(tool.name for tool in section.tools()) == TOOL_NAMES
     assert section.placeholders == ()
 
 
@@ -815,3 +821,151 @@ def test_unexpected_error_after_a_state_change_rolls_the_plan_back() -> None:
         "Tool 'update_then_explode' execution failed: disk on fire"
     )
     assert harness.plan is before
+
+
+# --------------------------------------------------------------------------
+# The plan as a reduction of events (seed 003)
+# --------------------------------------------------------------------------
+
+
+def test_section_registers_the_plan_reducers() -> None:
+    section = PlanningToolsSection()
+    assert section.reducers() == PLAN_REDUCERS
+    assert [(r.event_type, r.key) for r in PLAN_REDUCERS] == [
+        (Plan, PLAN_STATE_KEY),
+        (SetupPlan, PLAN_STATE_KEY),
+        (AddStep, PLAN_STATE_KEY),
+        (UpdateStep, PLAN_STATE_KEY),
+    ]
+    assert (
+        prompt_reducers(Prompt(ns="tests", key="p", sections=[section]))
+        == PLAN_REDUCERS
+    )
+
+
+def test_the_plan_is_a_reduction_of_its_events() -> None:
+    events: list[object] = [
+        SetupPlan(objective="Ship", initial_steps=("a", "b")),
+        AddStep(steps=("c",)),
+        UpdateStep(step_id=2, status="done"),
+        UpdateStep(step_id=1, title="A!"),
+    ]
+    plan: Plan | None = None
+    for event in events:
+        (reducer,) = [r for r in PLAN_REDUCERS if r.applies_to(event)]
+        plan = reducer.reduce(plan, event)
+    assert plan is not None
+    assert titles(plan) == [(1, "A!", "pending"), (2, "b", "done"), (3, "c", "pending")]
+    assert plan.next_step_id == 4
+
+    session = InMemorySession()
+    for event in events:
+        assert reduce_event(session, event, PLAN_REDUCERS) == (PLAN_STATE_KEY,)
+    assert current_plan(session) == plan
+    # a published Plan replaces the current one
+    replacement = dataclasses.replace(plan, objective="Other")
+    reduce_event(session, replacement, PLAN_REDUCERS)
+    assert current_plan(session) == replacement
+    assert reduce_event(session, ReadPlan(), PLAN_REDUCERS) == ()
+
+
+def test_reducers_refuse_events_without_a_plan() -> None:
+    with pytest.raises(ToolValidationError, match="No plan is currently initialised"):
+        reduce_add_step(None, AddStep(steps=("a",)))
+    with pytest.raises(ToolValidationError, match="No plan is currently initialised"):
+        reduce_update_step(None, UpdateStep(step_id=1, status="done"))
+    assert reduce_plan(None, reduce_setup_plan(None, SetupPlan("o"))).steps == ()
+
+
+def test_executor_delivers_the_plan_events_before_state_and_invocation() -> None:
+    harness = Harness()
+    harness.call("planning_setup_plan", objective="Ship", initial_steps=["a"])
+    harness.call("planning_update_step", step_id=1, status="in_progress")
+    harness.call("planning_read_plan")
+    kinds = [type(event).__name__ for event in harness.sink.events]
+    assert kinds == [
+        "SetupPlan",
+        "StateChanged",
+        "ToolInvoked",
+        "UpdateStep",
+        "StateChanged",
+        "ToolInvoked",
+        "ToolInvoked",  # reading publishes nothing
+    ]
+    setup_event = harness.sink.events[0]
+    assert setup_event == SetupPlan(objective="Ship", initial_steps=("a",))
+
+
+def test_a_refused_event_is_not_delivered() -> None:
+    harness = Harness()
+    refused = harness.call("planning_add_step", steps=["a"])
+    assert refused.output == "Tool validation failed: No plan is currently initialised."
+    assert [type(e).__name__ for e in harness.sink.events] == ["ToolInvoked"]
+
+
+def test_a_failed_calls_published_events_are_dropped_with_its_state() -> None:
+    def publish_then_fail(params: AddStep, *, context: ToolContext) -> ToolResult[Plan]:
+        add_step(params, context=context)
+        raise RuntimeError("boom")
+
+    harness = Harness(
+        Tool[AddStep, Plan](
+            name="publish_then_fail",
+            description="Adds steps then crashes.",
+            handler=publish_then_fail,
+        )
+    )
+    harness.call("planning_setup_plan", objective="o")
+    before = list(harness.sink.events)
+    harness.call("publish_then_fail", steps=["b"])
+    new = harness.sink.events[len(before) :]
+    assert [type(e).__name__ for e in new] == ["ToolInvoked"]
+    assert harness.plan is not None and harness.plan.steps == ()
+
+
+def test_planning_tools_in_a_plain_section_still_reduce_the_plan() -> None:
+    # The catalog assembly puts planning_tools() in a MarkdownSection, which
+    # registers no reducers: the handlers name theirs.
+    section = MarkdownSection(title="Work", key="work", tools=planning_tools())
+    prompt = Prompt(ns="tests", key="plain", sections=[section])
+    assert prompt_reducers(prompt) == ()
+    session = InMemorySession()
+    sink = InMemorySink()
+    executor = ToolExecutor(
+        prompt=prompt, rendered=prompt.render(), session=session, sink=sink
+    )
+    call = FunctionCall(
+        "planning_setup_plan",
+        json.dumps({"objective": "o", "initial_steps": ["a"]}),
+        "c1",
+    )
+    assert executor.execute(call).result.success
+    plan = current_plan(session)
+    assert plan is not None and titles(plan) == [(1, "a", "pending")]
+    assert [type(e).__name__ for e in sink.events] == [
+        "SetupPlan",
+        "StateChanged",
+        "ToolInvoked",
+    ]
+
+
+def test_planning_events_are_exported_from_the_runtime() -> None:
+    import tooling.runtime as runtime
+
+    assert (runtime.SetupPlan, runtime.AddStep, runtime.UpdateStep) == (
+        SetupPlan,
+        AddStep,
+        UpdateStep,
+    )
+    assert runtime.ReadPlan is ReadPlan
+
+
+def test_session_reset_clears_plan_and_policy_state() -> None:
+    session = InMemorySession()
+    session.filesystem.write("notes.txt", "kept")
+    reduce_event(session, SetupPlan(objective="o"), PLAN_REDUCERS)
+    session.put_state("policy:read_before_write", {"read": ["notes.txt"]})
+    session.reset()
+    assert current_plan(session) is None
+    assert session.get_state("policy:read_before_write") is None
+    assert session.filesystem.read("notes.txt") == "kept"

@@ -249,10 +249,18 @@ def test_policies_rbw_defaults() -> None:
     assert policy.name == "read_before_write"
     assert policy.read_tools == frozenset({"read_file"})
     assert policy.write_tools == frozenset({"write_file", "edit_file"})
-    assert policy.referenced_tools() == frozenset(
-        {"read_file", "write_file", "edit_file"}
-    )
+    # the defaults cover whichever of them a prompt has (seed 003 writes
+    # ReadBeforeWritePolicy() beside read_file and write_file only)
+    assert policy.referenced_tools() == frozenset()
     assert policy.mount_point == ""
+
+
+def test_policies_rbw_explicit_tools_must_all_exist() -> None:
+    policy = rbw(read_tools=["cat"], write_tools=["save"])
+    assert policy.referenced_tools() == frozenset({"cat", "save"})
+    assert rbw(write_tools=["save"]).referenced_tools() == frozenset(
+        {"read_file", "save"}
+    )
 
 
 def test_policies_rbw_allows_non_write_tools() -> None:

@@ -2,6 +2,7 @@
 rendering with parameters."""
 
 import dataclasses
+import typing
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from tooling.runtime.policies import (
 from tooling.runtime.prompt import (
     Prompt,
     PromptResponse,
+    RenderedPrompt,
     StructuredOutput,
     ToolChoice,
     sanitize_schema_name,
@@ -203,7 +205,7 @@ def test_prompt_section_policy_referencing_unknown_tool_is_rejected() -> None:
 def test_prompt_prompt_level_policy_referencing_unknown_tool_is_rejected() -> None:
     error = invalid(
         section("a", tools=[tool("read_file")]),
-        policies=[ReadBeforeWritePolicy()],
+        policies=[ReadBeforeWritePolicy(write_tools=("write_file", "edit_file"))],
     )
     assert error.message == (
         "Policy 'read_before_write' refers to tool 'edit_file', which prompt "
@@ -618,3 +620,84 @@ def test_prompt_declared_hosted_tools_include_disabled_and_nested_sections() -> 
 
     assert built.declared_hosted_tools() == (first, nested, hidden)
     assert built.render().hosted_tools == (first, nested)
+
+
+def test_prompt_declared_tools_include_disabled_and_nested_sections() -> None:
+    first, nested, hidden = tool("first"), tool("nested"), tool("hidden")
+    built = prompt(
+        section("a", tools=[first], children=[section("b", tools=[nested])]),
+        section("c", enabled=False, tools=[hidden]),
+        section("d", hosted_tools=[web_search_tool()]),
+    )
+    assert built.declared_tools() == (first, nested, hidden)
+    assert built.render().tools == (first, nested)
+
+
+# -- Prompt[OutputT] ---------------------------------------------------------------
+
+
+def test_prompt_subscript_gives_the_structured_output() -> None:
+    built = Prompt[Answer](ns="t", key="k", sections=[section("a")])
+    assert built.output == StructuredOutput.from_dataclass(Answer)
+    assert built.output is not None and built.output.output_type is Answer
+    assert built.render().output == built.output
+    assert type(built) is Prompt
+    assert typing.get_args(built.__orig_class__) == (Answer,)  # type: ignore[attr-defined]
+
+
+def test_prompt_subscript_and_the_same_output_agree() -> None:
+    named = StructuredOutput.from_dataclass(Answer, name="final")
+    built = Prompt[Answer](ns="t", key="k", output=named)
+    assert built.output is named
+
+
+def test_prompt_subscript_conflicting_with_output_is_an_error() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        Prompt[Answer](ns="t", key="k", output=StructuredOutput.from_dataclass(Loose))
+    assert info.value.message == "Prompt[Answer] conflicts with output= for Loose."
+    assert info.value.placeholder == "output"
+    schema = StructuredOutput.from_schema({"type": "object"}, name="raw")
+    with pytest.raises(PromptValidationError) as info:
+        Prompt[Answer](ns="t", key="k", output=schema)
+    assert info.value.message == "Prompt[Answer] conflicts with output= for a schema."
+
+
+@pytest.mark.parametrize("argument", [str, None])
+def test_prompt_subscript_str_asks_for_plain_text(argument: Any) -> None:
+    assert Prompt[argument](ns="t", key="k").output is None
+    with pytest.raises(PromptValidationError) as info:
+        Prompt[argument](
+            ns="t", key="k", output=StructuredOutput.from_dataclass(Answer)
+        )
+    assert info.value.message == (
+        f"Prompt[{'str' if argument is str else 'None'}] asks for plain text but "
+        "output= gives a structured output."
+    )
+
+
+@pytest.mark.parametrize("argument", [int, dict[str, int], list[Answer]])
+def test_prompt_subscript_must_be_a_dataclass(argument: Any) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        Prompt[argument](ns="t", key="k")
+    assert info.value.message.endswith(
+        ": the output type must be a dataclass (or str for plain text)."
+    )
+    assert info.value.dataclass_type == argument
+
+
+@pytest.mark.parametrize("argument", [Any, typing.TypeVar("OutT")])
+def test_prompt_open_subscripts_leave_the_output_as_given(argument: Any) -> None:
+    assert Prompt[argument](ns="t", key="k").output is None
+    given = StructuredOutput.from_dataclass(Answer)
+    assert Prompt[argument](ns="t", key="k", output=given).output is given
+
+
+def test_prompt_rendered_prompt_and_response_are_generic() -> None:
+    assert typing.get_args(RenderedPrompt[Answer]) == (Answer,)
+    response = PromptResponse[Answer](prompt_name="p", text=None, output=Answer("yes"))
+    assert response.output == Answer("yes")
+
+
+def test_prompt_takes_one_type_argument() -> None:
+    with pytest.raises(TypeError, match="Too many arguments"):
+        Prompt[Answer, Loose]  # type: ignore[misc]

@@ -2,6 +2,7 @@
 sections renders (headings, numbering, disabled branches, tool examples)."""
 
 import dataclasses
+import typing
 from typing import Any
 
 import pytest
@@ -491,7 +492,7 @@ def test_sections_examples_block_omitted_without_examples() -> None:
 
 
 def test_sections_examples_block_without_body() -> None:
-    no_params = Tool(
+    no_params: Tool[Any, Any] = Tool(
         name="ping",
         description="Ping.",
         examples=(ToolExample("Ping once.", None, None),),
@@ -504,3 +505,422 @@ def test_sections_examples_block_without_body() -> None:
 
 def test_sections_markdown_section_is_a_section() -> None:
     assert issubclass(MarkdownSection, Section)
+
+
+# -- params type from the subscript --------------------------------------------------
+
+
+def test_sections_subscript_gives_the_params_type() -> None:
+    built = MarkdownSection[Greeting](title="Intro", key="intro", template="Hi $name")
+    assert built.params_type is Greeting
+    assert built.param_names == ("name", "price")
+    assert render(built, values={"name": "Ada"}) == "## 1. Intro (intro)\n\nHi Ada"
+
+
+def test_sections_subscript_alias_keeps_its_type_arguments() -> None:
+    alias = MarkdownSection[Greeting]
+    assert typing.get_origin(alias) is MarkdownSection
+    assert typing.get_args(alias) == (Greeting,)
+    built = alias(title="Intro", key="intro")
+    assert type(built) is MarkdownSection
+    assert built.__orig_class__ == alias  # type: ignore[attr-defined]
+
+
+def test_sections_subscript_and_the_same_explicit_params_type_agree() -> None:
+    built = Section[Greeting](title="T", key="t", params_type=Greeting)
+    assert built.params_type is Greeting
+
+
+def test_sections_subscript_conflicting_with_params_type_is_an_error() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection[Greeting](title="T", key="t", params_type=Query)  # type: ignore[arg-type]
+    assert (
+        info.value.message
+        == "MarkdownSection[Greeting] conflicts with params_type=Query."
+    )
+    assert info.value.dataclass_type is Query
+    assert info.value.section_path == ("t",)
+
+
+def test_sections_subscript_conflicting_with_default_params_is_an_error() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection[Greeting](title="T", key="t", default_params=Query("x"))  # type: ignore[arg-type]
+    assert info.value.message == (
+        "Section default params must be an instance of its params type."
+    )
+
+
+def test_sections_subscript_must_be_a_dataclass() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection[int](title="T", key="t")
+    assert info.value.message == "Section params must be a dataclass type."
+    assert info.value.dataclass_type is int
+
+
+@pytest.mark.parametrize("argument", [Any, object, typing.TypeVar("T")])
+def test_sections_open_subscripts_leave_the_section_without_params(
+    argument: Any,
+) -> None:
+    built = MarkdownSection[argument](title="T", key="t", template="Plain.")
+    assert built.params_type is None
+    with pytest.raises(PromptValidationError, match="does not accept parameters"):
+        MarkdownSection[argument](title="T", key="t", template="$name")
+
+
+def test_sections_subclass_of_a_subscripted_section_declares_its_params() -> None:
+    class GreetingSection(Section[Greeting]):
+        def __init__(self, *, key: str = "greet") -> None:
+            super().__init__(title="Greet", key=key, template="Hello $name")
+
+    assert GreetingSection.declared_params_type is Greeting
+    assert GreetingSection().params_type is Greeting
+    assert render(GreetingSection(), values={"name": "Bo"}) == (
+        "## 1. Greet (greet)\n\nHello Bo"
+    )
+    assert Section.declared_params_type is None
+
+
+def test_sections_subclass_declared_params_conflict_is_an_error() -> None:
+    class GreetingSection(MarkdownSection[Greeting]):
+        pass
+
+    assert GreetingSection(title="T", key="t").params_type is Greeting
+    with pytest.raises(PromptValidationError) as info:
+        GreetingSection(title="T", key="t", params_type=Query)  # type: ignore[arg-type]
+    assert info.value.message == (
+        "GreetingSection (a section of Greeting) conflicts with params_type=Query."
+    )
+
+
+def test_sections_generic_subclass_takes_the_params_from_its_own_subscript() -> None:
+    P = typing.TypeVar("P")
+
+    class Boxed(MarkdownSection[P]):
+        """A generic subclass whose ``__init__`` has no ``params_type``."""
+
+        def __init__(self, title: str) -> None:
+            super().__init__(title=title, template="[$name]")
+
+    built = Boxed[Greeting]("Box")
+    assert (built.params_type, built.key) == (Greeting, "box")
+    assert render(built, values={"name": "x"}) == "## 1. Box (box)\n\n[x]"
+    with pytest.raises(PromptValidationError, match="does not accept parameters"):
+        Boxed("Box")
+
+
+def test_sections_subscripted_subclass_of_a_generic_subclass() -> None:
+    P = typing.TypeVar("P")
+
+    class Boxed(MarkdownSection[P]):
+        pass
+
+    class GreetingBox(Boxed[Greeting]):
+        pass
+
+    assert GreetingBox.declared_params_type is Greeting
+    assert GreetingBox(title="T", key="t", template="$name").params_type is Greeting
+
+
+def test_sections_non_generic_subclass_subscript_is_refused() -> None:
+    class Plain(MarkdownSection[Greeting]):
+        pass
+
+    with pytest.raises(TypeError):
+        Plain[Query]  # type: ignore[misc]
+
+
+# -- keys derived from titles --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("title", "key"),
+    [
+        ("Guidance", "guidance"),
+        ("  Task Notes! ", "task-notes"),
+        ("v1.2 release_notes", "v1.2-release_notes"),
+        ("--Odd__", "odd"),
+        ("x" * 80, "x" * 64),
+        ("caf\u00e9 menu", "caf-menu"),
+    ],
+)
+def test_sections_key_defaults_to_one_derived_from_the_title(
+    title: str, key: str
+) -> None:
+    assert MarkdownSection(title=title).key == key
+
+
+@pytest.mark.parametrize("title", ["!!!", "\u00e9\u00e9", "\u2603"])
+def test_sections_title_without_a_derivable_key_needs_a_key(title: str) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection(title=title)
+    assert info.value.message == (
+        f"Section '{title}' needs a key: none can be derived from its title."
+    )
+    assert info.value.placeholder == "key"
+    assert MarkdownSection(title=title, key="given").key == "given"
+
+
+@pytest.mark.parametrize("key", [None, "given"])
+@pytest.mark.parametrize("title", ["a\x00b", "a\ud800b", "\x00"])
+def test_sections_title_with_nul_or_lone_surrogate_is_refused(
+    title: str, key: str | None
+) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection(title=title, key=key)
+    owner = "A section" if key is None else "Section 'given'"
+    assert info.value.message == (
+        f"{owner} title must not contain NUL bytes or lone surrogates."
+    )
+    assert info.value.placeholder == "title"
+
+
+@pytest.mark.parametrize("template", ["a\x00b", "$$\udfff"])
+def test_sections_template_with_nul_or_lone_surrogate_is_refused(
+    template: str,
+) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection(title="T", key="t", template=template)
+    assert info.value.message == (
+        "Section 't' template must not contain NUL bytes or lone surrogates."
+    )
+    assert info.value.section_path == ("t",)
+
+
+@pytest.mark.parametrize("template", [None, 5, b"bytes"])
+def test_sections_template_must_be_a_string(template: Any) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection(title="T", key="t", template=template)
+    assert info.value.message == "Section 't' template must be a string."
+
+
+def test_sections_huge_title_derives_a_bounded_key() -> None:
+    built = MarkdownSection(title="Word " * 100_000)
+    assert built.key == ("word-" * 13)[:64].rstrip("-")
+    assert len(built.title) == 499_999
+
+
+@pytest.mark.parametrize("title", [None, "", "  ", 5])
+def test_sections_without_key_or_title_are_refused(title: Any) -> None:
+    with pytest.raises(PromptValidationError) as info:
+        MarkdownSection(title=title)
+    assert info.value.message == "A section needs a title."
+
+
+# -- tools() -------------------------------------------------------------------------
+
+
+def test_sections_tools_is_a_method() -> None:
+    first, second = tool("first"), tool("second")
+    built = section("t", tools=[first, second])
+    assert built.tools() == (first, second)
+    assert section("u").tools() == ()
+
+
+def test_sections_tools_override_feeds_the_prompt() -> None:
+    extra = tool("extra")
+
+    class Dynamic(MarkdownSection):
+        def tools(self) -> tuple[Tool[Any, Any], ...]:
+            return (extra,)
+
+    prompt = Prompt(ns="t", key="k", sections=[Dynamic(title="D", key="d")])
+    assert prompt.render().tools == (extra,)
+    assert prompt.policies_for_tool("extra") == ()
+    with pytest.raises(PromptValidationError, match="Duplicate tool name 'extra'"):
+        Prompt(
+            ns="t",
+            key="k",
+            sections=[Dynamic(title="D", key="d"), section("e", tools=[extra])],
+        )
+
+
+def test_sections_tools_override_is_checked() -> None:
+    class Wrong(MarkdownSection):
+        def tools(self) -> tuple[Tool[Any, Any], ...]:
+            return (web_search_tool(),)  # type: ignore[return-value]
+
+    with pytest.raises(PromptValidationError, match="Section tools must be Tool"):
+        Wrong(title="W", key="w")
+
+
+# -- render(params, depth, number) ---------------------------------------------------
+
+
+def test_sections_render_is_the_heading_body_and_examples() -> None:
+    built = section("intro", template="Hi $name", params_type=Greeting)
+    assert built.render(Greeting("Ada"), 1, "2.1", path=("root", "intro")) == (
+        "### 2.1. Intro (root.intro)\n\nHi Ada"
+    )
+    assert built.render(Greeting("Ada"), 0, "3") == "## 3. Intro (intro)\n\nHi Ada"
+
+
+def test_sections_render_without_params_reports_the_missing_placeholder() -> None:
+    built = section("intro", template="Hi $name", params_type=Greeting)
+    with pytest.raises(PromptRenderError) as info:
+        built.render(None, 0, "1", path=("a", "intro"))
+    assert info.value.placeholder == "name"
+    assert info.value.section_path == ("a", "intro")
+
+
+class Banner(MarkdownSection):
+    """Overrides ``render`` as seed 004 writes it (no ``path``)."""
+
+    def render(self, params: Any, depth: int, number: str) -> str:
+        return f"=== {number} {self.title.upper()} (depth {depth}) ==="
+
+
+class PathBanner(MarkdownSection):
+    def render(self, params: Any, depth: int, number: str, **extra: Any) -> str:
+        return f"{number}: {'/'.join(extra['path'])}"
+
+
+class Silent(MarkdownSection):
+    def render(self, params: Any, depth: int, number: str) -> str:
+        return ""
+
+
+def test_sections_render_override_controls_its_text() -> None:
+    prompt = Prompt(
+        ns="t",
+        key="k",
+        sections=[
+            section("a", template="A."),
+            section(
+                "b",
+                children=[
+                    Banner(title="Note", key="note"),
+                    PathBanner(title="P", key="p"),
+                ],
+            ),
+        ],
+    )
+    assert prompt.render().text == (
+        "## 1. A (a)\n\nA.\n\n## 2. B (b)\n\n=== 2.1 NOTE (depth 1) ===\n\n2.2: b/p"
+    )
+
+
+def test_sections_rendering_nothing_adds_no_block_and_takes_no_number() -> None:
+    hidden_tool = tool("native_lookup")
+    prompt = Prompt(
+        ns="t",
+        key="k",
+        sections=[
+            Silent(title="Native", key="native", tools=[hidden_tool]),
+            section("a", template="A."),
+            section("b", children=[Silent(title="S", key="s"), section("c")]),
+        ],
+    )
+    rendered = prompt.render()
+    assert rendered.text == "## 1. A (a)\n\nA.\n\n## 2. B (b)\n\n### 2.1. C (b.c)"
+    assert rendered.tools == (hidden_tool,)
+
+
+def test_sections_silent_parent_keeps_its_number_for_its_children() -> None:
+    prompt = Prompt(
+        ns="t",
+        key="k",
+        sections=[Silent(title="G", key="g", children=[section("c")]), section("d")],
+    )
+    assert prompt.render().text == "### 1.1. C (g.c)\n\n## 2. D (d)"
+
+
+def test_sections_render_returning_a_non_string_is_a_render_error() -> None:
+    class Broken(MarkdownSection):
+        def render(self, params: Any, depth: int, number: str) -> str:
+            return None  # type: ignore[return-value]
+
+    with pytest.raises(PromptRenderError) as info:
+        render(section("a", children=[Broken(title="X", key="x")]))
+    assert info.value.message == "Section 'a.x' render() returned NoneType, not str."
+    assert info.value.section_path == ("a", "x")
+
+
+def test_sections_render_raising_is_a_render_error() -> None:
+    class Failing(MarkdownSection):
+        def render(self, params: Any, depth: int, number: str) -> str:
+            raise ValueError("boom")
+
+    with pytest.raises(PromptRenderError) as info:
+        render(Failing(title="X", key="x"))
+    assert info.value.message == "Section 'x' failed to render: boom"
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+# -- clone(**kwargs) -----------------------------------------------------------------
+
+
+def test_sections_clone_replaces_options_and_copies_the_rest() -> None:
+    child = section("child", template="C.")
+    original = section(
+        "intro",
+        template="Hi $name",
+        params_type=Greeting,
+        children=[child],
+        tools=[tool("t1")],
+    )
+    twin = original.clone(title="Hello", default_params=Greeting("Zed"))
+    assert type(twin) is MarkdownSection and twin is not original
+    assert (twin.key, twin.title, twin.template) == ("intro", "Hello", "Hi $name")
+    assert twin.default_params == Greeting("Zed")
+    assert twin.tools() == original.tools()
+    assert [c.key for c in twin.children] == ["child"]
+    assert twin.children[0] is not child
+    assert original.title == "Intro" and original.default_params is None
+    assert (
+        render(twin)
+        == "## 1. Hello (intro)\n\nHi Zed\n\n### 1.1. Child (intro.child)\n\nC."
+    )
+
+
+def test_sections_clone_is_checked_like_a_new_section() -> None:
+    original = section("intro", template="Hi $name", params_type=Greeting)
+    with pytest.raises(PromptValidationError, match="must match"):
+        original.clone(key="Not A Key")
+    with pytest.raises(PromptValidationError, match="unknown placeholder '\\$nope'"):
+        original.clone(template="$nope")
+
+
+def test_sections_clone_refuses_unknown_options() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        section("intro").clone(colour="red", size=2)
+    assert info.value.message.startswith(
+        "MarkdownSection.clone() got unknown option(s) 'colour', 'size'; it "
+        "accepts: title, key, template,"
+    )
+    assert info.value.placeholder == "colour"
+
+
+def test_sections_clone_keeps_the_subscript_and_subclass_state() -> None:
+    subscripted = MarkdownSection[Greeting](title="T", key="t", template="$name")
+    assert subscripted.clone(key="u").params_type is Greeting
+    with pytest.raises(PromptValidationError, match="conflicts with params_type"):
+        subscripted.clone(params_type=Query)
+
+    banner = Banner(title="Note", key="note")
+    copy = banner.clone(title="Other")
+    assert isinstance(copy, Banner)
+    assert copy.render(None, 0, "1") == "=== 1 OTHER (depth 0) ==="
+
+
+def test_sections_render_refuses_unexpected_arguments() -> None:
+    built = section("intro")
+    with pytest.raises(TypeError) as info:
+        built.render(None, 0, "1", "extra", colour="red")
+    assert str(info.value) == (
+        "MarkdownSection.render() takes (params, depth, number, *, path=()); got "
+        "unexpected 'extra', colour=."
+    )
+    with pytest.raises(TypeError, match="path must be a tuple of section keys"):
+        built.render(None, 0, "1", path="intro")
+
+
+def test_sections_render_override_with_a_path_keyword_gets_the_path() -> None:
+    class Keyed(MarkdownSection):
+        def render(
+            self, params: Any, depth: int, number: str, *, path: tuple[str, ...] = ()
+        ) -> str:
+            return f"{number} {'.'.join(path)}"
+
+    assert render(section("a", children=[Keyed(title="K", key="k")])) == (
+        "## 1. A (a)\n\n1.1 a.k"
+    )

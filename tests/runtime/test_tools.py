@@ -415,6 +415,115 @@ def test_tools_native_tool_validates_its_name() -> None:
         NativeTool(name="native ", description="Provider side.")
 
 
+def test_tools_native_tool_takes_its_types_from_the_subscript() -> None:
+    example = ToolExample(description="One hit.", input=Params("q"), output=Result(1))
+    tool = NativeTool[Params, Result](
+        name="web_search", description="Search.", examples=(example,)
+    )
+    assert (tool.params_type, tool.result_type) == (Params, Result)
+    assert tool.is_native is True and tool.accepts_overrides is False
+
+
+def test_tools_native_tool_subscript_still_checks_examples() -> None:
+    wrong = ToolExample(description="Wrong.", input=Result(1), output=Result(1))
+    with pytest.raises(PromptValidationError, match="must be a Params, got Result"):
+        NativeTool[Params, Result](
+            name="web_search", description="S.", examples=(wrong,)
+        )
+
+
+# -- Tool[P, R]: types from the subscript -----------------------------------------
+
+
+def untyped(params, *, context):  # type: ignore[no-untyped-def]
+    return ToolResult.ok(Result(len(params.query)))
+
+
+def test_tools_subscript_gives_an_unannotated_handler_its_types() -> None:
+    tool = Tool[Params, Result](name="search", description="S.", handler=untyped)
+    assert (tool.params_type, tool.result_type) == (Params, Result)
+    schema = Prompt(ns="t", key="k").render().tool_schema(tool)
+    assert schema["properties"] == {"query": {"type": "string"}}
+    assert schema["required"] == ["query"]
+
+
+def test_tools_without_subscript_an_unannotated_handler_has_no_types() -> None:
+    tool = Tool(name="search", description="S.", handler=untyped)
+    assert (tool.params_type, tool.result_type) == (None, None)
+
+
+def test_tools_subscript_agrees_with_an_annotated_handler() -> None:
+    tool = Tool[Params, Result](name="search", description="S.", handler=search)
+    assert (tool.params_type, tool.result_type) == (Params, Result)
+
+
+def test_tools_subscript_with_sequence_and_none_results() -> None:
+    listed = Tool[Params, list[Result]](
+        name="search", description="S.", handler=list_search
+    )
+    assert (listed.result_type, listed.result_container) == (Result, "array")
+    nothing = Tool[None, None](name="ping", description="Ping.", handler=untyped)
+    assert (nothing.params_type, nothing.result_type) == (None, None)
+
+
+def test_tools_subscript_conflicting_with_the_handler_is_refused() -> None:
+    with pytest.raises(PromptValidationError) as info:
+        Tool[Result, Result](name="search", description="S.", handler=search)
+    assert info.value.message == (
+        "Tool 'search' is declared as Tool[Result, Result] but its handler says "
+        "params Params."
+    )
+    assert info.value.placeholder == "ParamsT"
+    with pytest.raises(PromptValidationError) as info:
+        Tool[Params, Params](name="search", description="S.", handler=search)
+    assert info.value.message == (
+        "Tool 'search' is declared as Tool[Params, Params] but its handler says "
+        "result Result."
+    )
+    assert info.value.placeholder == "ResultT"
+
+
+def test_tools_subscript_conflicting_with_explicit_types_is_refused() -> None:
+    with pytest.raises(PromptValidationError, match="its params_type= says params"):
+        Tool[Params, Result](name="s", description="S.", params_type=Config)
+    with pytest.raises(PromptValidationError, match="its result_type= says result"):
+        Tool[Params, Result](name="s", description="S.", result_type=Config)
+    same = Tool[Params, Result](name="s", description="S.", params_type=Params)
+    assert same.params_type is Params
+
+
+def test_tools_subscript_with_any_leaves_the_type_to_the_handler() -> None:
+    tool = Tool[Any, Any](name="search", description="S.", handler=search)
+    assert (tool.params_type, tool.result_type) == (Params, Result)
+
+
+def test_tools_subscript_rejects_non_dataclass_types() -> None:
+    with pytest.raises(PromptValidationError, match="params type must be a dataclass"):
+        Tool[dict, Result](name="s", description="S.", handler=untyped)  # type: ignore[type-arg]
+
+
+def test_tools_subscripted_tool_keeps_its_types_through_overrides() -> None:
+    tool = Tool[Params, Result](name="search", description="S.", handler=untyped)
+    renamed = tool.with_description("Other.")
+    assert (renamed.params_type, renamed.result_type) == (Params, Result)
+
+
+def test_tools_subscript_needs_two_types() -> None:
+    with pytest.raises(TypeError, match=r"Tool\[ParamsT, ResultT\]"):
+        Tool[Params]  # type: ignore[misc]
+    with pytest.raises(TypeError, match=r"NativeTool\[ParamsT, ResultT\]"):
+        NativeTool[Params, Result, Result]  # type: ignore[misc]
+
+
+def test_tools_subscript_is_a_normal_generic_alias() -> None:
+    import typing
+
+    alias = Tool[Params, Result]
+    assert typing.get_origin(alias) is Tool
+    assert typing.get_args(alias) == (Params, Result)
+    assert isinstance(alias(name="s", description="S.", handler=search), Tool)
+
+
 # -- HostedTool --------------------------------------------------------------------
 
 
@@ -520,3 +629,44 @@ def test_tools_context_beat_without_heartbeat_is_a_no_op() -> None:
 def test_tools_context_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         context().call_id = "x"  # type: ignore[misc]
+
+
+def test_tools_context_publish_without_executor_applies_the_prompts_reducers() -> None:
+    from tooling.runtime.planning import (
+        PlanningToolsSection,
+        SetupPlan,
+        current_plan,
+    )
+
+    session = InMemorySession()
+    prompt = Prompt(ns="tests", key="ctx", sections=[PlanningToolsSection()])
+    ctx = context(prompt=prompt, session=session)
+    ctx.publish(SetupPlan(objective="Ship", initial_steps=("a",)))
+    plan = current_plan(session)
+    assert plan is not None and [s.title for s in plan.steps] == ["a"]
+
+
+def test_tools_context_publish_hands_the_event_to_its_publisher() -> None:
+    seen: list[tuple[object, tuple[Any, ...]]] = []
+    ctx = context(publisher=lambda event, reducers: seen.append((event, reducers)))
+    ctx.publish("event")
+    assert seen == [("event", ())]
+
+
+# -- ToolRenderableResult ----------------------------------------------------------
+
+
+def test_tools_renderable_result_protocol() -> None:
+    from tooling.runtime import ToolRenderableResult
+
+    @dataclasses.dataclass
+    class Table:
+        rows: int
+
+        def render(self) -> str:
+            return f"{self.rows} rows"
+
+    assert isinstance(Table(2), ToolRenderableResult)
+    assert not isinstance(Result(1), ToolRenderableResult)
+    assert ToolResult.ok(Table(2)).render() == "2 rows"
+    assert ToolResult.ok(Result(1)).render() == '{"hits": 1}'

@@ -645,3 +645,82 @@ def test_web_search_field_reads_dicts_and_objects() -> None:
 )
 def test_web_search_status_ok(status: str | None, ok: bool) -> None:
     assert status_ok(status) is ok
+
+
+# -- DomainFilter.blocked ----------------------------------------------------------
+
+
+def test_web_search_domain_filter_blocked_is_validated_like_allowed() -> None:
+    domain_filter = DomainFilter(blocked=(" Spam.Example ", "ads.example"))
+    assert domain_filter.blocked == ("spam.example", "ads.example")
+    assert domain_filter.allowed == ()
+    assert DomainFilter(blocked="spam.example").blocked == ("spam.example",)
+    error = invalid(DomainFilter, blocked=("https://spam.example",))
+    assert error.placeholder == "blocked_domains"
+    assert "without a scheme" in error.message
+    error = invalid(DomainFilter, blocked=tuple(f"d{i}.example" for i in range(101)))
+    assert error.message == "A domain filter blocks at most 100 domains (got 101)."
+
+
+@pytest.mark.parametrize(
+    "blocked", [("bad\x00.example",), ("\ud800.example",), ("x" * 10_000,), (7,)]
+)
+def test_web_search_domain_filter_refuses_hostile_blocked_domains(blocked: Any) -> None:
+    error = invalid(DomainFilter, blocked=blocked)
+    assert error.placeholder == "blocked_domains"
+
+
+def test_web_search_codec_refuses_blocked_domains_at_render() -> None:
+    tool = web_search_tool(
+        WebSearchConfig(domain_filter=DomainFilter(blocked=("spam.example",)))
+    )
+    with pytest.raises(PromptValidationError) as info:
+        CODEC.serialize(tool)
+    assert info.value.message == (
+        "Hosted tool 'web_search' blocks domains (spam.example), but OpenAI's web "
+        "search has no block-list: list the domains to search in "
+        "DomainFilter.allowed instead."
+    )
+    assert info.value.placeholder == "blocked_domains"
+
+
+def test_web_search_blocked_domains_fail_the_evaluation_before_any_request() -> None:
+    from tooling.runtime.adapters.openai import OpenAIAdapter
+    from tooling.runtime.errors import PromptEvaluationError
+    from tooling.runtime.events import InMemorySink, PromptFailed
+    from tooling.runtime.hosted.web_search import WebSearchSection
+    from tooling.runtime.prompt import Prompt
+
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(500)
+
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://provider.test/v1",
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    config = WebSearchConfig(domain_filter=DomainFilter(blocked=("spam.example",)))
+    prompt = Prompt(ns="tests", key="blocked", sections=[WebSearchSection(config)])
+    sink = InMemorySink()
+    with pytest.raises(PromptEvaluationError) as info:
+        OpenAIAdapter(client=client, model="gpt-5.4").evaluate(prompt, sink=sink)
+    assert info.value.phase == "render"
+    assert "has no block-list" in info.value.message
+    assert requests == []
+    (failed,) = sink.of_type(PromptFailed)
+    assert failed.phase == "render"
+
+
+# -- Citation lives in a neutral module ----------------------------------------------
+
+
+def test_citation_moved_to_a_neutral_module_and_is_re_exported() -> None:
+    import tooling.runtime as runtime
+    from tooling.runtime import citations
+
+    assert Citation is citations.Citation is runtime.Citation
+    assert source_key is citations.source_key
+    assert Citation.__module__ == "tooling.runtime.citations"

@@ -548,7 +548,8 @@ def test_mcp_variable_unset_at_run_time_refuses_the_run():
         (
             '["web_search", "telepathy"]',
             "Unknown hosted tool kind(s): 'telepathy'; known kinds: web_search, "
-            "file_search, code_interpreter, image_generation, mcp.",
+            "file_search, code_interpreter, image_generation, mcp, shell, "
+            "apply_patch.",
         ),
         ('"web_search"', "Give a JSON list of kind names"),
         ('[1, "mcp"]', "Give a JSON list of kind names"),

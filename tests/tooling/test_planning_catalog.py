@@ -54,7 +54,7 @@ def test_a_planning_section_gets_the_tools_and_the_strategy_guidance(strategy):
 
     runtime = assembly.build_section(section, tools=[])
 
-    assert [tool.name for tool in runtime.tools] == PLANNING_TOOLS
+    assert [tool.name for tool in runtime.tools()] == PLANNING_TOOLS
     assert runtime.template == f"Plan the release.\n\n{planning_template(strategy)}"
     assert strategy.guidance in runtime.template.replace("$$", "$")
 
@@ -64,7 +64,7 @@ def test_a_section_without_a_strategy_is_unchanged():
 
     runtime = assembly.build_section(section)
 
-    assert runtime.tools == ()
+    assert runtime.tools() == ()
     assert runtime.template == "Plain."
 
 

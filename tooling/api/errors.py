@@ -46,7 +46,9 @@ class ErrorSerializer(serializers.Serializer[Any]):
         "unsupported_media_type, request_too_large, throttled, conflict, "
         "server_error ..."
     )
-    errors = serializers.DictField(
+    # Named like Serializer.errors: the serializer metaclass takes a declared
+    # field off the class, so nothing is shadowed at run time.
+    errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Messages per input field (non_field_errors for the rest).",
     )
@@ -82,7 +84,7 @@ def _field_errors(detail: Any) -> dict[str, list[str]]:
     return found
 
 
-def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, answering in the one error shape."""
     if isinstance(exc, RequestDataTooBig):
         exc = RequestTooLarge()

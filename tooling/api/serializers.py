@@ -26,7 +26,9 @@ class ParameterSerializer(serializers.Serializer[Any]):
         help_text="The JSON type a value must have (from the default); 'scalar': "
         "a string, number or boolean (a required parameter); 'any': anything.",
     )
-    required = serializers.BooleanField()
+    # A declared field named like a Field attribute: the serializer metaclass
+    # takes it off the class, so nothing is shadowed at run time.
+    required = serializers.BooleanField()  # type: ignore[assignment]
     default = serializers.JSONField(allow_null=True)
     sections = serializers.ListField(
         child=serializers.CharField(), help_text="The sections that use it."

@@ -56,7 +56,11 @@ def _tool_description(tool: Mapping[str, Any]) -> str:
     if tool.get("description"):
         return str(tool["description"])
     key = tool.get("handler_key")
-    return registry.get(key).description if key in registry else ""
+    return (
+        registry.get(key).description
+        if isinstance(key, str) and key in registry
+        else ""
+    )
 
 
 def describe_prompt(template: PromptTemplate, data: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from .catalog import (
     reached_sections,
 )
 from .edits import CatalogEdit, prompts_broken_by, with_descendants
-from .hosted import HOSTED_BUILDERS, build_hosted_tool, model_capabilities
+from .hosted import build_hosted_tool, hosted_config, model_capabilities
 from .parameters import ParameterSpec, parameter_problems, prompt_parameters
 from .policies import build_policy
 from .prompts import (
@@ -36,7 +36,6 @@ from .revisions import freeze_prompt, model_capabilities_of, thaw_prompt
 from .tools import build_tool
 
 __all__ = [
-    "HOSTED_BUILDERS",
     "CatalogEdit",
     "ParameterSpec",
     "all_sections",
@@ -49,6 +48,7 @@ __all__ = [
     "freeze_prompt",
     "freeze_template",
     "freeze_templates",
+    "hosted_config",
     "load_template",
     "model_capabilities",
     "model_capabilities_of",

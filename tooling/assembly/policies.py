@@ -44,8 +44,8 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
                 placeholder="config",
             )
         return ReadBeforeWritePolicy(
-            read_tools=config.get("read_tools") or ("read_file",),
-            write_tools=config.get("write_tools") or ("write_file", "edit_file"),
+            read_tools=config.get("read_tools") or None,
+            write_tools=config.get("write_tools") or None,
             mount_point=config.get("mount_point") or None,
             name=definition.name,
         )

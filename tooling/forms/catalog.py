@@ -4,7 +4,7 @@ form. Each validates by building the runtime object."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -43,7 +43,8 @@ class ToolDefinitionForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["handler_key"].choices = [("", "---------"), *registry.choices()]
+        handler_key = cast(forms.ChoiceField, self.fields["handler_key"])
+        handler_key.choices = [("", "---------"), *registry.choices()]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

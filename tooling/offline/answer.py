@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from .context import Context, digest
 from .hosted import file_results, search_sources
+from .patches import awaits_answer, local_summary
 from .schema_values import check_value, check_value_in, sample_value
 
 _URL_PROPERTY = re.compile(r"source|url|citation|link|reference", re.IGNORECASE)
@@ -111,7 +112,9 @@ def _summary(ctx: Context, output: list[dict[str, Any]]) -> str:
     labels: list[str] = []
     for item in hosted:
         kind = str(item.get("type"))
-        if kind == "mcp_list_tools" or kind == "reasoning":
+        if kind in ("mcp_list_tools", "reasoning", "shell_call_output"):
+            continue
+        if awaits_answer(item):  # run by the product: summarised below
             continue
         label = kind.removesuffix("_call")
         if kind == "mcp_call":
@@ -119,6 +122,9 @@ def _summary(ctx: Context, output: list[dict[str, Any]]) -> str:
         labels.append(f"{label} {item.get('status', 'completed')}")
     if labels:
         sentences.append(f"Hosted tools: {', '.join(labels)}.")
+    local = local_summary(ctx)
+    if local:
+        sentences.append(local)
     return " ".join(sentences)
 
 

@@ -1,6 +1,7 @@
 """Output items of the hosted (provider-executed) tools, one builder per kind:
 ``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
-``image_generation_call`` and ``mcp_list_tools`` + ``mcp_call``."""
+``image_generation_call`` and ``mcp_list_tools`` + ``mcp_call`` (the hosted
+shell's items are built in ``shell``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .context import Context, digest
+from .shell import hosted_shell_items
 
 DEFAULT_DOMAINS = ("docs.python.org", "www.djangoproject.com", "developers.openai.com")
 MARKER_SEARCH_FAILS = "[offline:web_search_fails]"
@@ -234,6 +236,7 @@ def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]
         offered = [t for t in ctx.tools if t.get("type") == kind]
         if offered and permitted(kind) and not history.hosted_of(item_type):
             items.append(build(ctx, offered[0]))
+    items.extend(hosted_shell_items(ctx, permitted))
     done = {str(item.get("server_label")) for item in history.hosted_of("mcp_call")}
     for tool in ctx.tools_of("mcp"):
         label = str(tool.get("server_label") or "mcp")

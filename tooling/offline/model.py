@@ -5,7 +5,9 @@ history in ``request["input"]`` and decides deterministically what a helpful
 model would do next:
 
 1. on its first turn, run every offered hosted tool once (``web_search``,
-   ``file_search``, ``code_interpreter``, ``image_generation``, ``mcp``);
+   ``file_search``, ``code_interpreter``, ``image_generation``, ``mcp``), and,
+   turn by turn, the ``apply_patch`` and local shell calls the product itself
+   executes and answers (``patches.py``);
 2. call every offered function tool not yet attempted, in offered order, as
    parallel ``function_call`` items with arguments valid for its schema;
 3. recover from the runtime's recoverable denials (``Tool 'x' requires: a, b``
@@ -30,6 +32,7 @@ from .calls import function_tools, plan_calls
 from .context import Context, Ids, allowed_names, query_for
 from .history import parse_history
 from .hosted import hosted_items
+from .patches import awaits_answer, local_items
 from .response import build_response, token_usage, validate_request
 
 __all__ = ["ScriptedModel", "parallel_calls_script"]
@@ -83,6 +86,9 @@ class ScriptedModel:
         output: list[dict[str, Any]] = []
         if allowed != set():
             output.extend(hosted_items(ctx, allowed))
+            output.extend(
+                local_items(ctx, lambda key: allowed is None or key in allowed)
+            )
             if ctx.history.calling_turns < MAX_CALLING_TURNS:
                 functions = function_tools(ctx.tools)
                 planned = [
@@ -103,7 +109,7 @@ class ScriptedModel:
                             "status": "completed",
                         }
                     )
-        if not any(item["type"] == "function_call" for item in output):
+        if not any(awaits_answer(item) for item in output):
             output.append(message_item(ctx, output))
         return output
 

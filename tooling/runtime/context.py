@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .deadlines import BudgetTracker, Deadline
+from .reducers import Reducer, prompt_reducers, reduce_event
 from .session import Filesystem, Resources, SessionProtocol
 
 if TYPE_CHECKING:
     from .prompt import Prompt, RenderedPrompt
+
+
+class Publisher(Protocol):
+    """Delivers a handler's event: ``ToolExecutor`` provides one per call."""
+
+    def __call__(self, event: object, reducers: Iterable[Reducer]) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -25,6 +32,7 @@ class ToolContext:
     budget_tracker: BudgetTracker | None = None
     heartbeat: Callable[[], None] | None = None
     call_id: str | None = None
+    publisher: Publisher | None = None
 
     @property
     def idempotency_key(self) -> str | None:
@@ -42,6 +50,22 @@ class ToolContext:
     @property
     def filesystem(self) -> Filesystem | None:
         return self.resources.get(Filesystem)  # type: ignore[type-abstract]
+
+    def publish(self, event: object, *, reducers: Iterable[Reducer] = ()) -> None:
+        """Publish ``event`` from a handler.
+
+        The reducers the prompt's sections register for its type, and
+        ``reducers``, update the session's state at once (inside the call's
+        transaction: a failed call undoes them). Under ``ToolExecutor`` the
+        event then reaches the run's sink, before the call's ``StateChanged``
+        and ``ToolInvoked``, if the call succeeds; a failed call's events are
+        dropped with its state changes. A reducer raising
+        ``ToolValidationError`` fails the call.
+        """
+        if self.publisher is not None:
+            self.publisher(event, tuple(reducers))
+            return
+        reduce_event(self.session, event, (*prompt_reducers(self.prompt), *reducers))
 
     def beat(self) -> None:
         """Tell the orchestrator the handler is still alive (no-op without one)."""

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from .citations import Citation
 from .deadlines import TokenUsage
-from .hosted.web_search import Citation
 from .results import ToolResult
 from .trust import TrustLevel, WithheldTool
 

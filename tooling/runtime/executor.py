@@ -9,6 +9,11 @@ come back to the model as failed results. Only an expired deadline, a
 evaluation (the call that stopped it is still recorded, as failed), and a
 ``RunAborted`` stops it without recording the call at all.
 
+A handler may publish events through its context (``context.publish``): the
+prompt's reducers apply them to the session at once, inside the call's
+transaction, and the events reach the sink before the call's
+``StateChanged`` and ``ToolInvoked``, only if the call succeeds.
+
 Two nested session transactions frame each call. The inner one holds the
 handler's state changes and is rolled back on *every* failed outcome; the
 outer one also holds the call's audit events (``PolicyDenied``,
@@ -24,7 +29,7 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .context import ToolContext
@@ -46,6 +51,7 @@ from .events import (
 )
 from .policies import PolicyDecision, ToolPolicy
 from .prompt import Prompt, RenderedPrompt
+from .reducers import Reducer, prompt_reducers, reduce_event
 from .results import ToolResult
 from .serde import SerdeError, parse
 from .session import Resources, SessionProtocol, Transaction
@@ -103,6 +109,11 @@ class _TrackingSession:
         self.written[key] = value
         self.inner.put_state(key, value)
 
+    def reset(self) -> None:
+        """Passed through; a reset is not recorded as ``StateChanged``."""
+        self.written = {}
+        self.inner.reset()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """A nested transaction; writes it rolls back are forgotten too."""
@@ -159,6 +170,7 @@ class ToolExecutor:
         self.heartbeat = heartbeat
         self._sequence = sequence if sequence is not None else _counter()
         self.run_id = run_id or str(uuid.uuid4())
+        self.reducers = prompt_reducers(prompt)
 
     def _abort_if_expired(self, name: str) -> None:
         if self.deadline is not None and self.deadline.expired():
@@ -214,6 +226,12 @@ class ToolExecutor:
             return execution, None
         params = params_or_error
         tracking = _TrackingSession(self.session)
+        published: list[object] = []
+
+        def publish(event: object, reducers: Iterable[Reducer]) -> None:
+            reduce_event(tracking, event, (*self.reducers, *reducers))
+            published.append(event)
+
         context = ToolContext(
             prompt=self.prompt,
             rendered_prompt=self.rendered,
@@ -223,6 +241,7 @@ class ToolExecutor:
             budget_tracker=self.budget_tracker,
             heartbeat=self.heartbeat,
             call_id=call.call_id,
+            publisher=publish,
         )
         policies = self.rendered.policies_by_tool.get(tool.name, ())
         denial = self._check_policies(tool, params, policies, context, call, sequence)
@@ -237,7 +256,9 @@ class ToolExecutor:
             if not result.success:
                 transaction.rollback()
         written = tracking.written if result.success else {}
-        return self._finish(call, tool, params, result, written, sequence), stop
+        events = published if result.success else []
+        execution = self._finish(call, tool, params, result, written, sequence, events)
+        return execution, stop
 
     def _reject(
         self,
@@ -382,8 +403,11 @@ class ToolExecutor:
         result: ToolResult[Any],
         written: dict[str, Any],
         sequence: int,
+        published: Sequence[object] = (),
     ) -> ToolExecution:
         session_id = self.session.session_id
+        for event in published:  # the handler's own events, in order
+            self.sink.emit(event)
         for key, value in written.items():
             self.sink.emit(
                 StateChanged(

@@ -10,13 +10,20 @@ Four tools share one state slice (``PLAN_STATE_KEY``) holding an immutable
   step is done the plan becomes ``completed``;
 - ``planning_read_plan`` returns the plan as it stands.
 
+The plan is a reduction of events (seed 003): each changing tool publishes
+its params (``SetupPlan``, ``AddStep``, ``UpdateStep``) through its context,
+and the reducers in ``PLAN_REDUCERS`` (which ``PlanningToolsSection``
+registers, and the handlers name too, so the tools work in any section)
+compute the new ``Plan``; publishing a ``Plan`` replaces it outright.
+
 Step ids come from the plan's ``next_step_id`` counter, so an id is never
 handed out twice within a plan. Once a plan is completed, adding and updating
 are refused; ``planning_setup_plan`` starts a new plan (ids restart at 1).
 
-Every invalid request raises ``ToolValidationError`` before the state is
-written; the executor reports it as "Tool validation failed: <message>" and
-rolls the session back, so a failed call never leaves a half-changed plan.
+Every invalid event raises ``ToolValidationError`` in its reducer before the
+state is written; the executor reports it as "Tool validation failed:
+<message>" and rolls the session back, so a failed call never leaves a
+half-changed plan (nor delivers its events).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any, Final, Literal
 
 from .context import ToolContext
 from .errors import ToolValidationError
+from .reducers import Reducer
 from .results import ToolResult
 from .sections import EnabledPredicate, MarkdownSection
 from .session import SessionProtocol
@@ -182,8 +190,7 @@ def current_plan(session: SessionProtocol) -> Plan | None:
     return value if isinstance(value, Plan) else None
 
 
-def _require_plan(context: ToolContext) -> Plan:
-    plan = current_plan(context.session)
+def _require_plan(plan: Plan | None) -> Plan:
     if plan is None:
         raise ToolValidationError("No plan is currently initialised.")
     return plan
@@ -196,41 +203,36 @@ def _require_active(plan: Plan) -> None:
         )
 
 
-def _store(context: ToolContext, plan: Plan) -> Plan:
-    context.session.put_state(PLAN_STATE_KEY, plan)
-    return plan
-
-
 # --------------------------------------------------------------------------
-# Handlers
+# Reducers: the plan is a reduction of these events
 # --------------------------------------------------------------------------
 
 
-def setup_plan(params: SetupPlan, *, context: ToolContext) -> ToolResult[Plan]:
+def reduce_plan(current: Plan | None, event: Plan) -> Plan:
+    """A published ``Plan`` replaces the current one."""
+    del current
+    return event
+
+
+def reduce_setup_plan(current: Plan | None, event: SetupPlan) -> Plan:
     """Create or replace the plan; steps are numbered from 1."""
-    objective = _normalise_text(params.objective, "Objective")
-    titles = _normalise_titles(params.initial_steps)
+    del current
+    objective = _normalise_text(event.objective, "Objective")
+    titles = _normalise_titles(event.initial_steps)
     steps = tuple(
         PlanStep(step_id=index, title=title, status="pending")
         for index, title in enumerate(titles, start=1)
     )
-    plan = _store(
-        context,
-        Plan(
-            objective=objective,
-            status="active",
-            steps=steps,
-            next_step_id=len(steps) + 1,
-        ),
+    return Plan(
+        objective=objective, status="active", steps=steps, next_step_id=len(steps) + 1
     )
-    return ToolResult.ok(plan, f"Plan initialised with {_plural(len(steps))}.")
 
 
-def add_step(params: AddStep, *, context: ToolContext) -> ToolResult[Plan]:
+def reduce_add_step(current: Plan | None, event: AddStep) -> Plan:
     """Append steps to the active plan with fresh ids."""
-    plan = _require_plan(context)
+    plan = _require_plan(current)
     _require_active(plan)
-    titles = _normalise_titles(params.steps)
+    titles = _normalise_titles(event.steps)
     if not titles:
         raise ToolValidationError("Provide at least one step to add.")
     highest = max((step.step_id for step in plan.steps), default=0)
@@ -239,47 +241,77 @@ def add_step(params: AddStep, *, context: ToolContext) -> ToolResult[Plan]:
         PlanStep(step_id=step_id, title=title, status="pending")
         for step_id, title in enumerate(titles, start=first_id)
     )
-    updated = _store(
-        context,
-        Plan(
-            objective=plan.objective,
-            status="active",
-            steps=plan.steps + added,
-            next_step_id=first_id + len(added),
-        ),
+    return Plan(
+        objective=plan.objective,
+        status="active",
+        steps=plan.steps + added,
+        next_step_id=first_id + len(added),
     )
-    return ToolResult.ok(updated, f"Added {_plural(len(added))}.")
+
+
+def reduce_update_step(current: Plan | None, event: UpdateStep) -> Plan:
+    """Rename a step and/or change its status; all done completes the plan."""
+    plan = _require_plan(current)
+    _require_active(plan)
+    title = _normalise_text(event.title, "Title") if event.title is not None else None
+    if title is None and event.status is None:
+        raise ToolValidationError("Provide a new title or status to update a step.")
+    step = plan.step(event.step_id)
+    if step is None:
+        raise ToolValidationError(f"Step {event.step_id} does not exist.")
+    replacement = dataclasses.replace(
+        step,
+        title=title if title is not None else step.title,
+        status=event.status if event.status is not None else step.status,
+    )
+    steps = tuple(replacement if s.step_id == step.step_id else s for s in plan.steps)
+    status: PlanStatus = (
+        "completed" if all(s.status == "done" for s in steps) else "active"
+    )
+    return dataclasses.replace(plan, steps=steps, status=status)
+
+
+PLAN_REDUCERS: Final[tuple[Reducer, ...]] = (
+    Reducer(Plan, PLAN_STATE_KEY, reduce_plan),
+    Reducer(SetupPlan, PLAN_STATE_KEY, reduce_setup_plan),
+    Reducer(AddStep, PLAN_STATE_KEY, reduce_add_step),
+    Reducer(UpdateStep, PLAN_STATE_KEY, reduce_update_step),
+)
+
+
+# --------------------------------------------------------------------------
+# Handlers: each publishes its params as the event and returns the new plan
+# --------------------------------------------------------------------------
+
+
+def _publish(context: ToolContext, event: object) -> Plan:
+    # The reducers are named here too, so the tools work in any section.
+    context.publish(event, reducers=PLAN_REDUCERS)
+    return _require_plan(current_plan(context.session))
+
+
+def setup_plan(params: SetupPlan, *, context: ToolContext) -> ToolResult[Plan]:
+    """Create or replace the plan; steps are numbered from 1."""
+    plan = _publish(context, params)
+    return ToolResult.ok(plan, f"Plan initialised with {_plural(len(plan.steps))}.")
+
+
+def add_step(params: AddStep, *, context: ToolContext) -> ToolResult[Plan]:
+    """Append steps to the active plan with fresh ids."""
+    plan = _publish(context, params)
+    return ToolResult.ok(plan, f"Added {_plural(len(params.steps))}.")
 
 
 def update_step(params: UpdateStep, *, context: ToolContext) -> ToolResult[Plan]:
     """Rename a step and/or change its status; all done completes the plan."""
-    plan = _require_plan(context)
-    _require_active(plan)
-    title = _normalise_text(params.title, "Title") if params.title is not None else None
-    if title is None and params.status is None:
-        raise ToolValidationError("Provide a new title or status to update a step.")
-    current = plan.step(params.step_id)
-    if current is None:
-        raise ToolValidationError(f"Step {params.step_id} does not exist.")
-    replacement = dataclasses.replace(
-        current,
-        title=title if title is not None else current.title,
-        status=params.status if params.status is not None else current.status,
-    )
-    steps = tuple(
-        replacement if step.step_id == current.step_id else step for step in plan.steps
-    )
-    status: PlanStatus = (
-        "completed" if all(step.status == "done" for step in steps) else "active"
-    )
-    updated = _store(context, dataclasses.replace(plan, steps=steps, status=status))
-    return ToolResult.ok(updated, f"Step {params.step_id} updated.")
+    plan = _publish(context, params)
+    return ToolResult.ok(plan, f"Step {params.step_id} updated.")
 
 
 def read_plan(params: ReadPlan, *, context: ToolContext) -> ToolResult[Plan]:
-    """Return the current plan unchanged."""
+    """Return the current plan unchanged (nothing is published)."""
     del params
-    plan = _require_plan(context)
+    plan = _require_plan(current_plan(context.session))
     if plan.steps:
         message = f"Retrieved the current plan with {_plural(len(plan.steps))}."
     else:
@@ -456,10 +488,16 @@ class PlanningToolsSection(MarkdownSection):
             accepts_overrides=False,
         )
 
+    def reducers(self) -> tuple[Reducer, ...]:
+        """The plan's reducers (``Plan``, ``SetupPlan``, ``AddStep``,
+        ``UpdateStep``), registered for every handler of the prompt."""
+        return PLAN_REDUCERS
+
 
 __all__ = [
     "MAX_TEXT_LENGTH",
     "PLANNING_INSTRUCTIONS",
+    "PLAN_REDUCERS",
     "PLAN_STATE_KEY",
     "AddStep",
     "Plan",
@@ -476,6 +514,10 @@ __all__ = [
     "planning_template",
     "planning_tools",
     "read_plan",
+    "reduce_add_step",
+    "reduce_plan",
+    "reduce_setup_plan",
+    "reduce_update_step",
     "setup_plan",
     "update_step",
 ]

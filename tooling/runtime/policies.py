@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import PromptValidationError
+from .patches import PatchOperation
 from .session import Filesystem
 
 if TYPE_CHECKING:
@@ -167,24 +168,38 @@ def _path_of(params: Any) -> str | None:
     return None
 
 
+DEFAULT_READ_TOOLS = ("read_file",)
+DEFAULT_WRITE_TOOLS = ("write_file", "edit_file")
+
+
 class ReadBeforeWritePolicy:
     """An existing file must be read before a write tool may overwrite it.
 
-    Creating a new file is always allowed. Without a filesystem, or for a
-    write call that names no path, the policy cannot decide and denies.
+    Every ``apply_patch`` operation counts as a write of its path, whatever
+    the tool's name. Creating a new file is always allowed. Without a
+    filesystem, or for a write call that names no path, the policy cannot
+    decide and denies.
     """
 
     def __init__(
         self,
         *,
-        read_tools: Iterable[str] = ("read_file",),
-        write_tools: Iterable[str] = ("write_file", "edit_file"),
+        read_tools: Iterable[str] | None = None,
+        write_tools: Iterable[str] | None = None,
         mount_point: str | None = None,
         name: str = "read_before_write",
     ) -> None:
         self._name = name
-        self.read_tools = frozenset(read_tools)
-        self.write_tools = frozenset(write_tools)
+        # Names given explicitly must all be tools of the prompt; the defaults
+        # (as seed 003 writes ``ReadBeforeWritePolicy()``) cover whichever of
+        # them the prompt has.
+        self._explicit = read_tools is not None or write_tools is not None
+        self.read_tools = frozenset(
+            DEFAULT_READ_TOOLS if read_tools is None else read_tools
+        )
+        self.write_tools = frozenset(
+            DEFAULT_WRITE_TOOLS if write_tools is None else write_tools
+        )
         if not self.read_tools or not self.write_tools:
             raise PromptValidationError(
                 "ReadBeforeWritePolicy needs at least one read tool and one write tool."
@@ -202,6 +217,8 @@ class ReadBeforeWritePolicy:
         return self._name
 
     def referenced_tools(self) -> frozenset[str]:
+        if not self._explicit:
+            return frozenset()
         return self.read_tools | self.write_tools
 
     def normalise(self, path: str) -> str:
@@ -216,7 +233,8 @@ class ReadBeforeWritePolicy:
     def check(
         self, tool: Tool[Any, Any], params: Any, *, context: ToolContext
     ) -> PolicyDecision:
-        if tool.name not in self.write_tools:
+        # every apply_patch operation writes (or deletes) its path
+        if tool.name not in self.write_tools and not isinstance(params, PatchOperation):
             return PolicyDecision.allow()
         raw = _path_of(params)
         if raw is None:

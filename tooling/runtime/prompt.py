@@ -1,24 +1,38 @@
-"""``Prompt``: a validated tree of sections, rendered into a ``RenderedPrompt``."""
+"""``Prompt``: a validated tree of sections, rendered into a ``RenderedPrompt``.
+
+``Prompt[Answer](...)`` asks for a structured final answer of dataclass
+``Answer`` (as ``output=StructuredOutput.from_dataclass(Answer)`` does).
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import inspect
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
+from .citations import Citation
 from .errors import PromptRenderError, PromptValidationError
 from .hosted.base import HostedTool
-from .hosted.web_search import Citation
 from .policies import ToolPolicy
-from .results import render_tool_payload
 from .schema import dataclass_schema, is_strict_compatible
 from .sections import Section
 from .serde import dump, fields_of
+from .subscripts import SubscriptAlias, subscript_args, type_name
 from .tools import Tool
 from .trust import TrustLevel, WithheldTool
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    OutputT = TypeVar("OutputT", default=Any)
+else:
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT")
 
 ToolChoiceMode = Literal["auto", "none", "required", "tool", "allowed"]
 
@@ -132,8 +146,13 @@ def sanitize_schema_name(name: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class RenderedPrompt:
+class RenderedPrompt(Generic[OutputT]):
     """The text and tools the model will see, for one set of parameters."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        # typing's alias would fail setting __orig_class__ on a frozen slots
+        # dataclass; this one leaves instances as they are built.
+        return SubscriptAlias(cls, item)
 
     prompt_name: str
     text: str
@@ -167,8 +186,13 @@ class RenderedPrompt:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class PromptResponse:
+class PromptResponse(Generic[OutputT]):
     """The result of an evaluation."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        # typing's alias would fail setting __orig_class__ on a frozen slots
+        # dataclass; this one leaves instances as they are built.
+        return SubscriptAlias(cls, item)
 
     prompt_name: str
     text: str | None
@@ -190,14 +214,21 @@ class _Node:
     ancestors: tuple[Section, ...]
 
 
-class Prompt:
+class Prompt(Generic[OutputT]):
     """A tree of sections plus prompt-level policies, output and tool choice.
 
     Construction validates the whole tree: duplicate paths, duplicate tool
     names (function and hosted share one namespace, disabled sections
     included), policies that name tools the prompt does not have, parameter
-    description overrides and the tool choice.
+    description overrides and the tool choice. ``Prompt[Answer]`` sets the
+    structured output to dataclass ``Answer``; ``Prompt[str]`` (or no
+    subscript) asks for plain text.
     """
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        if isinstance(item, tuple | TypeVar) or item is Any:
+            return super().__class_getitem__(item)  # type: ignore[misc]
+        return SubscriptAlias(cls, item)
 
     def __init__(
         self,
@@ -220,7 +251,7 @@ class Prompt:
         self.name = (name or self.key).strip()
         self.sections = tuple(sections)
         self.policies = tuple(policies)
-        self.output = output
+        self.output = self._implied_output(output)
         self.tool_choice = tool_choice
         self._nodes = tuple(self._walk(self.sections, (), ()))
         self._tool_sections = self._check_tools()
@@ -233,6 +264,48 @@ class Prompt:
 
     def __repr__(self) -> str:
         return f"<Prompt {self.ns}/{self.key}>"
+
+    def _implied_output(
+        self, output: StructuredOutput | None
+    ) -> StructuredOutput | None:
+        """``output`` as the subscript (``Prompt[Answer]``) declares it; an
+        explicit output of another type is an error."""
+        arguments = subscript_args(self)
+        if not arguments:
+            return output
+        (implied,) = arguments
+        label = f"Prompt[{type_name(implied)}]"
+        if implied in (None, type(None), str):
+            if output is not None:
+                raise PromptValidationError(
+                    f"{label} asks for plain text but output= gives a structured "
+                    "output.",
+                    placeholder="output",
+                )
+            return None
+        if not (isinstance(implied, type) and dataclasses.is_dataclass(implied)):
+            raise PromptValidationError(
+                f"{label}: the output type must be a dataclass (or str for plain "
+                "text).",
+                placeholder="output",
+                dataclass_type=implied,
+            )
+        if output is None:
+            return StructuredOutput.from_dataclass(implied)
+        if output.output_type is not implied:
+            raise PromptValidationError(
+                f"{label} conflicts with output= for "
+                f"{type_name(output.output_type) if output.output_type else 'a schema'}"
+                ".",
+                placeholder="output",
+                dataclass_type=implied,
+            )
+        return output
+
+    def declared_tools(self) -> tuple[Tool[Any, Any], ...]:
+        """Every function tool of the section tree, in declaration order,
+        whether or not its section is enabled."""
+        return tuple(tool for node in self._nodes for tool in node.section.tools())
 
     def declared_hosted_tools(self) -> tuple[HostedTool[Any], ...]:
         """Every hosted tool of the section tree, in declaration order, whether
@@ -265,7 +338,7 @@ class Prompt:
     def _check_tools(self) -> dict[str, _Node]:
         owners: dict[str, _Node] = {}
         for node in self._nodes:
-            names = [tool.name for tool in node.section.tools]
+            names = [tool.name for tool in node.section.tools()]
             names += [hosted.name for hosted in node.section.hosted_tools()]
             for tool_name in names:
                 if tool_name in owners:
@@ -284,7 +357,7 @@ class Prompt:
         node = self._tool_sections.get(name)
         if node is None:
             return None
-        return next((t for t in node.section.tools if t.name == name), None)
+        return next((t for t in node.section.tools() if t.name == name), None)
 
     def _check_param_descriptions(
         self, overrides: Mapping[str, Mapping[str, str]]
@@ -409,15 +482,15 @@ class Prompt:
                 counters.append(0)
             counters[node.depth] += 1
             number = ".".join(str(c) for c in counters[: node.depth + 1])
-            heading = f"{'#' * (node.depth + 2)} {number}. {section.title} "
-            heading += f"({'.'.join(node.path)})"
-            body = section.render_body(params, node.path)
-            examples = _examples_block(section)
-            parts = [heading] + [part for part in (body, examples) if part]
-            blocks.append("\n\n".join(parts))
+            text = _render_section(node, params, number)
+            if text.strip():
+                blocks.append(text)
+            elif not section.children:
+                counters[node.depth] -= 1
             if params is not None:
                 used.update(dump(params))
-            tools.extend(section.tools)
+            section_tools = section.tools()
+            tools.extend(section_tools)
             for hosted_tool in section.hosted_tools():
                 if hosted_tool.min_trust > trust:
                     withheld.append(
@@ -430,7 +503,7 @@ class Prompt:
                     )
                 else:
                     hosted.append(hosted_tool)
-            for tool_name in [t.name for t in section.tools]:
+            for tool_name in [t.name for t in section_tools]:
                 policies[tool_name] = self.policies_for_tool(tool_name)
         self._check_choice_not_withheld(withheld)
         return RenderedPrompt(
@@ -514,18 +587,38 @@ class Prompt:
             ) from error
 
 
-def _examples_block(section: Section) -> str:
-    lines: list[str] = []
-    for tool in section.tools:
-        if not tool.examples:
-            continue
-        lines.append(f"- {tool.name}: {tool.description}")
-        for example in tool.examples:
-            lines.append(f"  - {example.description}")
-            lines.append(
-                f"    input: {json.dumps(dump(example.input, exclude_none=True))}"
-            )
-            output = render_tool_payload(example.output).splitlines() or [""]
-            lines.append(f"    output: {output[0]}")
-            lines.extend(f"      {line}" for line in output[1:])
-    return "Tools:\n" + "\n".join(lines) if lines else ""
+def _render_section(node: _Node, params: Any, number: str) -> str:
+    """``node.section.render(...)``, passing ``path=`` only to a ``render``
+    that accepts it (an override written as ``render(params, depth,
+    number)`` does not)."""
+    section = node.section
+    extra = {"path": node.path} if _takes_path(type(section).render) else {}
+    try:
+        text = section.render(params, node.depth, number, **extra)
+    except (PromptRenderError, PromptValidationError):
+        raise
+    except Exception as error:
+        raise PromptRenderError(
+            f"Section '{'.'.join(node.path)}' failed to render: {error}",
+            section_path=node.path,
+        ) from error
+    if not isinstance(text, str):
+        raise PromptRenderError(
+            f"Section '{'.'.join(node.path)}' render() returned "
+            f"{type(text).__name__}, not str.",
+            section_path=node.path,
+        )
+    return text
+
+
+@lru_cache(maxsize=256)
+def _takes_path(render: Callable[..., str]) -> bool:
+    try:
+        parameters = inspect.signature(render).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        (p.name == "path" and p.kind is not p.POSITIONAL_ONLY)
+        or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )

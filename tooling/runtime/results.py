@@ -6,13 +6,27 @@ import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .serde import dump
 
 logger = logging.getLogger(__name__)
 
 ResultT = TypeVar("ResultT")
+
+
+@runtime_checkable
+class ToolRenderableResult(Protocol):
+    """A result value that renders itself as the text the model reads.
+
+    ``ToolResult.render()`` uses a value's own ``render()`` when it has one
+    (a dataclass without one is rendered as compact JSON of
+    ``serde.dump(value, exclude_none=True)``). It must return a string and
+    should be deterministic: the same text is sent to the provider and
+    recorded on ``ToolInvoked``.
+    """
+
+    def render(self) -> str: ...
 
 
 @dataclasses.dataclass(slots=True)

@@ -69,6 +69,10 @@ class SessionProtocol(Protocol):
 
     def transaction(self) -> contextlib.AbstractContextManager[Transaction]: ...
 
+    def reset(self) -> None:
+        """Clear every state slice: policy state, the plan and any other
+        slice. Resources (the files included) are kept."""
+
 
 class _MemoryTransaction:
     def __init__(self) -> None:
@@ -138,6 +142,9 @@ class InMemorySession:
 
     def put_state(self, key: str, value: Any) -> None:
         self._state[key] = value
+
+    def reset(self) -> None:
+        self._state = {}
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:

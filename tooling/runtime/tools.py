@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_
 
 from .errors import PromptValidationError
 from .results import ToolResult
+from .subscripts import SubscriptAlias, subscript_args, type_name
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -142,12 +143,33 @@ def _types_from_handler(handler: Callable[..., Any]) -> tuple[Any, Any]:
     return params_type, result_type
 
 
+def _same_params(a: Any, b: Any) -> bool:
+    none = (None, type(None))
+    return (a in none and b in none) or a == b
+
+
+def _same_result(a: Any, b: Any) -> bool:
+    try:
+        return _normalise_result_type(a) == _normalise_result_type(b)
+    except PromptValidationError:
+        return bool(a == b)
+
+
+def _open(argument: Any) -> bool:
+    """``Any`` or a type variable: the subscript leaves this type open."""
+    return argument is Any or isinstance(argument, TypeVar)
+
+
 @dataclasses.dataclass(frozen=True)
 class Tool(Generic[ParamsT, ResultT]):
     """A callable affordance advertised to the model as a function tool.
 
-    ``params_type`` and ``result_type`` default to the handler's annotations
-    (``handler(params: P, *, context) -> ToolResult[R]``).
+    ``params_type`` and ``result_type`` come from the subscript
+    (``Tool[P, R](...)``, seed 002) or default to the handler's annotations
+    (``handler(params: P, *, context) -> ToolResult[R]``). A subscript gives
+    an unannotated handler its types; an annotation or explicit argument that
+    disagrees with it is refused. ``Any`` in the subscript leaves that type
+    to the handler.
     """
 
     name: str
@@ -161,10 +183,18 @@ class Tool(Generic[ParamsT, ResultT]):
         default="object", init=False
     )
 
+    def __class_getitem__(cls, item: Any) -> Any:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError(
+                f"{cls.__name__}[...] takes two types: "
+                f"{cls.__name__}[ParamsT, ResultT]."
+            )
+        return SubscriptAlias(cls, item)
+
     def __post_init__(self) -> None:
         validate_tool_name(self.name)
         object.__setattr__(self, "description", validate_description(self.description))
-        params_type, result_type = self.params_type, self.result_type
+        params_type, result_type = self._subscript_types()
         if self.handler is not None and (params_type is None or result_type is None):
             inferred_params, inferred_result = _types_from_handler(self.handler)
             params_type = params_type if params_type is not None else inferred_params
@@ -184,6 +214,45 @@ class Tool(Generic[ParamsT, ResultT]):
         object.__setattr__(self, "examples", tuple(self.examples))
         for example in self.examples:
             self._check_example(example)
+
+    def _subscript_types(self) -> tuple[Any, Any]:
+        """``params_type`` and ``result_type``, taken from ``Tool[P, R]`` when
+        the tool was built through a subscript. An explicit argument or an
+        annotated handler must agree with the subscript."""
+        params_type, result_type = self.params_type, self.result_type
+        subscript = subscript_args(self)
+        if len(subscript) != 2:
+            return params_type, result_type
+        sub_params, sub_result = subscript
+        hinted: tuple[Any, Any] = (None, None)
+        if self.handler is not None:
+            hinted = _types_from_handler(self.handler)
+        owner = f"{type(self).__name__} '{self.name}'"
+        declared = (
+            f"{type(self).__name__}[{type_name(sub_params)}, {type_name(sub_result)}]"
+        )
+        checks = (
+            ("params", sub_params, _same_params, params_type, hinted[0]),
+            ("result", sub_result, _same_result, result_type, hinted[1]),
+        )
+        for what, declared_type, same, explicit, annotated in checks:
+            if _open(declared_type):
+                continue
+            for source, given in (
+                (f"{what}_type=", explicit),
+                ("handler", annotated),
+            ):
+                if given is not None and not same(given, declared_type):
+                    raise PromptValidationError(
+                        f"{owner} is declared as {declared} but its {source} "
+                        f"says {what} {type_name(given)}.",
+                        placeholder="ParamsT" if what == "params" else "ResultT",
+                    )
+        if not _open(sub_params):
+            params_type = None if sub_params is type(None) else sub_params
+        if not _open(sub_result):
+            result_type = sub_result
+        return params_type, result_type
 
     def _check_example(self, example: Any) -> None:
         if not isinstance(example, ToolExample):
@@ -261,7 +330,15 @@ class Tool(Generic[ParamsT, ResultT]):
 
 @dataclasses.dataclass(frozen=True)
 class NativeTool(Tool[ParamsT, ResultT]):
-    """A tool the provider executes: it can never have a local handler."""
+    """A tool the provider executes: it can never have a local handler.
+
+    ``NativeTool[P, R](name=..., description=..., examples=...)`` (seed 001):
+    the OpenAI adapter sends one whose name is a kind it has a codec for as
+    that built-in tool, checks ``P`` and ``R`` against the provider's call
+    before any request and records each call with a ``P`` and an ``R``
+    (``adapters/openai/native.py``). Hosted tools remain the preferred
+    declaration: they carry a configuration.
+    """
 
     accepts_overrides: bool = False
 

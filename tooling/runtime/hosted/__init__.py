@@ -1,5 +1,11 @@
 """Hosted (provider-executed) tools: the base type and one module per kind."""
 
+from .apply_patch import (
+    ApplyPatchConfig,
+    ApplyPatchSection,
+    PatchApplied,
+    apply_patch_tool,
+)
 from .base import (
     HostedTool,
     HostedToolConfig,
@@ -40,6 +46,15 @@ from .mcp import (
     McpToolCall,
     mcp_tool,
 )
+from .section import HostedToolSection
+from .shell import (
+    ShellCall,
+    ShellCommandRun,
+    ShellConfig,
+    ShellResult,
+    ShellSection,
+    shell_tool,
+)
 from .web_search import (
     Citation,
     DomainFilter,
@@ -53,6 +68,8 @@ from .web_search import (
 )
 
 __all__ = [
+    "ApplyPatchConfig",
+    "ApplyPatchSection",
     "Citation",
     "CodeInterpreterConfig",
     "CodeInterpreterResult",
@@ -72,6 +89,7 @@ __all__ = [
     "HostedTool",
     "HostedToolConfig",
     "HostedToolOutput",
+    "HostedToolSection",
     "ImageGenerationConfig",
     "ImageGenerationResult",
     "ImageGenerationSection",
@@ -80,16 +98,64 @@ __all__ = [
     "McpResult",
     "McpSection",
     "McpToolCall",
+    "PatchApplied",
     "RankingOptions",
+    "ShellCall",
+    "ShellCommandRun",
+    "ShellConfig",
+    "ShellResult",
+    "ShellSection",
     "WebSearchCall",
     "WebSearchConfig",
     "WebSearchResult",
     "WebSearchSection",
+    "apply_patch_tool",
     "code_interpreter_tool",
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",
+    "shell_tool",
     "source_key",
     "unsupported_kind_message",
     "web_search_tool",
+]
+
+# -- The catalog's kinds (``spec.HostedKindSpec``), registered in the order the
+# admin lists them. A new kind's module declares its spec; add it here.
+from .apply_patch import APPLY_PATCH_SPEC
+from .code_interpreter import CODE_INTERPRETER_SPEC
+from .file_search import FILE_SEARCH_SPEC
+from .image_generation import IMAGE_GENERATION_SPEC
+from .mcp import MCP_SPEC
+from .shell import SHELL_SPEC
+from .spec import (
+    HostedKindSpec,
+    HostedOption,
+    hosted_kind,
+    hosted_kind_names,
+    hosted_kinds,
+    register_kind,
+    unregister_kind,
+)
+from .web_search import WEB_SEARCH_SPEC
+
+for _spec in (
+    WEB_SEARCH_SPEC,
+    FILE_SEARCH_SPEC,
+    CODE_INTERPRETER_SPEC,
+    IMAGE_GENERATION_SPEC,
+    MCP_SPEC,
+    SHELL_SPEC,
+    APPLY_PATCH_SPEC,
+):
+    register_kind(_spec)
+
+__all__ += [
+    "HostedKindSpec",
+    "HostedOption",
+    "hosted_kind",
+    "hosted_kind_names",
+    "hosted_kinds",
+    "register_kind",
+    "unregister_kind",
 ]

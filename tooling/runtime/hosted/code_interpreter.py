@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import PromptValidationError
-from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool, frozen_tuple
+from .section import HostedToolSection
+from .spec import HostedKindSpec, HostedOption
 
 MemoryLimit = Literal["1g", "4g", "16g", "64g"]
 MEMORY_LIMITS: tuple[str, ...] = ("1g", "4g", "16g", "64g")
@@ -161,33 +162,13 @@ of computing in your head. Files you create are returned as citations; mention
 them in the answer."""
 
 
-class CodeInterpreterSection(MarkdownSection):
+class CodeInterpreterSection(HostedToolSection[CodeInterpreterConfig]):
     """A section that documents and exposes the code_interpreter hosted tool."""
 
-    def __init__(
-        self,
-        config: CodeInterpreterConfig | None = None,
-        *,
-        key: str = "code_interpreter",
-        name: str = "code_interpreter",
-        title: str = "Code Interpreter",
-        enabled: bool | EnabledPredicate = True,
-    ) -> None:
-        self._tool = code_interpreter_tool(config, name=name)
-        super().__init__(
-            title=title,
-            key=key,
-            template=CODE_INTERPRETER_TEMPLATE,
-            enabled=enabled,
-            hosted_tools=(self._tool,),
-        )
-
-    @property
-    def tool(self) -> HostedTool[CodeInterpreterConfig]:
-        return self._tool
-
-    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
-        return (self._tool,)
+    default_key = "code_interpreter"
+    default_title = "Code Interpreter"
+    default_template = CODE_INTERPRETER_TEMPLATE
+    tool_factory = code_interpreter_tool
 
 
 __all__ = [
@@ -201,3 +182,29 @@ __all__ = [
     "MemoryLimit",
     "code_interpreter_tool",
 ]
+
+
+# -- The catalog's view of this kind (``spec.HostedKindSpec``).
+
+CODE_INTERPRETER_SPEC: HostedKindSpec[CodeInterpreterConfig] = HostedKindSpec(
+    kind="code_interpreter",
+    label="Code interpreter",
+    config_type=CodeInterpreterConfig,
+    tool_factory=code_interpreter_tool,
+    description="Used when the kind is code_interpreter: either an existing "
+    "container id, or an auto container with a memory limit and files.",
+    options=(
+        HostedOption(
+            "container_id",
+            max_length=200,
+            help="An existing container; leave empty for an auto container "
+            "(then memory limit and file ids apply).",
+        ),
+        HostedOption("memory_limit", "choice", choices=MEMORY_LIMITS),
+        HostedOption(
+            "file_ids",
+            "lines",
+            help="Auto container: files to copy in, one id per line.",
+        ),
+    ),
+)

@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+from ..citations import Citation
 from ..errors import PromptValidationError
-from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool, frozen_tuple
-from .web_search import Citation
+from .section import HostedToolSection
+from .spec import HostedKindSpec, HostedOption
 
 ComparisonOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
 CompoundOp = Literal["and", "or"]
@@ -377,33 +378,13 @@ answering. Cite the files you rely on, and say so when the documents do not
 contain the answer instead of guessing."""
 
 
-class FileSearchSection(MarkdownSection):
+class FileSearchSection(HostedToolSection[FileSearchConfig]):
     """A section that documents and exposes the file_search hosted tool."""
 
-    def __init__(
-        self,
-        config: FileSearchConfig,
-        *,
-        key: str = "file_search",
-        name: str = "file_search",
-        title: str = "File Search",
-        enabled: bool | EnabledPredicate = True,
-    ) -> None:
-        self._tool = file_search_tool(config, name=name)
-        super().__init__(
-            title=title,
-            key=key,
-            template=FILE_SEARCH_TEMPLATE,
-            enabled=enabled,
-            hosted_tools=(self._tool,),
-        )
-
-    @property
-    def tool(self) -> HostedTool[FileSearchConfig]:
-        return self._tool
-
-    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
-        return (self._tool,)
+    default_key = "file_search"
+    default_title = "File Search"
+    default_template = FILE_SEARCH_TEMPLATE
+    tool_factory = file_search_tool
 
 
 __all__ = [
@@ -424,3 +405,62 @@ __all__ = [
     "file_search_tool",
     "parse_filter",
 ]
+
+
+# -- The catalog's view of this kind (``spec.HostedKindSpec``).
+
+_RANKING_OPTIONS = ("ranker", "score_threshold", "embedding_weight", "text_weight")
+
+
+def _file_search_config(values: Mapping[str, Any]) -> FileSearchConfig:
+    """Flat stored options -> the config (the ranking options grouped)."""
+    ranking = {name: values.get(name) for name in _RANKING_OPTIONS}
+    return FileSearchConfig(
+        vector_store_ids=values.get("vector_store_ids") or (),
+        max_results=values.get("max_results"),
+        filters=values.get("filters"),
+        ranking=(
+            RankingOptions(**ranking)
+            if any(value is not None for value in ranking.values())
+            else None
+        ),
+    )
+
+
+FILE_SEARCH_SPEC: HostedKindSpec[FileSearchConfig] = HostedKindSpec(
+    kind="file_search",
+    label="File search",
+    config_type=FileSearchConfig,
+    tool_factory=file_search_tool,
+    build=_file_search_config,
+    description="Used when the kind is file_search: the vector stores to search, "
+    "how many results, attribute filters and ranking.",
+    options=(
+        HostedOption(
+            "vector_store_ids",
+            "lines",
+            help="One vector store id per line (at least one).",
+        ),
+        HostedOption(
+            "max_results",
+            "integer",
+            help=f"1 to {MAX_RESULTS_LIMIT}; empty: provider default.",
+        ),
+        HostedOption(
+            "filters",
+            "json",
+            label="Attribute filters",
+            rows=4,
+            help='Optional JSON, e.g. {"type": "eq", "key": "tenant", "value": '
+            '"acme"}, or {"type": "and", "filters": [...]}.',
+        ),
+        HostedOption("ranker", "choice", choices=RANKERS),
+        HostedOption("score_threshold", "number", help="0 to 1."),
+        HostedOption(
+            "embedding_weight",
+            "number",
+            help="Hybrid search: set both weights or neither.",
+        ),
+        HostedOption("text_weight", "number"),
+    ),
+)

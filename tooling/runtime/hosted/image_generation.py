@@ -10,11 +10,12 @@ import base64
 import binascii
 import dataclasses
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import PromptValidationError
-from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool
+from .section import HostedToolSection
+from .spec import HostedKindSpec, HostedOption
 
 ImageQuality = Literal["low", "medium", "high", "auto"]
 ImageFormat = Literal["png", "webp", "jpeg"]
@@ -192,33 +193,13 @@ or an edit of an image. Describe the image precisely; do not paste image data
 into the answer."""
 
 
-class ImageGenerationSection(MarkdownSection):
+class ImageGenerationSection(HostedToolSection[ImageGenerationConfig]):
     """A section that documents and exposes the image_generation hosted tool."""
 
-    def __init__(
-        self,
-        config: ImageGenerationConfig | None = None,
-        *,
-        key: str = "image_generation",
-        name: str = "image_generation",
-        title: str = "Image Generation",
-        enabled: bool | EnabledPredicate = True,
-    ) -> None:
-        self._tool = image_generation_tool(config, name=name)
-        super().__init__(
-            title=title,
-            key=key,
-            template=IMAGE_GENERATION_TEMPLATE,
-            enabled=enabled,
-            hosted_tools=(self._tool,),
-        )
-
-    @property
-    def tool(self) -> HostedTool[ImageGenerationConfig]:
-        return self._tool
-
-    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
-        return (self._tool,)
+    default_key = "image_generation"
+    default_title = "Image Generation"
+    default_template = IMAGE_GENERATION_TEMPLATE
+    tool_factory = image_generation_tool
 
 
 __all__ = [
@@ -234,3 +215,40 @@ __all__ = [
     "ImageGenerationSection",
     "image_generation_tool",
 ]
+
+
+# -- The catalog's view of this kind (``spec.HostedKindSpec``).
+
+IMAGE_GENERATION_SPEC: HostedKindSpec[ImageGenerationConfig] = HostedKindSpec(
+    kind="image_generation",
+    label="Image generation",
+    config_type=ImageGenerationConfig,
+    tool_factory=image_generation_tool,
+    description="Used when the kind is image_generation; empty fields leave the "
+    "provider's default.",
+    options=(
+        HostedOption(
+            "size",
+            max_length=20,
+            help="auto or WIDTHxHEIGHT, e.g. 1024x1024, 1024x1536, 1536x1024.",
+        ),
+        HostedOption("quality", "choice", choices=QUALITIES),
+        HostedOption("output_format", "choice", choices=FORMATS),
+        HostedOption("background", "choice", choices=BACKGROUNDS),
+        HostedOption(
+            "model",
+            label="Image model",
+            form_name="image_model",
+            max_length=100,
+            help="e.g. gpt-image-1; empty: provider default.",
+        ),
+        HostedOption("output_compression", "integer", help="0 to 100."),
+        HostedOption("moderation", "choice", choices=MODERATIONS),
+        HostedOption("action", "choice", choices=ACTIONS),
+        HostedOption(
+            "partial_images",
+            "integer",
+            help=f"0 to {MAX_PARTIAL_IMAGES} (only used when streaming).",
+        ),
+    ),
+)

@@ -18,8 +18,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import PromptValidationError
-from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool, frozen_tuple
+from .section import HostedToolSection
+from .spec import HostedKindSpec, HostedOption
 
 ApprovalMode = Literal["always", "never"]
 APPROVAL_MODES: tuple[str, ...] = ("always", "never")
@@ -248,33 +249,15 @@ def mcp_template(config: McpConfig) -> str:
     return "\n".join(lines).replace("$", "$$")
 
 
-class McpSection(MarkdownSection):
+class McpSection(HostedToolSection[McpConfig]):
     """A section that documents and exposes one remote MCP server."""
 
-    def __init__(
-        self,
-        config: McpConfig,
-        *,
-        key: str = "mcp",
-        name: str = "mcp",
-        title: str = "MCP Server",
-        enabled: bool | EnabledPredicate = True,
-    ) -> None:
-        self._tool = mcp_tool(config, name=name)
-        super().__init__(
-            title=title,
-            key=key,
-            template=mcp_template(config),
-            enabled=enabled,
-            hosted_tools=(self._tool,),
-        )
+    default_key = "mcp"
+    default_title = "MCP Server"
+    tool_factory = mcp_tool
 
-    @property
-    def tool(self) -> HostedTool[McpConfig]:
-        return self._tool
-
-    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
-        return (self._tool,)
+    def section_template(self, config: McpConfig) -> str:
+        return mcp_template(config)
 
 
 __all__ = [
@@ -290,3 +273,64 @@ __all__ = [
     "mcp_template",
     "mcp_tool",
 ]
+
+
+# -- The catalog's view of this kind (``spec.HostedKindSpec``).
+
+MCP_SPEC: HostedKindSpec[McpConfig] = HostedKindSpec(
+    kind="mcp",
+    label="MCP server",
+    config_type=McpConfig,
+    tool_factory=mcp_tool,
+    description="Used when the kind is mcp. Header values are secrets: only the "
+    "names of the environment variables holding them are stored, and the values "
+    "are never shown.",
+    refused={
+        "headers": (
+            "MCP header values are never stored in the catalog: name an "
+            "environment variable per header instead, as header_env "
+            '{"Authorization": "WINK_MCP_CRM_TOKEN"}.',
+            "header_env",
+        )
+    },
+    options=(
+        HostedOption(
+            "server_label",
+            max_length=64,
+            default="",
+            help="1-64 of A-Z, a-z, 0-9, '_' or '-'.",
+        ),
+        HostedOption(
+            "server_url",
+            label="Server URL",
+            max_length=500,
+            default="",
+            help="https:// (or http://) URL of the MCP server, without credentials.",
+        ),
+        HostedOption(
+            "allowed_tools",
+            "lines",
+            help="One tool name per line; empty: every tool of the server.",
+        ),
+        HostedOption(
+            "require_approval",
+            "choice",
+            choices=APPROVAL_MODES,
+            blank=None,
+            default="never",
+            help="This runtime cannot answer approval requests: with 'always' "
+            "every call is reported as failed.",
+        ),
+        HostedOption("server_description", max_length=500),
+        HostedOption(
+            "header_env",
+            "header_env",
+            label="Header variables",
+            field="headers",
+            help="One Header-Name=ENV_VAR per line, e.g. "
+            "Authorization=DEEPWIKI_MCP_AUTH. Only the variable's name is stored; "
+            "its value is read from the environment when the prompt is built and "
+            "is never stored or shown.",
+        ),
+    ),
+)

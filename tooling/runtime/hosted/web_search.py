@@ -5,14 +5,17 @@ from __future__ import annotations
 import dataclasses
 import re
 import zoneinfo
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Any, Literal, get_args
 
+from ..citations import Citation as Citation
+from ..citations import source_key as source_key
 from ..errors import PromptValidationError
-from ..sections import EnabledPredicate, MarkdownSection
 from .base import HostedTool, frozen_tuple
 from .countries import ISO_3166_ALPHA2
+from .section import HostedToolSection
+from .spec import HostedKindSpec, HostedOption
 
 MAX_ALLOWED_DOMAINS = 100
 _DOMAIN = re.compile(
@@ -27,41 +30,58 @@ def _timezones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
-def validate_domain(domain: str) -> str:
+def validate_domain(domain: str, *, placeholder: str = "allowed_domains") -> str:
+    if not isinstance(domain, str):
+        raise PromptValidationError(
+            f"Domains must be strings, not {type(domain).__name__}.",
+            placeholder=placeholder,
+        )
     value = domain.strip().lower()
     if "://" in value or value.startswith("//"):
         raise PromptValidationError(
             f"Domain '{domain}' must be written without a scheme (for example "
             "'docs.python.org', not 'https://docs.python.org').",
-            placeholder="allowed_domains",
+            placeholder=placeholder,
         )
     if "/" in value or not _DOMAIN.fullmatch(value):
         raise PromptValidationError(
             f"'{domain}' is not a valid domain name (expected something like "
             "'example.com').",
-            placeholder="allowed_domains",
+            placeholder=placeholder,
         )
     return value
 
 
+def _domains(value: Any, placeholder: str) -> tuple[str, ...]:
+    domains = tuple(
+        validate_domain(d, placeholder=placeholder) for d in frozen_tuple(value)
+    )
+    if len(domains) > MAX_ALLOWED_DOMAINS:
+        verb = "allows" if placeholder == "allowed_domains" else "blocks"
+        raise PromptValidationError(
+            f"A domain filter {verb} at most {MAX_ALLOWED_DOMAINS} domains "
+            f"(got {len(domains)}).",
+            placeholder=placeholder,
+        )
+    return domains
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class DomainFilter:
-    """Restrict search to these domains (subdomains included). At most 100.
+    """Restrict search to ``allowed`` domains or away from ``blocked`` ones
+    (subdomains included; at most 100 each).
 
-    The OpenAI API has no block-list, so only ``allowed`` exists here.
+    Whether a provider can block domains is its adapter's business: the
+    OpenAI Responses API has only an allow-list, so its codec refuses a
+    filter with ``blocked`` domains before any request is sent.
     """
 
     allowed: tuple[str, ...] = ()
+    blocked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        allowed = tuple(validate_domain(d) for d in frozen_tuple(self.allowed))
-        if len(allowed) > MAX_ALLOWED_DOMAINS:
-            raise PromptValidationError(
-                f"A domain filter allows at most {MAX_ALLOWED_DOMAINS} domains "
-                f"(got {len(allowed)}).",
-                placeholder="allowed_domains",
-            )
-        object.__setattr__(self, "allowed", allowed)
+        object.__setattr__(self, "allowed", _domains(self.allowed, "allowed_domains"))
+        object.__setattr__(self, "blocked", _domains(self.blocked, "blocked_domains"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,6 +94,13 @@ class GeoHint:
     timezone: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("country_code", "city", "region", "timezone"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise PromptValidationError(
+                    f"{name} must be a string, not {type(value).__name__}.",
+                    placeholder=name,
+                )
         if self.country_code is not None:
             code = self.country_code.strip().upper()
             if code not in ISO_3166_ALPHA2:
@@ -110,56 +137,6 @@ class WebSearchConfig:
                 "search_context_size must be 'low', 'medium' or 'high'.",
                 placeholder="search_context_size",
             )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Citation:
-    """A cited source: where it points and which span of text it supports.
-
-    ``kind`` is the annotation type (``url_citation``, ``file_citation``,
-    ``container_file_citation``); file citations carry ids instead of a URL.
-    """
-
-    url: str
-    title: str
-    span: tuple[int, int] | None = None
-    cited_text: str = ""
-    kind: str = "url_citation"
-    file_id: str | None = None
-    filename: str | None = None
-    container_id: str | None = None
-    message_id: str | None = None
-    content_index: int = 0
-    search_call_id: str | None = None
-    """The ``web_search_call`` this URL citation most likely came from: the
-    latest earlier call that listed the URL among its sources, else the latest
-    earlier call (the API does not link them itself)."""
-
-
-# Query parameters the provider adds to cited URLs (not part of the source).
-_TRACKING_PARAMS = frozenset({"utm_source"})
-
-
-def source_key(url: str) -> str:
-    """``url`` reduced for comparing a citation with a search's sources.
-
-    Citations often come back as ``...?utm_source=openai`` while the search
-    listed the bare URL; scheme and host case, the fragment and a trailing
-    slash do not name a different source either.
-    """
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return url.strip()
-    query = urlencode(
-        [
-            (k, v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            if k not in _TRACKING_PARAMS
-        ]
-    )
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, query, ""))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -213,30 +190,71 @@ Use the web_search tool for facts that may have changed or that you are not sure
 of. Cite every source you rely on inline; do not cite pages you did not open."""
 
 
-class WebSearchSection(MarkdownSection):
+class WebSearchSection(HostedToolSection[WebSearchConfig]):
     """A section that documents and exposes the web_search hosted tool."""
 
-    def __init__(
-        self,
-        config: WebSearchConfig | None = None,
-        *,
-        key: str = "web_search",
-        name: str = "web_search",
-        title: str = "Web Search",
-        enabled: bool | EnabledPredicate = True,
-    ) -> None:
-        self._tool = web_search_tool(config, name=name)
-        super().__init__(
-            title=title,
-            key=key,
-            template=WEB_SEARCH_TEMPLATE,
-            enabled=enabled,
-            hosted_tools=(self._tool,),
+    default_key = "web_search"
+    default_title = "Web Search"
+    default_template = WEB_SEARCH_TEMPLATE
+    tool_factory = web_search_tool
+
+
+# -- The catalog's view of this kind (``spec.HostedKindSpec``).
+
+_GEO_OPTIONS = ("country", "city", "region", "timezone")
+
+
+def _web_search_config(values: Mapping[str, Any]) -> WebSearchConfig:
+    """Flat stored options -> the config (domains and location grouped)."""
+    domains = values.get("allowed_domains") or ()
+    geo = None
+    if any(values.get(name) for name in _GEO_OPTIONS):
+        geo = GeoHint(
+            country_code=values.get("country"),
+            city=values.get("city"),
+            region=values.get("region"),
+            timezone=values.get("timezone"),
         )
+    return WebSearchConfig(
+        domain_filter=DomainFilter(allowed=tuple(domains)) if domains else None,
+        geo_hint=geo,
+        allow_live_access=bool(values.get("allow_live_access", True)),
+        search_context_size=values.get("search_context_size"),
+    )
 
-    @property
-    def tool(self) -> HostedTool[WebSearchConfig]:
-        return self._tool
 
-    def hosted_tools(self) -> tuple[HostedTool[Any], ...]:
-        return (self._tool,)
+WEB_SEARCH_SPEC: HostedKindSpec[WebSearchConfig] = HostedKindSpec(
+    kind="web_search",
+    label="Web search",
+    config_type=WebSearchConfig,
+    tool_factory=web_search_tool,
+    build=_web_search_config,
+    # Stored web search configs were never checked for unknown keys.
+    strict=False,
+    description="Used when the kind is web_search: allowed domains, an "
+    "approximate user location and live access.",
+    options=(
+        HostedOption(
+            "allowed_domains",
+            "lines",
+            rows=4,
+            keep_empty=True,
+            help="Web search: one domain per line, without https:// (max 100).",
+        ),
+        HostedOption(
+            "country", max_length=2, upper=True, help="Web search: ISO 3166-1 alpha-2."
+        ),
+        HostedOption("city", max_length=100),
+        HostedOption("region", max_length=100),
+        HostedOption(
+            "timezone", max_length=64, help="Web search: IANA, e.g. Europe/Berlin."
+        ),
+        HostedOption(
+            "search_context_size",
+            "choice",
+            choices=get_args(SearchContextSize),
+            blank="default",
+        ),
+        HostedOption("allow_live_access", "boolean", default=True),
+    ),
+)

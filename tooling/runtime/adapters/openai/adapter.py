@@ -30,11 +30,14 @@ from ...events import (
     event_id_for,
 )
 from ...hosted.base import HostedTool, unsupported_kind_message
+from ...local_shell import LocalShellExecutor
 from ...prompt import Prompt, PromptResponse, RenderedPrompt, ToolChoice
 from ...schema import is_strict_compatible
 from ...session import InMemorySession, SessionProtocol
+from ...tools import Tool
 from ...trust import TrustLevel
 from .codecs import HostedToolCodec, default_codecs
+from .native import bind_native_tools
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
 from .run import ADAPTER_NAME, Run
@@ -46,7 +49,9 @@ __all__ = ["OpenAIAdapter", "RunRecord", "redact_request", "redact_tools"]
 class OpenAIAdapter:
     """Runs prompts on the OpenAI Responses API through the official SDK.
 
-    ``client`` is an ``openai.OpenAI`` instance (injected; never built here).
+    ``client`` is an ``openai.OpenAI`` instance; without one, the SDK's
+    default client is built (configured by ``OPENAI_API_KEY`` and
+    ``OPENAI_BASE_URL``, as in seed 004's ``OpenAIAdapter(model=...)``).
     ``hosted_tool_codecs`` maps hosted tool kinds to codecs.
     ``model_capabilities`` optionally maps model names to the hosted kinds
     each may use; a model missing from a given mapping may use none.
@@ -56,6 +61,10 @@ class OpenAIAdapter:
     ``max_retries``), each attempt with the smaller of ``timeout`` (default:
     the client's read timeout) and what is left of the deadline. The client is
     used with the SDK's retries turned off.
+
+    ``shell_executors`` maps executor names to the ``LocalShellExecutor`` a
+    shell tool with ``environment: local`` runs its commands through (its
+    config names one); without it no local command ever runs.
     """
 
     name = ADAPTER_NAME
@@ -63,9 +72,9 @@ class OpenAIAdapter:
     def __init__(
         self,
         *,
-        client: openai.OpenAI,
+        client: openai.OpenAI | None = None,
         model: str,
-        hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] | None = None,
+        hosted_tool_codecs: Mapping[str, HostedToolCodec[Any, Any]] | None = None,
         model_capabilities: Mapping[str, frozenset[str]] | None = None,
         max_turns: int = 16,
         parallel_tool_calls: bool = True,
@@ -74,6 +83,7 @@ class OpenAIAdapter:
         max_retries: int | None = None,
         timeout: float | None = None,
         poll_seconds: float = 1.0,
+        shell_executors: Mapping[str, LocalShellExecutor] | None = None,
     ) -> None:
         if not model or not model.strip():
             raise ValueError("OpenAIAdapter needs a model name.")
@@ -85,6 +95,8 @@ class OpenAIAdapter:
             raise ValueError("timeout must be positive.")
         if poll_seconds <= 0:
             raise ValueError("poll_seconds must be positive.")
+        if client is None:  # configured by OPENAI_API_KEY / OPENAI_BASE_URL
+            client = openai.OpenAI()
         self.client = client
         self.max_retries = (
             max_retries if max_retries is not None else int(client.max_retries)
@@ -97,7 +109,7 @@ class OpenAIAdapter:
             client if client.max_retries == 0 else client.with_options(max_retries=0)
         )
         self.model = model.strip()
-        self.hosted_tool_codecs: Mapping[str, HostedToolCodec[Any]] = (
+        self.hosted_tool_codecs: Mapping[str, HostedToolCodec[Any, Any]] = (
             dict(hosted_tool_codecs)
             if hosted_tool_codecs is not None
             else default_codecs()
@@ -107,10 +119,16 @@ class OpenAIAdapter:
         self.parallel_tool_calls = parallel_tool_calls
         self.store = store
         self.extra_request = dict(extra_request or {})
+        # a local shell runs only through an executor named here (none: none)
+        self.shell_executors: Mapping[str, LocalShellExecutor] = (
+            shell_executors if shell_executors is not None else {}
+        )
 
     # -- building the request ------------------------------------------------
 
-    def _codec(self, hosted: HostedTool[Any], prompt_name: str) -> HostedToolCodec[Any]:
+    def _codec(
+        self, hosted: HostedTool[Any], prompt_name: str
+    ) -> HostedToolCodec[Any, Any]:
         codec = self.hosted_tool_codecs.get(hosted.kind)
         if codec is None:
             raise PromptEvaluationError(
@@ -127,7 +145,7 @@ class OpenAIAdapter:
         here, before any request, like an unknown kind."""
         try:
             return self._codec(hosted, prompt_name).serialize(hosted)
-        except TypeError as error:
+        except (TypeError, PromptValidationError) as error:
             raise PromptEvaluationError(
                 str(error), prompt_name=prompt_name, phase="render"
             ) from error
@@ -142,17 +160,24 @@ class OpenAIAdapter:
                 message, prompt_name=rendered.prompt_name, phase="render"
             )
 
+    def bind_native(
+        self, rendered: RenderedPrompt
+    ) -> tuple[RenderedPrompt, dict[str, Tool[Any, Any]]]:
+        """``rendered`` with its ``NativeTool``s offered as the built-in tools
+        they name (see ``native.py``), and those tools by name."""
+        return bind_native_tools(rendered, self.hosted_tool_codecs)
+
     def tools_payload(self, rendered: RenderedPrompt) -> list[dict[str, Any]]:
-        """The exact ``tools`` array sent to the provider."""
+        """The exact ``tools`` array sent to the provider: function and native
+        tools in declaration order, then the hosted tools."""
+        bound, natives = self.bind_native(rendered)
         payload: list[dict[str, Any]] = []
         for tool in rendered.tools:
             if tool.is_native:
-                raise PromptEvaluationError(
-                    f"Native tool '{tool.name}' must be declared as a hosted tool "
-                    "for the OpenAI adapter.",
-                    prompt_name=rendered.prompt_name,
-                    phase="render",
-                )
+                hosted = bound.hosted_tool(tool.name)
+                if hosted is not None:  # else withheld at this trust level
+                    payload.append(self._serialize(hosted, rendered.prompt_name))
+                continue
             try:
                 schema = rendered.tool_schema(tool)
             except TypeError as error:
@@ -171,8 +196,9 @@ class OpenAIAdapter:
                     "strict": is_strict_compatible(schema),
                 }
             )
-        for hosted in rendered.hosted_tools:
-            payload.append(self._serialize(hosted, rendered.prompt_name))
+        for hosted in bound.hosted_tools:
+            if hosted.name not in natives:
+                payload.append(self._serialize(hosted, rendered.prompt_name))
         return payload
 
     def tool_choice_payload(
@@ -219,12 +245,14 @@ class OpenAIAdapter:
 
     def request_preview(self, rendered: RenderedPrompt) -> dict[str, Any]:
         """The first request body, exactly as it would be sent."""
-        self._check_capabilities(rendered)
+        bound, _ = self.bind_native(rendered)
+        self._check_capabilities(bound)
+        tools = self.tools_payload(rendered)  # native tools in declared order
+        rendered = bound
         body: dict[str, Any] = {
             "model": self.model,
             "input": [{"role": "system", "content": rendered.text}],
         }
-        tools = self.tools_payload(rendered)
         if tools:
             body["tools"] = tools
             choice = self.tool_choice_payload(rendered.tool_choice, rendered)
@@ -259,6 +287,7 @@ class OpenAIAdapter:
         trust_level: TrustLevel | str = TrustLevel.STANDARD,
         run_id: str | None = None,
         resume: RunRecord | None = None,
+        parse_output: bool = True,
     ) -> PromptResponse:
         """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer.
 
@@ -272,7 +301,15 @@ class OpenAIAdapter:
         evaluation of the same prompt and values recorded) to continue it: the
         recorded responses and tool calls are replayed, not repeated, and the
         events they produce again carry the same ids as the first time.
+
+        ``parse_output`` is accepted for the seeds' sake: a declared output
+        is always parsed, so ``False`` with one is refused.
         """
+        if not parse_output and getattr(prompt, "output", None) is not None:
+            raise ValueError(
+                "parse_output=False is not supported: a prompt's declared output "
+                "is always parsed (leave parse_output out)."
+            )
         session = session if session is not None else InMemorySession()
         sink = sink if sink is not None else NullSink()
         tracker = BudgetTracker(budget) if budget is not None else None

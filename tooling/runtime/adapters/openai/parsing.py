@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...hosted.web_search import Citation, source_key
+from ...citations import Citation, source_key
 from .codecs.base import field
 
 

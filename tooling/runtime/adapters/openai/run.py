@@ -47,7 +47,10 @@ from ...results import ToolResult
 from ...serde import SerdeError, parse
 from ...session import SessionProtocol
 from ...text import sendable
+from ...tools import Tool
 from .codecs.base import JsonObject, field
+from .local_calls import LocalCalls
+from .native import typed_native_call
 from .parsing import citations_from_items, message_text
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
@@ -113,6 +116,7 @@ class Run:
         self.all_items: list[Any] = []
         self.citations: list[Any] = []
         self.call_ids: set[str] = set()
+        self.native_tools: dict[str, Tool[Any, Any]] = {}
         # Set once a reply held surrogate escapes: the history is then made
         # sendable before each request (it is never changed in place).
         self.scrub_history = False
@@ -138,6 +142,7 @@ class Run:
     def execute(self, rendered: RenderedPrompt, max_turns: int) -> PromptResponse:
         adapter = self.adapter
         body = adapter.request_preview(rendered)  # validates before any request
+        rendered, self.native_tools = adapter.bind_native(rendered)
         self.sink.emit(
             PromptRendered(
                 prompt_name=rendered.prompt_name,
@@ -163,6 +168,9 @@ class Run:
             sequence=self.sequence,
             run_id=self.run_id,
         )
+        local = LocalCalls(
+            executor, rendered, adapter.shell_executors, self.call_ids, self.sequence
+        )
         hosted_by_type = self._hosted_by_item_type(rendered)
         history: list[Any] = list(body.pop("input"))
         recorded = self.resume.responses
@@ -184,8 +192,12 @@ class Run:
                 item_type = field(item, "type")
                 if item_type == "function_call":
                     calls.append(self._function_call(item, turn))
+                elif local.claims(item):  # apply_patch, local shell: run here
+                    calls.append(local.call(item, turn))
                 elif item_type in hosted_by_type:
-                    self._record_native(item, hosted_by_type[item_type], rendered, turn)
+                    self._record_native(
+                        item, hosted_by_type[item_type], rendered, turn, output
+                    )
                 elif item_type not in _IGNORED_ITEM_TYPES:
                     logger.warning(
                         "Unknown output item type %r at %d", item_type, position
@@ -195,6 +207,13 @@ class Run:
                 return self._finish(rendered, data, turn)
             for call in calls:
                 replayed = self.resume.tool_outputs.get(self.sequence.peek())
+                if local.owns(call):
+                    if replayed is not None:
+                        next(self.sequence)
+                        history.append(local.answer(call, replayed))
+                    else:
+                        history.append(local.answer(call, *local.execute(call)))
+                    continue
                 if replayed is not None:
                     next(self.sequence)
                     output_text = replayed
@@ -372,6 +391,7 @@ class Run:
         candidates: Sequence[HostedTool[Any]],
         rendered: RenderedPrompt,
         turn: int,
+        output: Sequence[Any] = (),
     ) -> None:
         hosted = candidates[0]
         codec = self.adapter._codec(hosted, rendered.prompt_name)
@@ -381,7 +401,9 @@ class Run:
                 if codec.matches(item, candidate):
                     hosted = candidate
                     break
-            call = codec.parse_call(item)
+            # a kind whose call and output are separate items reads the response
+            paired = getattr(codec, "parse_call_in", None)
+            call = paired(item, output) if paired else codec.parse_call(item)
         except Exception as error:  # an item the codec cannot read: record it
             logger.warning("Could not read a %s item: %r", item_type, error)
             message = (
@@ -401,19 +423,24 @@ class Run:
             return
         if call is None:
             return
+        params: Any = dict(call.params)
         result: ToolResult[Any] = ToolResult(
             message=call.message,
             value=call.value if call.success else None,
             success=call.success,
         )
+        rendered_output = call.rendered
+        native = self.native_tools.get(hosted.name)
+        if native is not None:  # a NativeTool: its own params and result types
+            params, result, rendered_output = typed_native_call(native, call, item)
         self._emit_native(
             rendered,
             hosted,
             turn,
             call_id=call.call_id,
-            params=dict(call.params),
+            params=params,
             result=result,
-            rendered_output=call.rendered,
+            rendered_output=rendered_output,
         )
 
     def _emit_native(
@@ -423,7 +450,7 @@ class Run:
         turn: int,
         *,
         call_id: str | None,
-        params: dict[str, Any],
+        params: Any,
         result: ToolResult[Any],
         rendered_output: str,
     ) -> None:

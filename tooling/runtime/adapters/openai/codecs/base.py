@@ -24,13 +24,30 @@ class NativeCall:
     rendered: str
 
 
-class HostedToolCodec(Protocol[OutputT]):
+class HostedToolCodec(Protocol[ConfigT, OutputT]):
     """Serialises a hosted tool to the wire and parses what it produced.
+
+    ``ConfigT`` is the config type of the kind's ``HostedTool`` and
+    ``OutputT`` the typed output ``parse_output`` builds (seed 000's
+    ``HostedToolCodec[ConfigT, OutputT]``).
 
     ``item_types`` are the output item types the codec understands;
     ``parse_call`` turns one such item into a ``NativeCall`` (or ``None`` for
     items that are not calls, such as ``mcp_list_tools``). ``include`` lists
     the ``include`` values the codec needs on every request.
+
+    A codec written as seed 000 shows (a subclass defining ``kind``,
+    ``serialize`` and ``parse_output``) inherits the defaults of the rest: no
+    item types (its calls are not recorded one by one), no ``include``, a
+    ``{"type": kind}`` tool choice.
+
+    Optional attributes, read with ``getattr`` where they are used:
+    ``config_type``, ``call_fields`` and ``value_type`` let a ``NativeTool``
+    named for the kind be sent as the built-in (``..native``): the config
+    built with no arguments, the keys of a parsed call's ``params`` and the
+    type of its ``value``. ``parse_call_in(item, items)`` replaces
+    ``parse_call`` for a kind whose call and its output are separate items of
+    one response (shell).
 
     Items are the response's decoded JSON (``JsonObject``: read them as
     mappings or attributes) and untrusted: a codec may raise on an item it
@@ -41,21 +58,26 @@ class HostedToolCodec(Protocol[OutputT]):
     def kind(self) -> str: ...
 
     @property
-    def item_types(self) -> tuple[str, ...]: ...
+    def item_types(self) -> tuple[str, ...]:
+        return ()
 
     @property
-    def include(self) -> tuple[str, ...]: ...
+    def include(self) -> tuple[str, ...]:
+        return ()
 
-    def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]: ...
+    def serialize(self, tool: HostedTool[ConfigT]) -> dict[str, Any]: ...
 
-    def tool_choice(self, tool: HostedTool[Any]) -> dict[str, Any]: ...
+    def tool_choice(self, tool: HostedTool[ConfigT]) -> dict[str, Any]:
+        return {"type": self.kind}
 
-    def matches(self, item: Any, tool: HostedTool[Any]) -> bool: ...
+    def matches(self, item: Any, tool: HostedTool[ConfigT]) -> bool:
+        return True
 
-    def parse_call(self, item: Any) -> NativeCall | None: ...
+    def parse_call(self, item: Any) -> NativeCall | None:
+        return None
 
     def parse_output(
-        self, response_items: Sequence[Any], tool: HostedTool[Any]
+        self, response_items: Sequence[Any], tool: HostedTool[ConfigT]
     ) -> OutputT | None: ...
 
 

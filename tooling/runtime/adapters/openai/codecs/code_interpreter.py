@@ -75,6 +75,11 @@ class OpenAICodeInterpreterCodec:
     kind = "code_interpreter"
     item_types = ("code_interpreter_call",)
     include = ("code_interpreter_call.outputs",)
+    # NativeTool support (see ..native): the default config, the fields a
+    # call's params carry and the type of a parsed call.
+    config_type = CodeInterpreterConfig
+    call_fields = ("code", "container_id")
+    value_type = CodeRun
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
         config = _config(tool)

@@ -65,6 +65,11 @@ class OpenAIFileSearchCodec:
     kind = "file_search"
     item_types = ("file_search_call",)
     include = ("file_search_call.results",)
+    # NativeTool support (see ..native): the default config, the fields a
+    # call's params carry and the type of a parsed call.
+    config_type = FileSearchConfig
+    call_fields = ("queries",)
+    value_type = FileSearchCall
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
         config = _config(tool)

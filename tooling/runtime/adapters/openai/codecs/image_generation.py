@@ -81,6 +81,18 @@ class OpenAIImageGenerationCodec:
     kind = "image_generation"
     item_types = ("image_generation_call",)
     include: tuple[str, ...] = ()
+    # NativeTool support (see ..native): the default config, the fields a
+    # call's params carry and the type of a parsed call.
+    config_type = ImageGenerationConfig
+    call_fields = (
+        "revised_prompt",
+        "size",
+        "quality",
+        "output_format",
+        "background",
+        "action",
+    )
+    value_type = GeneratedImage
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
         config = _config(tool)
@@ -100,14 +112,7 @@ class OpenAIImageGenerationCodec:
     def parse_call(self, item: Any) -> NativeCall | None:
         image = generated_image(item)
         params: dict[str, Any] = {}
-        for name in (
-            "revised_prompt",
-            "size",
-            "quality",
-            "output_format",
-            "background",
-            "action",
-        ):
+        for name in self.call_fields:
             value = getattr(image, name)
             if value is not None:
                 params[name] = value

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ....errors import PromptValidationError
 from ....hosted.base import HostedTool
 from ....hosted.web_search import (
     WebSearchCall,
@@ -59,10 +60,23 @@ class OpenAIWebSearchCodec:
     kind = "web_search"
     item_types = ("web_search_call",)
     include = ("web_search_call.action.sources",)
+    # NativeTool support (see ..native): the default config, the fields a
+    # call's params carry and the type of a parsed call.
+    config_type = WebSearchConfig
+    call_fields = ("action", "query", "url", "pattern")
+    value_type = WebSearchCall
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
         config = _config(tool)
         spec: dict[str, Any] = {"type": "web_search"}
+        if config.domain_filter is not None and config.domain_filter.blocked:
+            raise PromptValidationError(
+                f"Hosted tool '{tool.name}' blocks domains "
+                f"({', '.join(config.domain_filter.blocked)}), but OpenAI's web "
+                "search has no block-list: list the domains to search in "
+                "DomainFilter.allowed instead.",
+                placeholder="blocked_domains",
+            )
         if config.domain_filter is not None and config.domain_filter.allowed:
             spec["filters"] = {"allowed_domains": list(config.domain_filter.allowed)}
         if config.geo_hint is not None:

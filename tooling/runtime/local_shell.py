@@ -1,0 +1,619 @@
+"""The local shell: commands the model asks for, run by an operator's executor.
+
+With ``{"type":"shell","environment":{"type":"local"}}`` the provider does not
+run anything: its ``shell_call`` items carry commands the product runs itself
+and answers with ``shell_call_output``. Nothing here runs a host program on
+its own: a ``LocalShellExecutor`` does, and only the one the operator named in
+the tool's configuration. ``CommandPolicy`` decides each command first (allowed
+programs, refused patterns), fail-closed.
+
+``ScratchExecutor`` is the executor the product ships: it copies the session's
+files into a fresh scratch directory, runs the program (an allow-listed name,
+resolved to an absolute path; no shell, so no pipes, globs or redirections)
+there with an empty environment, a timeout and an output cap, and writes the
+files the command created or changed back to the session's filesystem (and
+deletes those it removed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    Protocol,
+    runtime_checkable,
+)
+
+from .errors import PromptValidationError, ToolValidationError
+from .policies import PolicyDecision
+from .session import Filesystem
+from .vfs import normalise_path
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+    from .results import ToolResult
+    from .tools import Tool
+
+DEFAULT_TIMEOUT_MS: Final = 10_000
+MAX_TIMEOUT_MS: Final = 120_000
+DEFAULT_OUTPUT_LIMIT: Final = 16_384
+MAX_OUTPUT_LIMIT: Final = 65_536
+MAX_COMMAND_LENGTH: Final = 10_000
+MAX_COMMANDS: Final = 20
+TRUNCATED: Final = "\n[output truncated]"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """How one command ended: an exit code, a timeout, or refused by policy
+    (the executor never ran it)."""
+
+    kind: Literal["exit", "timeout", "denied"]
+    exit_code: int | None = None
+
+    @classmethod
+    def exited(cls, code: int) -> CommandOutcome:
+        return cls("exit", code)
+
+    @classmethod
+    def timed_out(cls) -> CommandOutcome:
+        return cls("timeout")
+
+    @classmethod
+    def denied(cls) -> CommandOutcome:
+        return cls("denied")
+
+    def wire(self) -> dict[str, object]:
+        """The ``outcome`` of a ``shell_call_output`` entry (a denied command is
+        reported as exit code 126, "cannot execute", its reason in stderr)."""
+        if self.kind == "timeout":
+            return {"type": "timeout"}
+        code = 126 if self.kind == "denied" else self.exit_code
+        return {"type": "exit", "exit_code": code if code is not None else -1}
+
+    def render(self) -> str:
+        if self.kind == "exit":
+            return f"exit {self.exit_code}"
+        return self.kind
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommandRun:
+    """One command as run (or refused): its output and how it ended."""
+
+    command: str
+    stdout: str = ""
+    stderr: str = ""
+    outcome: CommandOutcome = dataclasses.field(
+        default_factory=lambda: CommandOutcome.exited(0)
+    )
+    policy: str | None = None  # the policy that decided the command
+    reason: str | None = None  # why it was refused (``None``: allowed)
+    changed_files: tuple[str, ...] = ()
+    deleted_files: tuple[str, ...] = ()
+
+    def wire(self) -> dict[str, object]:
+        stderr = self.stderr
+        if self.outcome.kind == "denied" and self.reason:
+            stderr = f"Command refused: {self.reason}"
+        return {"stdout": self.stdout, "stderr": stderr, "outcome": self.outcome.wire()}
+
+    def render(self) -> str:
+        lines = [f"$ {self.command}", f"[{self.outcome.render()}]"]
+        if self.reason:
+            lines.append(f"refused: {self.reason}")
+        if self.stdout:
+            lines.append(self.stdout.rstrip("\n"))
+        if self.stderr:
+            lines.append(f"stderr: {self.stderr.rstrip(chr(10))}")
+        return "\n".join(lines)
+
+
+@runtime_checkable
+class LocalShellExecutor(Protocol):
+    """Runs one command its ``policy`` allowed, against the session's files."""
+
+    @property
+    def policy(self) -> CommandPolicy: ...
+
+    def run(
+        self,
+        command: str,
+        *,
+        filesystem: Filesystem | None,
+        timeout_ms: int,
+        max_output_length: int,
+    ) -> CommandRun: ...
+
+
+# --------------------------------------------------------------------------
+# Command policy
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommandDecision:
+    allowed: bool
+    reason: str | None = None
+    argv: tuple[str, ...] = ()
+
+
+_SHELL_SYNTAX = re.compile(r"[|&;<>`$(){}\n\r*?~!]")
+
+
+class CommandPolicy:
+    """Decides each local shell command, fail-closed.
+
+    A command is split like a POSIX shell would (``shlex``), but never given to
+    a shell: any shell syntax (pipes, redirections, substitutions, globs,
+    several commands) is refused. Its program must be a bare name in
+    ``allowed_programs``; no argument may match a ``refused_patterns``
+    expression (searched in the whole command); arguments may not be absolute
+    paths or climb out of the scratch directory with ``..``.
+    """
+
+    def __init__(
+        self,
+        *,
+        allowed_programs: Iterable[str],
+        refused_patterns: Iterable[str] = (),
+        name: str = "command_policy",
+    ) -> None:
+        self.name = name
+        self.allowed_programs = frozenset(allowed_programs)
+        for program in self.allowed_programs:
+            if not program or "/" in program or program != program.strip():
+                raise PromptValidationError(
+                    f"Allowed program {program!r} must be a bare program name."
+                )
+        patterns: list[re.Pattern[str]] = []
+        for pattern in refused_patterns:
+            try:
+                patterns.append(re.compile(pattern))
+            except re.error as error:
+                raise PromptValidationError(
+                    f"Refused pattern {pattern!r} is not a regular expression: {error}"
+                ) from error
+        self.refused_patterns = tuple(patterns)
+
+    def referenced_tools(self) -> frozenset[str]:
+        return frozenset()
+
+    def check(
+        self, tool: Tool[Any, Any], params: Any, *, context: ToolContext
+    ) -> PolicyDecision:
+        """Every command of a local shell call must be allowed; the first
+        refused one denies the whole call (nothing of it runs)."""
+        commands = getattr(params, "commands", None)
+        if not isinstance(commands, tuple | list) or not commands:
+            return PolicyDecision.deny(
+                f"Policy '{self.name}' cannot decide: the call names no commands."
+            )
+        for position, command in enumerate(commands, start=1):
+            decision = self.decide(command)
+            if not decision.allowed:
+                return PolicyDecision.deny(
+                    f"Command {position} ({_short(str(command))!r}) refused: "
+                    f"{decision.reason}."
+                )
+        return PolicyDecision.allow()
+
+    def on_result(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        result: ToolResult[Any],
+        *,
+        context: ToolContext,
+    ) -> None:
+        return None
+
+    def decide(self, command: object) -> CommandDecision:
+        try:
+            return self._decide(command)
+        except Exception as error:  # fail closed
+            return CommandDecision(
+                False, f"the command policy could not decide: {error}"
+            )
+
+    def _decide(self, command: object) -> CommandDecision:
+        if not isinstance(command, str):
+            return CommandDecision(False, "the command is not a string")
+        if not command.strip():
+            return CommandDecision(False, "the command is empty")
+        if len(command) > MAX_COMMAND_LENGTH:
+            return CommandDecision(
+                False, f"the command is longer than {MAX_COMMAND_LENGTH} characters"
+            )
+        if "\x00" in command or any(0xD800 <= ord(c) <= 0xDFFF for c in command):
+            return CommandDecision(False, "the command holds NUL or invalid characters")
+        for pattern in self.refused_patterns:
+            if pattern.search(command):
+                return CommandDecision(
+                    False, f"the command matches refused pattern '{pattern.pattern}'"
+                )
+        try:
+            argv = shlex.split(command, posix=True)
+        except ValueError as error:
+            return CommandDecision(False, f"the command cannot be parsed: {error}")
+        stripped = _strip_quoted(command)
+        if _SHELL_SYNTAX.search(stripped):
+            return CommandDecision(
+                False,
+                "shell syntax (pipes, redirections, substitutions, globs, several "
+                "commands) is not run; send one program and its arguments",
+            )
+        program = argv[0]
+        if program not in self.allowed_programs:
+            allowed = ", ".join(sorted(self.allowed_programs)) or "none"
+            return CommandDecision(
+                False,
+                f"program '{_short(program)}' is not allowed (allowed: {allowed})",
+            )
+        for argument in argv[1:]:
+            if _escapes(argument):
+                return CommandDecision(
+                    False,
+                    f"argument '{_short(argument)}' leaves the working directory",
+                )
+        return CommandDecision(True, None, tuple(argv))
+
+
+def _strip_quoted(command: str) -> str:
+    """``command`` without its single- and double-quoted parts."""
+    return re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "''", command)
+
+
+def _escapes(argument: str) -> bool:
+    value = argument
+    if argument.startswith("-"):  # an option: only its '=value' names a path
+        value = argument.split("=", 1)[1] if "=" in argument else ""
+    if value.startswith("/"):
+        return True
+    return ".." in value.replace("\\", "/").split("/")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+# --------------------------------------------------------------------------
+# The shipped executor
+# --------------------------------------------------------------------------
+
+
+def cap(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with a marker when it was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + TRUNCATED
+
+
+class ScratchExecutor:
+    """Runs allow-listed programs in a scratch copy of the session's files.
+
+    ``programs`` maps each allowed program name to the absolute path that is
+    run (found on the host's ``PATH`` when not given); a name that does not
+    resolve is refused at construction, so misconfiguration fails at startup.
+    """
+
+    def __init__(
+        self,
+        programs: Iterable[str] | Mapping[str, str],
+        *,
+        refused_patterns: Iterable[str] = (),
+        max_file_bytes: int = 1_000_000,
+    ) -> None:
+        resolved: dict[str, str] = {}
+        items = (
+            programs.items()
+            if isinstance(programs, Mapping)
+            else ((name, None) for name in programs)
+        )
+        for name, path in items:
+            found = path or shutil.which(name)
+            if not found or not os.path.isabs(found) or not os.access(found, os.X_OK):
+                raise PromptValidationError(
+                    f"Program '{name}' cannot be run: it is not an executable "
+                    "absolute path or on PATH."
+                )
+            resolved[name] = found
+        self.programs: Mapping[str, str] = resolved
+        self.max_file_bytes = max_file_bytes
+        self._policy = CommandPolicy(
+            allowed_programs=resolved, refused_patterns=refused_patterns
+        )
+
+    @property
+    def policy(self) -> CommandPolicy:
+        return self._policy
+
+    def run(
+        self,
+        command: str,
+        *,
+        filesystem: Filesystem | None,
+        timeout_ms: int,
+        max_output_length: int,
+    ) -> CommandRun:
+        argv = shlex.split(command, posix=True)
+        program = self.programs.get(argv[0]) if argv else None
+        if program is None:
+            return CommandRun(
+                command=command,
+                outcome=CommandOutcome.denied(),
+                policy="executor",
+                reason=f"program '{_short(argv[0] if argv else '')}' is not "
+                "configured in this executor",
+            )
+        with tempfile.TemporaryDirectory(prefix="wink-shell-") as scratch:
+            root = Path(scratch)
+            before = _materialise(filesystem, root)
+            stdout, stderr, code = _execute(
+                program, argv, root, timeout_ms, max_output_length
+            )
+            if code is None:
+                return CommandRun(
+                    command=command,
+                    stdout=cap(stdout, max_output_length),
+                    stderr=cap(stderr, max_output_length),
+                    outcome=CommandOutcome.timed_out(),
+                )
+            changed, deleted = _write_back(
+                filesystem, root, before, self.max_file_bytes
+            )
+            return CommandRun(
+                command=command,
+                stdout=cap(stdout, max_output_length),
+                stderr=cap(stderr, max_output_length),
+                outcome=CommandOutcome.exited(code),
+                changed_files=changed,
+                deleted_files=deleted,
+            )
+
+
+class _Capped:
+    """Reads a pipe to its end, keeping at most ``limit`` bytes (the rest is
+    read and dropped, so a chatty program neither blocks nor fills memory)."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        self.data = bytearray()
+        self.pipe = pipe
+        self.limit = limit
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(65_536):  # type: ignore[attr-defined]
+                room = self.limit - len(self.data)
+                if room > 0:
+                    self.data += chunk[:room]
+
+    def text(self) -> str:
+        self.thread.join(timeout=1)
+        return _decode(bytes(self.data))
+
+
+def _execute(
+    program: str, argv: list[str], cwd: Path, timeout_ms: int, max_output_length: int
+) -> tuple[str, str, int | None]:
+    """Run ``program`` (an absolute path) as ``argv`` with an empty environment,
+    no stdin and no shell; its stdout, stderr and exit code (``None``: killed
+    at the timeout). ``argv[0]`` stays the bare name, so messages read
+    ``wc: ...``, not the host's path."""
+    limit = max_output_length * 4 + 4  # enough bytes for the characters kept
+    process = subprocess.Popen(  # allow-listed program, no shell
+        argv,
+        executable=program,
+        cwd=cwd,
+        env={},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    stdout = _Capped(process.stdout, limit)
+    stderr = _Capped(process.stderr, limit)
+    try:
+        code: int | None = process.wait(timeout=timeout_ms / 1000)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.kill()
+        process.wait()
+        code = None
+    try:
+        return stdout.text(), stderr.text(), code
+    finally:
+        process.stdout.close()
+        process.stderr.close()
+
+
+def _decode(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
+
+
+def _materialise(filesystem: Filesystem | None, root: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    if filesystem is None:
+        return files
+    for path in filesystem.list(""):
+        target = root / path
+        if not target.resolve().is_relative_to(root.resolve()):
+            continue  # a stored path that would leave the scratch directory
+        content = filesystem.read(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8", errors="surrogatepass")
+        files[path] = content
+    return files
+
+
+def _write_back(
+    filesystem: Filesystem | None,
+    root: Path,
+    before: Mapping[str, str],
+    max_file_bytes: int,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Copy created and changed text files back; delete the removed ones.
+
+    Symbolic links, binary files and files over ``max_file_bytes`` are not
+    copied back (the filesystem holds text).
+    """
+    if filesystem is None:
+        return (), ()
+    after: dict[str, str] = {}
+    present: set[str] = set()
+    for entry in sorted(root.rglob("*")):
+        name = entry.relative_to(root).as_posix()
+        if entry.is_symlink() or entry.is_file():
+            present.add(name)
+        if entry.is_symlink() or not entry.is_file():
+            continue
+        if entry.stat().st_size > max_file_bytes:
+            continue
+        try:
+            text = entry.read_text(encoding="utf-8")
+            if normalise_path(name) != name:
+                continue
+        except (UnicodeDecodeError, OSError, ToolValidationError):
+            continue
+        if "\x00" in text:
+            continue
+        after[name] = text
+    changed = tuple(
+        path for path, text in sorted(after.items()) if before.get(path) != text
+    )
+    deleted = tuple(path for path in sorted(before) if path not in present)
+    for path in changed:
+        filesystem.write(path, after[path])
+    for path in deleted:
+        filesystem.delete(path)
+    return changed, deleted
+
+
+# --------------------------------------------------------------------------
+# The local tool a shell_call runs through
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShellAction:
+    """A ``shell_call``'s action: the commands, run in order."""
+
+    commands: tuple[str, ...]
+    timeout_ms: int | None = None
+    max_output_length: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.commands:
+            raise ValueError("the shell call has no commands")
+        if len(self.commands) > MAX_COMMANDS:
+            raise ValueError(
+                f"the shell call has {len(self.commands)} commands; the limit is "
+                f"{MAX_COMMANDS}"
+            )
+        for name, value in (
+            ("timeout_ms", self.timeout_ms),
+            ("max_output_length", self.max_output_length),
+        ):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be positive")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShellCallOutput:
+    """What a local shell call produced: one run per command."""
+
+    runs: tuple[CommandRun, ...]
+    max_output_length: int
+
+    def wire(self) -> list[dict[str, object]]:
+        return [run.wire() for run in self.runs]
+
+    def render(self) -> str:
+        """The ``shell_call_output`` entries as JSON (what the model receives,
+        and what a resumed run replays)."""
+        return json.dumps(self.wire(), ensure_ascii=False)
+
+
+def _limits(action: ShellAction) -> tuple[int, int]:
+    timeout = min(action.timeout_ms or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+    output = min(action.max_output_length or DEFAULT_OUTPUT_LIMIT, MAX_OUTPUT_LIMIT)
+    return timeout, output
+
+
+def local_shell_tool(
+    name: str, description: str, executor: LocalShellExecutor
+) -> Tool[ShellAction, ShellCallOutput]:
+    """The local tool the adapter runs a local ``shell_call`` through: same
+    name as the hosted shell tool, so the prompt's policies for it apply
+    (and the executor's ``CommandPolicy`` after them)."""
+    from .results import ToolResult
+    from .tools import Tool
+
+    def run_commands(
+        params: ShellAction, *, context: ToolContext
+    ) -> ToolResult[ShellCallOutput]:
+        timeout_ms, limit = _limits(params)
+        runs: list[CommandRun] = []
+        for command in params.commands:
+            context.beat()
+            run = executor.run(
+                command,
+                filesystem=context.filesystem,
+                timeout_ms=timeout_ms,
+                max_output_length=limit,
+            )
+            runs.append(dataclasses.replace(run, policy=executor.policy.name))
+        return ToolResult(
+            message="", value=ShellCallOutput(runs=tuple(runs), max_output_length=limit)
+        )
+
+    return Tool(
+        name=name,
+        description=description,
+        handler=run_commands,
+        params_type=ShellAction,
+        result_type=ShellCallOutput,
+    )
+
+
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_COMMANDS",
+    "MAX_OUTPUT_LIMIT",
+    "MAX_TIMEOUT_MS",
+    "CommandDecision",
+    "CommandOutcome",
+    "CommandPolicy",
+    "CommandRun",
+    "LocalShellExecutor",
+    "ScratchExecutor",
+    "ShellAction",
+    "ShellCallOutput",
+    "cap",
+    "local_shell_tool",
+]
