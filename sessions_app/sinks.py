@@ -112,7 +112,12 @@ class DatabaseSink:
             return
         recorder = _RECORDERS.get(type(event))
         if recorder is None:
-            if not isinstance(event, _RECORDED_AS_STATE):
+            # Events a handler publishes (context.publish) take effect through
+            # their reducers, recorded as state changes; only the runtime's own
+            # events must each have a recorder.
+            if not isinstance(event, _RECORDED_AS_STATE) and type(
+                event
+            ).__module__.startswith("tooling.runtime"):
                 logger.warning("No recorder for event %s", type(event).__name__)
             return
         rows = recorder(session=self.session, event=event)

@@ -42,6 +42,14 @@ def diff_lines(diff: Any) -> list[tuple[str, str]]:
 
 
 @register.filter
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON list, else ``[]``: a stored value of another
+    shape (a number where the commands belong) lists nothing rather than
+    failing the page."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+@register.filter
 def command_outcome(outcome: Any) -> str:
     """A local command's stored outcome as text: ``exit 0``, ``timeout``,
     ``denied``."""

@@ -190,9 +190,14 @@ class HostedToolFormBase(forms.ModelForm):
         return initial
 
     def _field_of(self, kind: str, key: str | None) -> str | None:
-        """The chosen kind's form field that writes config ``key``."""
-        for name, option in self.kind_options[kind]:
+        """The chosen kind's form field that writes config ``key`` (or fills
+        config field ``key``: the runtime's placeholder names either)."""
+        options = self.kind_options[kind]
+        for name, option in options:
             if option.name == key:
+                return name
+        for name, option in options:
+            if option.config_field == key:
                 return name
         return None
 

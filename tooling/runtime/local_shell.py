@@ -30,6 +30,7 @@ import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import (
     IO,
     TYPE_CHECKING,
@@ -57,6 +58,19 @@ MAX_OUTPUT_LIMIT: Final = 65_536
 MAX_COMMAND_LENGTH: Final = 10_000
 MAX_COMMANDS: Final = 20
 TRUNCATED: Final = "\n[output truncated]"
+
+# Options of common programs that would reach past the working directory
+# whatever their value: they read file names from a file (any host path), run
+# another program, or write a file. Every ``CommandPolicy`` refuses them, in
+# any spelling (``--files0-from=x``, ``--fil x``, ``-ro x``), besides those
+# the operator adds.
+UNSAFE_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "du": ("--files0-from",),
+        "wc": ("--files0-from",),
+        "sort": ("--compress-program", "--files0-from", "--output", "-o"),
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -165,7 +179,10 @@ class CommandPolicy:
     several commands) is refused. Its program must be a bare name in
     ``allowed_programs``; no argument may match a ``refused_patterns``
     expression (searched in the whole command); arguments may not be absolute
-    paths or climb out of the scratch directory with ``..``.
+    paths or climb out of the scratch directory with ``..`` (nor carry a path
+    glued to a short option, ``-o/etc/x``); a program's ``UNSAFE_OPTIONS`` and
+    the ``refused_options`` given (program -> option spellings) are refused,
+    long ones in every abbreviation.
     """
 
     def __init__(
@@ -173,9 +190,22 @@ class CommandPolicy:
         *,
         allowed_programs: Iterable[str],
         refused_patterns: Iterable[str] = (),
+        refused_options: Mapping[str, Iterable[str]] | None = None,
         name: str = "command_policy",
     ) -> None:
         self.name = name
+        options = {program: set(names) for program, names in UNSAFE_OPTIONS.items()}
+        for program, names in (refused_options or {}).items():
+            options.setdefault(program, set()).update(names)
+        for names in options.values():
+            for option in names:
+                if not re.fullmatch(r"--[A-Za-z0-9][A-Za-z0-9-]*|-[A-Za-z0-9]", option):
+                    raise PromptValidationError(
+                        f"Refused option {option!r} must be spelled '--name' or '-x'."
+                    )
+        self.refused_options: Mapping[str, frozenset[str]] = {
+            program: frozenset(names) for program, names in options.items()
+        }
         self.allowed_programs = frozenset(allowed_programs)
         for program in self.allowed_programs:
             if not program or "/" in program or program != program.strip():
@@ -266,11 +296,19 @@ class CommandPolicy:
                 False,
                 f"program '{_short(program)}' is not allowed (allowed: {allowed})",
             )
+        refused = self.refused_options.get(program, frozenset())
         for argument in argv[1:]:
             if _escapes(argument):
                 return CommandDecision(
                     False,
                     f"argument '{_short(argument)}' leaves the working directory",
+                )
+            option = _refused_option(argument, refused)
+            if option is not None:
+                return CommandDecision(
+                    False,
+                    f"option '{option}' is not allowed for {program} (it reads, "
+                    "writes or runs things beyond the files named)",
                 )
         return CommandDecision(True, None, tuple(argv))
 
@@ -282,11 +320,34 @@ def _strip_quoted(command: str) -> str:
 
 def _escapes(argument: str) -> bool:
     value = argument
-    if argument.startswith("-"):  # an option: only its '=value' names a path
+    if argument.startswith("--"):  # a long option: only its '=value' names a path
         value = argument.split("=", 1)[1] if "=" in argument else ""
+    elif argument.startswith("-") and len(argument) > 1:
+        # short options may carry a value glued on ('-o/etc/x', '-T..'): where
+        # it starts is unknown, so no '/' or '..' anywhere
+        attached = argument[1:].replace("\\", "/")
+        return "/" in attached or ".." in attached
     if value.startswith("/"):
         return True
     return ".." in value.replace("\\", "/").split("/")
+
+
+def _refused_option(argument: str, refused: frozenset[str]) -> str | None:
+    """The refused option ``argument`` spells, if any: a long option in any
+    abbreviation getopt accepts, a short one anywhere in a cluster."""
+    if argument.startswith("--") and len(argument) > 2:
+        name = argument[2:].split("=", 1)[0]
+        return next(
+            (o for o in sorted(refused) if o.startswith("--" + name)),
+            None,
+        )
+    if argument.startswith("-") and len(argument) > 1:
+        letters = argument[1:]
+        return next(
+            (o for o in sorted(refused) if len(o) == 2 and o[1] in letters),
+            None,
+        )
+    return None
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -352,15 +413,15 @@ class ScratchExecutor:
         timeout_ms: int,
         max_output_length: int,
     ) -> CommandRun:
-        argv = shlex.split(command, posix=True)
+        decision = self._policy.decide(command)  # whoever calls, it decides
+        argv = list(decision.argv)
         program = self.programs.get(argv[0]) if argv else None
-        if program is None:
+        if program is None or not decision.allowed:
             return CommandRun(
                 command=command,
                 outcome=CommandOutcome.denied(),
-                policy="executor",
-                reason=f"program '{_short(argv[0] if argv else '')}' is not "
-                "configured in this executor",
+                policy=self._policy.name,
+                reason=decision.reason or "the command is not allowed",
             )
         with tempfile.TemporaryDirectory(prefix="wink-shell-") as scratch:
             root = Path(scratch)
@@ -461,11 +522,14 @@ def _materialise(filesystem: Filesystem | None, root: Path) -> dict[str, str]:
         return files
     for path in filesystem.list(""):
         target = root / path
-        if not target.resolve().is_relative_to(root.resolve()):
-            continue  # a stored path that would leave the scratch directory
         content = filesystem.read(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8", errors="surrogatepass")
+        try:
+            if not target.resolve().is_relative_to(root.resolve()):
+                continue  # a stored path that would leave the scratch directory
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8", errors="surrogatepass")
+        except OSError:
+            continue  # a path the host cannot hold ('a' beside 'a/b', too long)
         files[path] = content
     return files
 
@@ -564,12 +628,22 @@ def _limits(action: ShellAction) -> tuple[int, int]:
     return timeout, output
 
 
+def _within_deadline(timeout_ms: int, context: ToolContext) -> int:
+    """``timeout_ms`` cut to what is left of the run's deadline (``<= 0``: no
+    time is left)."""
+    if context.deadline is None:
+        return timeout_ms
+    left = int(context.deadline.remaining().total_seconds() * 1000)
+    return min(timeout_ms, left)
+
+
 def local_shell_tool(
     name: str, description: str, executor: LocalShellExecutor
 ) -> Tool[ShellAction, ShellCallOutput]:
     """The local tool the adapter runs a local ``shell_call`` through: same
     name as the hosted shell tool, so the prompt's policies for it apply
-    (and the executor's ``CommandPolicy`` after them)."""
+    (and the executor's ``CommandPolicy`` after them). No command runs past
+    the run's deadline: its timeout is cut to what is left."""
     from .results import ToolResult
     from .tools import Tool
 
@@ -580,12 +654,20 @@ def local_shell_tool(
         runs: list[CommandRun] = []
         for command in params.commands:
             context.beat()
-            run = executor.run(
-                command,
-                filesystem=context.filesystem,
-                timeout_ms=timeout_ms,
-                max_output_length=limit,
-            )
+            allowed_ms = _within_deadline(timeout_ms, context)
+            if allowed_ms <= 0:
+                run = CommandRun(
+                    command=command,
+                    stderr="Not run: the run's deadline passed.",
+                    outcome=CommandOutcome.timed_out(),
+                )
+            else:
+                run = executor.run(
+                    command,
+                    filesystem=context.filesystem,
+                    timeout_ms=allowed_ms,
+                    max_output_length=limit,
+                )
             runs.append(dataclasses.replace(run, policy=executor.policy.name))
         return ToolResult(
             message="", value=ShellCallOutput(runs=tuple(runs), max_output_length=limit)
@@ -606,6 +688,7 @@ __all__ = [
     "MAX_COMMANDS",
     "MAX_OUTPUT_LIMIT",
     "MAX_TIMEOUT_MS",
+    "UNSAFE_OPTIONS",
     "CommandDecision",
     "CommandOutcome",
     "CommandPolicy",

@@ -15,7 +15,9 @@ of an ``apply_patch_call`` maps to one function:
 
 Every failure is a ``PatchError`` whose message the model can act on: which
 hunk, which diff lines and which text was not found, which line of the diff
-is malformed.
+is malformed. Placing hunks is linear in the file's length, and a patch that
+needs more than ``MAX_SEARCH_LINES`` line comparisons is refused, so no diff
+keeps a worker busy.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Final, Literal
 MAX_DIFF_LENGTH: Final = 1_000_000
 MAX_FILE_LENGTH: Final = 4_000_000
 END_OF_FILE: Final = "*** End of File"
+MAX_SEARCH_LINES: Final = 10_000_000  # lines compared to place all hunks
 _QUOTE_LINES: Final = 6
 
 OperationType = Literal["create_file", "update_file", "delete_file"]
@@ -199,29 +202,80 @@ _MATCHERS: Final[tuple[Callable[[str], str], ...]] = (
 )
 
 
-def _find(lines: Sequence[str], wanted: Sequence[str], start: int) -> int | None:
+class _Budget:
+    """How many more file lines may be compared to place a patch's hunks, so
+    no patch (thousands of hunks, context that matches only loosely) can
+    keep a worker busy for long."""
+
+    def __init__(self, lines: int = MAX_SEARCH_LINES) -> None:
+        self.left = lines
+
+    def spend(self, lines: int) -> None:
+        self.left -= lines
+        if self.left < 0:
+            raise PatchError(
+                "The patch is too costly to place: its hunks needed more than "
+                f"{MAX_SEARCH_LINES} line comparisons. Send fewer hunks, each "
+                "with context copied exactly from the file."
+            )
+
+
+def _find(
+    lines: Sequence[str], wanted: Sequence[str], start: int, budget: _Budget
+) -> int | None:
     """Where ``wanted`` occurs in ``lines`` at or after ``start``, trying exact
     matching first, then looser matching; ``None`` when it does not occur."""
     if not wanted:
         return start
-    last = len(lines) - len(wanted)
     for normal in _MATCHERS:
-        target = [normal(line) for line in wanted]
-        for index in range(start, last + 1):
-            if normal(lines[index]) == target[0] and all(
-                normal(lines[index + offset]) == target[offset]
-                for offset in range(1, len(target))
-            ):
-                return index
+        found = _search(lines, [normal(line) for line in wanted], start, normal, budget)
+        if found is not None:
+            return found
     return None
 
 
-def _find_anchor(lines: Sequence[str], anchor: str, start: int) -> int | None:
+def _search(
+    lines: Sequence[str],
+    wanted: Sequence[str],
+    start: int,
+    normal: Callable[[str], str],
+    budget: _Budget,
+) -> int | None:
+    """The first index at or after ``start`` where the normalised ``lines``
+    read ``wanted`` (Knuth-Morris-Pratt: repetitive context cannot make the
+    search quadratic)."""
+    fallback = [0] * len(wanted)  # longest proper prefix that is also a suffix
+    length = 0
+    for index in range(1, len(wanted)):
+        while length and wanted[index] != wanted[length]:
+            length = fallback[length - 1]
+        if wanted[index] == wanted[length]:
+            length += 1
+        fallback[index] = length
+    matched = 0
+    for index in range(start, min(len(lines), start + max(budget.left, 0))):
+        line = normal(lines[index])
+        while matched and line != wanted[matched]:
+            matched = fallback[matched - 1]
+        if line == wanted[matched]:
+            matched += 1
+            if matched == len(wanted):
+                budget.spend(index + 1 - start)
+                return index - matched + 1
+    budget.spend(len(lines) - start)  # raises when the scan was cut short
+    return None
+
+
+def _find_anchor(
+    lines: Sequence[str], anchor: str, start: int, budget: _Budget
+) -> int | None:
     for normal in _MATCHERS:
         wanted = normal(anchor)
-        for index in range(start, len(lines)):
+        for index in range(start, min(len(lines), start + max(budget.left, 0))):
             if normal(lines[index]) == wanted:
+                budget.spend(index + 1 - start)
                 return index
+        budget.spend(len(lines) - start)  # raises when the scan was cut short
     return None
 
 
@@ -246,11 +300,15 @@ def update_file(content: str, diff: str, *, path: str = "the file") -> str:
     lines = content.split(newline)
     if ends_with_newline:
         lines.pop()
+    # Hunks apply in order, each after the previous one: the result is built
+    # as the original lines are walked once (no splicing, no copies).
+    patched: list[str] = []
+    budget = _Budget()
     cursor = 0
     for hunk in hunks:
         start = cursor
         if hunk.anchor:
-            found = _find_anchor(lines, hunk.anchor, cursor)
+            found = _find_anchor(lines, hunk.anchor, cursor, budget)
             if found is None:
                 raise PatchError(
                     f"Context not found in '{path}': hunk {hunk.number} ({hunk.lines}) "
@@ -262,7 +320,7 @@ def update_file(content: str, diff: str, *, path: str = "the file") -> str:
             start = found if hunk.old else found + 1
         if hunk.at_end:
             position = len(lines) - len(hunk.old)
-            if position < start or _find(lines, hunk.old, position) != position:
+            if position < start or _find(lines, hunk.old, position, budget) != position:
                 raise PatchError(
                     f"Context not found in '{path}': hunk {hunk.number} "
                     f"({hunk.lines}) must match the end of the file, which does "
@@ -273,7 +331,7 @@ def update_file(content: str, diff: str, *, path: str = "the file") -> str:
         elif not hunk.old:
             index = start if hunk.anchor else len(lines)
         else:
-            found_at = _find(lines, hunk.old, start)
+            found_at = _find(lines, hunk.old, start, budget)
             if found_at is None:
                 where = "in the file" if start == 0 else f"after line {start}"
                 raise PatchError(
@@ -283,10 +341,12 @@ def update_file(content: str, diff: str, *, path: str = "the file") -> str:
                     "patch with its current text."
                 )
             index = found_at
-        lines[index : index + len(hunk.old)] = hunk.new
-        cursor = index + len(hunk.new)
-    result = newline.join(lines)
-    if lines and ends_with_newline:
+        patched += lines[cursor:index]
+        patched += hunk.new
+        cursor = index + len(hunk.old)
+    patched += lines[cursor:]
+    result = newline.join(patched)
+    if patched and ends_with_newline:
         result += newline
     if len(result) > MAX_FILE_LENGTH:
         raise PatchError(
@@ -324,6 +384,7 @@ __all__ = [
     "END_OF_FILE",
     "MAX_DIFF_LENGTH",
     "MAX_FILE_LENGTH",
+    "MAX_SEARCH_LINES",
     "OPERATION_TYPES",
     "Hunk",
     "OperationType",

@@ -242,7 +242,11 @@ WEB_SEARCH_SPEC: HostedKindSpec[WebSearchConfig] = HostedKindSpec(
             help="Web search: one domain per line, without https:// (max 100).",
         ),
         HostedOption(
-            "country", max_length=2, upper=True, help="Web search: ISO 3166-1 alpha-2."
+            "country",
+            max_length=2,
+            upper=True,
+            field="country_code",  # GeoHint's
+            help="Web search: ISO 3166-1 alpha-2.",
         ),
         HostedOption("city", max_length=100),
         HostedOption("region", max_length=100),

@@ -76,6 +76,14 @@ class LocalCalls:
         self.patch_tool: HostedTool[Any] | None = None
         self.shell_tool: HostedTool[Any] | None = None
         self.shell_problem: str | None = None
+        # with a provider-run shell too, a call naming no environment may be
+        # the provider's: it is never run on this server
+        self.hosted_shell = any(
+            hosted.kind == "shell"
+            and isinstance(hosted.config, ShellConfig)
+            and hosted.config.hosted
+            for hosted in rendered.hosted_tools
+        )
         tools: list[Tool[Any, Any]] = []
         policies: dict[str, tuple[ToolPolicy, ...]] = dict(rendered.policies_by_tool)
         kinds: dict[str, str] = {}
@@ -136,7 +144,9 @@ class LocalCalls:
             return False
         environment = field(item, "environment")
         kind = field(environment, "type") if isinstance(environment, Mapping) else None
-        return kind == "local" or (kind is None and self.shell_tool is not None)
+        return kind == "local" or (
+            kind is None and self.shell_tool is not None and not self.hosted_shell
+        )
 
     def call(self, item: Any, turn: int) -> FunctionCall:
         """The item as a call of the local tool; a malformed item carries the
