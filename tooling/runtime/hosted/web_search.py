@@ -132,9 +132,14 @@ class WebSearchConfig:
     search_context_size: SearchContextSize | None = None
 
     def __post_init__(self) -> None:
-        if self.search_context_size not in (None, "low", "medium", "high"):
+        sizes = get_args(SearchContextSize)
+        if (
+            self.search_context_size is not None
+            and self.search_context_size not in sizes
+        ):
             raise PromptValidationError(
-                "search_context_size must be 'low', 'medium' or 'high'.",
+                "search_context_size must be "
+                f"{', '.join(repr(size) for size in sizes[:-1])} or {sizes[-1]!r}.",
                 placeholder="search_context_size",
             )
 

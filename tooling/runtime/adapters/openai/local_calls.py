@@ -18,6 +18,7 @@ a shell call's entries are the JSON the model received.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -118,10 +119,17 @@ class LocalCalls:
             kinds[hosted.name] = hosted.kind
             policies[hosted.name] = executor.prompt.policies_for_tool(hosted.name)
         self._pending: dict[int, tuple[FunctionCall, _Pending]] = {}
+        self._setup = (executor, rendered, tools, policies, kinds, sequence)
+
+    @functools.cached_property
+    def executor(self) -> ToolExecutor:
+        """The run's executor with the local tools added, built at the first
+        local call (most runs have none)."""
+        executor, rendered, tools, policies, kinds, sequence = self._setup
         local = dataclasses.replace(
             rendered, tools=(*rendered.tools, *tools), policies_by_tool=policies
         )
-        self.executor = ToolExecutor(
+        return ToolExecutor(
             prompt=executor.prompt,
             rendered=local,
             session=executor.session,
