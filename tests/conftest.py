@@ -42,7 +42,7 @@ def user(db):
 
     from tests.sessions_app.factories import UserFactory
 
-    operator = UserFactory()
+    operator = UserFactory.create()
     operator.user_permissions.add(
         *Permission.objects.filter(
             content_type__app_label="sessions_app",

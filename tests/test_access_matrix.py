@@ -15,6 +15,7 @@ objects in the URLs are ``user_b``'s, and the test checks that nothing of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -149,27 +150,32 @@ def routes() -> dict[str, str]:
 @pytest.fixture
 def world() -> dict[str, Any]:
     runners = Group.objects.get(name="Runners")
-    user_a, user_b = UserFactory(username="user_a"), UserFactory(username="user_b")
+    user_a, user_b = (
+        UserFactory.create(username="user_a"),
+        UserFactory.create(username="user_b"),
+    )
     user_a.groups.add(runners)
     user_b.groups.add(runners)
-    auditor = UserFactory(username="auditor", is_staff=True)
+    auditor = UserFactory.create(username="auditor", is_staff=True)
     auditor.groups.add(Group.objects.get(name="Auditors"))
-    staff = UserFactory(username="staff", is_staff=True)
-    AgentSessionFactory(created_by=user_a, output_text="user a's output")
-    session = AgentSessionFactory(
+    staff = UserFactory.create(username="staff", is_staff=True)
+    AgentSessionFactory.create(created_by=user_a, output_text="user a's output")
+    session = AgentSessionFactory.create(
         created_by=user_b,
         status=AgentSession.Status.RUNNING,
         output_text=SECRET_B,
         rendered_prompt=SECRET_B,
     )
     AgentSession.objects.filter(pk=session.pk).update(
-        lease_expires_at=timezone.now() + timezone.timedelta(minutes=5)
+        lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
-    call = ProviderCallFactory(session=session, turn=1)
-    invocation = ToolInvocationFactory(session=session, message=SECRET_B)
-    citation = CitationFactory(session=session, provider_call=call, title=SECRET_B)
-    prompt = PromptTemplateFactory()
-    add_sections(prompt, SectionDefinitionFactory(template="Say hello."))
+    call = ProviderCallFactory.create(session=session, turn=1)
+    invocation = ToolInvocationFactory.create(session=session, message=SECRET_B)
+    citation = CitationFactory.create(
+        session=session, provider_call=call, title=SECRET_B
+    )
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, SectionDefinitionFactory.create(template="Say hello."))
     return {
         "users": {
             "anonymous": None,
@@ -197,9 +203,9 @@ def world() -> dict[str, Any]:
                 "namespace": prompt.namespace,
                 "key": prompt.key,
             },
-            "catalog_api:tool-detail": {"name": ToolDefinitionFactory().name},
+            "catalog_api:tool-detail": {"name": ToolDefinitionFactory.create().name},
             "catalog_api:hostedtool-detail": {
-                "name": HostedToolDefinitionFactory().name
+                "name": HostedToolDefinitionFactory.create().name
             },
             "admin:sessions_app_agentsession_change": {"object_id": session.pk},
             "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
@@ -285,7 +291,7 @@ def admin_url(name: str) -> str:
 @pytest.mark.parametrize("name", ADMIN_ROUTES)
 def test_every_admin_route_needs_a_staff_login(name):
     url = admin_url(name)
-    user = UserFactory(username="nobody")
+    user = UserFactory.create(username="nobody")
     for client in (APIClient(), client_for(user)):
         response = client.get(url)
         assert response.status_code == 302, (name, response.status_code)

@@ -4,6 +4,7 @@ page, read every tool call; strict input; one error shape; throttling."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.urls import reverse
@@ -103,7 +104,7 @@ def test_preview_renders_without_calling_the_provider(api_client, demo):
 
 def test_a_parameter_of_the_wrong_type_is_refused(api_client, demo):
     for url in ("/api/prompts/demo/release/preview/", SESSIONS):
-        payload = {"params": {"service": 42}}
+        payload: dict[str, Any] = {"params": {"service": 42}}
         if url == SESSIONS:
             payload["prompt"] = "demo/release"
         body = error(api_client.post(url, payload, format="json"), 400, "invalid")
@@ -217,12 +218,12 @@ def test_a_too_large_parameter_is_a_json_413(api_client, settings, demo):
     ],
 )
 def test_filter_values_that_cannot_be_used_are_a_400(api_client, query):
-    AgentSessionFactory()
+    AgentSessionFactory.create()
     error(api_client.get(SESSIONS, query), 400, "invalid")
 
 
 def test_a_far_offset_within_limits_is_compared_in_utc(api_client):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     after = session.created_at.astimezone().isoformat()
     response = api_client.get(
         SESSIONS, {"created_at_after": "2000-01-01T00:00:00+15:59"}
@@ -232,8 +233,8 @@ def test_a_far_offset_within_limits_is_compared_in_utc(api_client):
 
 
 def test_sessions_filter_by_user(api_client):
-    mine = AgentSessionFactory(created_by=UserFactory(username="ada"))
-    AgentSessionFactory(created_by=UserFactory(username="bob"))
+    mine = AgentSessionFactory.create(created_by=UserFactory.create(username="ada"))
+    AgentSessionFactory.create(created_by=UserFactory.create(username="bob"))
     body = api_client.get(SESSIONS, {"user": "ada"}).json()
     assert [item["id"] for item in body["results"]] == [str(mine.pk)]
 
@@ -275,7 +276,7 @@ def test_a_bad_token_is_a_401(demo):
 
 def test_starting_without_the_permission_is_a_403(demo):
     client = APIClient()
-    client.force_authenticate(UserFactory())
+    client.force_authenticate(UserFactory.create())
     response = client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
     assert "Can start sessions" in error(response, 403, "permission_denied")["detail"]
 
@@ -289,7 +290,8 @@ def test_run_starts_are_throttled_per_user(api_client, settings, demo):
     from rest_framework.throttling import ScopedRateThrottle
 
     api_settings.reload()
-    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+    # drf-stubs types the rates as numbers; they are strings such as "2/minute".
+    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
     try:
         statuses = [
             api_client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
@@ -302,7 +304,7 @@ def test_run_starts_are_throttled_per_user(api_client, settings, demo):
         assert api_client.get(SESSIONS).status_code == 200
     finally:
         api_settings.reload()
-        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
 
 
 # -- following a run -------------------------------------------------------------
@@ -344,7 +346,7 @@ def test_events_page_through_the_whole_timeline(api_client, demo):
     "query", ["cursor=nope", "cursor=WzEsMiwzXQ", "page_size=0", "page_size=x"]
 )
 def test_bad_event_page_parameters_are_a_400(api_client, query):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     url = reverse("sessions_api:session-events", args=[session.pk])
     error(api_client.get(f"{url}?{query}"), 400, "invalid")
 
@@ -365,9 +367,11 @@ def test_a_sessions_tool_calls_page_in_order_and_filter(api_client, demo):
 
 
 def test_tool_invocations_across_sessions_are_scoped_to_what_one_may_see():
-    ada, bob = UserFactory(username="ada"), UserFactory(username="bob")
-    mine = ToolInvocationFactory(session=AgentSessionFactory(created_by=ada))
-    ToolInvocationFactory(session=AgentSessionFactory(created_by=bob))
+    ada, bob = UserFactory.create(username="ada"), UserFactory.create(username="bob")
+    mine = ToolInvocationFactory.create(
+        session=AgentSessionFactory.create(created_by=ada)
+    )
+    ToolInvocationFactory.create(session=AgentSessionFactory.create(created_by=bob))
     client = APIClient()
     client.force_authenticate(ada)
 
@@ -415,7 +419,7 @@ def test_a_session_id_that_is_not_a_uuid_is_a_404(api_client, url):
     ],
 )
 def test_filter_and_page_values_that_cannot_be_used_are_a_400(api_client, query):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     for url in (
         "/api/tool-invocations/",
         reverse("sessions_api:session-tool-invocations", args=[session.pk]),
@@ -434,6 +438,6 @@ def test_an_empty_filter_value_filters_nothing(api_client):
 
 def test_who_started_and_cancelled_are_null_when_nobody(api_client):
     # The caller holds "Can view all sessions" (conftest's user).
-    session = AgentSessionFactory(created_by=None)
+    session = AgentSessionFactory.create(created_by=None)
     body = api_client.get(f"{SESSIONS}{session.pk}/").json()
     assert body["created_by"] is None and body["cancelled_by"] is None

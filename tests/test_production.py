@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -344,9 +345,11 @@ def test_debug_pages_show_no_secret(settings, monkeypatch):
     client = Client(raise_request_exception=False)
     client.cookies["sessionid"] = _WORD["cookie"]
     # runserver puts the environment into request.META, as here.
-    response = client.get(
-        "/fail/", HTTP_AUTHORIZATION=f"Token {_WORD['authz']}", **SECRETS
-    )
+    meta: dict[str, Any] = {
+        "HTTP_AUTHORIZATION": f"Token {_WORD['authz']}",
+        **SECRETS,
+    }
+    response = client.get("/fail/", **meta)
     assert response.status_code == 500
     html = response.content.decode()
     assert "the reporter test&#x27;s failure" in html  # the technical 500 page

@@ -402,9 +402,11 @@ def test_operator_adds_web_search_previews_runs_and_reads_its_sources(
     # outside the allowed domains (seeded: the provider keeps to the filter).
     second = session_services.start_session(prompt_ref="ops/docs", params={})
     assert second.status == AgentSession.Status.SUCCEEDED
+    provider_call = ProviderCall.objects.filter(session=session).last()
+    assert provider_call is not None
     outside = Citation.objects.create(
         session=session,
-        provider_call=ProviderCall.objects.filter(session=session).last(),
+        provider_call=provider_call,
         url="https://blog.example.com/django-lts",
         domain="blog.example.com",
         title="Someone's blog",

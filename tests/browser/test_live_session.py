@@ -24,7 +24,7 @@ def status_badge(ui: UI) -> str:
 
 
 def test_running_session_page_updates_live_to_succeeded(ui: UI, shot: Any) -> None:
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         status=AgentSession.Status.RUNNING, output_text="", turns=0
     )
     ui.go(session.get_absolute_url())
@@ -34,8 +34,8 @@ def test_running_session_page_updates_live_to_succeeded(ui: UI, shot: Any) -> No
     shot("live-1-running")
 
     # A worker records a turn and a tool call: the timeline grows in place.
-    ProviderCallFactory(session=session, turn=1)
-    ToolInvocationFactory(session=session, turn=1, sequence=1, name="read_file")
+    ProviderCallFactory.create(session=session, turn=1)
+    ToolInvocationFactory.create(session=session, turn=1, sequence=1, name="read_file")
     ui.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "li.tool-invocation"))
     assert status_badge(ui) == "Running"
 
@@ -56,7 +56,7 @@ def test_running_session_page_updates_live_to_succeeded(ui: UI, shot: Any) -> No
 def test_the_cancel_button_cancels_a_queued_run(ui: UI, shot: Any) -> None:
     """A POST from the page itself: the page's referrer policy must let the
     browser send its origin, or CSRF refuses the form."""
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         status=AgentSession.Status.QUEUED, output_text="", turns=0
     )
     ui.go(session.get_absolute_url())

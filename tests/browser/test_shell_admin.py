@@ -60,9 +60,11 @@ def page_commands(ui: UI) -> list[dict[str, Any]]:
             found = item.find_elements(By.CSS_SELECTOR, css)
             return found[0].get_attribute("textContent") if found else None
 
+        command = text_of("code")
+        assert command is not None, "a shell command without its code"
         commands.append(
             {
-                "command": text_of("code").removeprefix("$ "),
+                "command": command.removeprefix("$ "),
                 "stdout": text_of("pre.stdout") or "",
                 "stderr": text_of("pre.stderr") or "",
                 "outcome": text_of(".badge"),
@@ -150,6 +152,7 @@ def test_operator_adds_a_hosted_shell_and_apply_patch_previews_runs_and_reads(
     assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
     shot("issue12-03-session")
     invocation = ToolInvocation.objects.get(session=session, native=True, kind="shell")
+    assert invocation.value is not None
     stored = invocation.value["commands"]
     assert {c["outcome"] for c in stored} >= {0, "timeout"}
     assert page_commands(ui) == [

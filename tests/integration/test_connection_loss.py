@@ -93,6 +93,7 @@ def self_terminating_writer():
 
     def handler(params: Any, *, context: ToolContext) -> Any:
         calls["n"] += 1
+        assert original.handler is not None
         result = original.handler(params, context=context)
         if calls["n"] == 1:
             with connection.cursor() as cursor:

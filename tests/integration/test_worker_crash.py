@@ -25,7 +25,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import pytest
 from django.db.models import Count
@@ -163,20 +163,41 @@ def _conversation(session: AgentSession) -> dict[str, Any]:
     }
 
 
+class Counts(TypedDict):
+    calls: int
+
+
+class ReportCounts(Counts):
+    turns_recorded: int
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    #: A session annotated with the number of its tool calls (``calls``).
+    CountedSession = WithAnnotations[AgentSession, Counts]
+# (django-stubs drops a custom queryset's annotations when it is iterated: the
+# casts below put them back.)
+
+
 def _status_report(ids: Iterable[Any]) -> str:
-    rows = AgentSession.objects.filter(pk__in=list(ids)).annotate(
+    queryset = AgentSession.objects.filter(pk__in=list(ids)).annotate(
         calls=Count("tool_invocations", distinct=True),
         turns_recorded=Count("provider_calls", distinct=True),
+    )
+    rows = cast(
+        "Iterable[WithAnnotations[AgentSession, ReportCounts]]",
+        queryset.order_by("created_at"),
     )
     return "\n".join(
         f"  {row.params.get('service')}: {row.status} attempts={row.attempts} "
         f"turns={row.turns_recorded} tools={row.calls} worker={row.worker} "
         f"{row.error_phase} {row.error_message}".rstrip()
-        for row in rows.order_by("created_at")
+        for row in rows
     )
 
 
-def _awaiting_provider(session: AgentSession) -> bool:
+def _awaiting_provider(session: CountedSession) -> bool:
     """Whether every call its recorded responses asked for has run: its next
     step is a provider request (the last response asked for calls)."""
     responses = list(
@@ -190,7 +211,7 @@ def _awaiting_provider(session: AgentSession) -> bool:
 
 def _wait_mid_run(
     ids: list[Any], crash: Crash, moment: str, seconds: float = 60
-) -> AgentSession:
+) -> CountedSession:
     """A session that is running, has run a tool and has not finished; for
     ``awaiting_provider``, one whose next provider request is under way."""
     deadline = time.monotonic() + seconds
@@ -203,7 +224,7 @@ def _wait_mid_run(
             .filter(calls__gte=1)
             .order_by("started_at")
         )
-        for victim in running:
+        for victim in cast("Iterable[CountedSession]", running):
             if moment == "after_a_tool_call":
                 return victim
             if _awaiting_provider(victim):
@@ -324,8 +345,8 @@ def _check_provider_requests(
     assert len(recorded) == len(calls), "a response was recorded twice"
     assert None not in counts
     assert set(recorded) == set(counts), (
-        f"recorded but never served: {sorted(set(recorded) - set(counts))}; "
-        f"served but never recorded: {sorted(set(counts) - set(recorded))}"
+        f"recorded but never served: {sorted(set(recorded) - set(counts), key=str)}; "
+        f"served but never recorded: {sorted(set(counts) - set(recorded), key=str)}"
     )
     late = [
         (
@@ -338,7 +359,7 @@ def _check_provider_requests(
     assert not late, f"responses requested again after they were recorded: {late}"
     duplicates = {rid: n - 1 for rid, n in counts.items() if n > 1}
     assert sum(duplicates.values()) <= bound, duplicates
-    per_session = collections.Counter()
+    per_session: collections.Counter[Any] = collections.Counter()
     for response_id, extra in duplicates.items():
         per_session[recorded[response_id].session_id] += extra
     for session_id, extra in per_session.items():

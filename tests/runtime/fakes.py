@@ -26,7 +26,8 @@ class FakeProvider:
         self.client = openai.OpenAI(
             api_key="sk-test",
             base_url="http://provider.test/v1",
-            http_client=httpx.Client(transport=httpx.MockTransport(self.handle)),
+            # The SDK takes an httpx client too, though typed for httpx2's.
+            http_client=httpx.Client(transport=httpx.MockTransport(self.handle)),  # type: ignore[arg-type]
             max_retries=max_retries,
         )
 

@@ -7,7 +7,7 @@ Responses API JSON, so the SDK's own parsing and error mapping are exercised.
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -327,8 +327,12 @@ def test_adapter_non_strict_schema_is_sent_with_strict_false() -> None:
     class Table:
         rows: dict[str, int]
 
+    # The handler is never called: only the params type's schema matters.
     table = Tool(
-        name="table", description="Tabulate.", params_type=Table, handler=lookup
+        name="table",
+        description="Tabulate.",
+        params_type=Table,
+        handler=cast(Any, lookup),
     )
     adapter = make_adapter(FakeProvider())
     payload = adapter.tools_payload(make_prompt(tools=[table]).render())
@@ -339,7 +343,9 @@ def test_adapter_native_tool_naming_no_built_in_is_rejected_before_any_request()
     None
 ):
     provider = FakeProvider()
-    native = NativeTool(name="native", description="Provider side.")
+    native: NativeTool[Any, Any] = NativeTool(
+        name="native", description="Provider side."
+    )
     error, _ = failure(provider, make_prompt(tools=[native]))
     assert error.phase == "render"
     assert error.message.startswith(
@@ -352,8 +358,12 @@ def test_adapter_native_tool_naming_no_built_in_is_rejected_before_any_request()
 
 def test_adapter_unsupported_param_type_fails_with_phase_render() -> None:
     provider = FakeProvider()
+    # The handler is never called: the params type is refused first.
     blob = Tool(
-        name="blob", description="Store bytes.", params_type=Blob, handler=lookup
+        name="blob",
+        description="Store bytes.",
+        params_type=Blob,
+        handler=cast(Any, lookup),
     )
     error, _ = failure(provider, make_prompt(tools=[blob]))
     assert error.phase == "render"
@@ -1462,7 +1472,7 @@ def test_adapter_hosted_tool_choice_uses_the_codec() -> None:
 
 
 def test_adapter_redact_tools_masks_credentials() -> None:
-    tools = [
+    tools: list[dict[str, Any]] = [
         {"type": "mcp", "headers": {"X-Key": "secret"}, "authorization": "Bearer s"},
         {"type": "web_search"},
     ]

@@ -17,7 +17,7 @@ from tooling.runtime.choices import (
 from tooling.runtime.errors import PromptValidationError
 
 
-def test_trust_levels_lowest_first_with_values_the_runtime_parses():
+def test_trust_levels_lowest_first_with_values_the_runtime_parses() -> None:
     assert TRUST_LEVEL_CHOICES == (
         ("untrusted", "Untrusted"),
         ("standard", "Standard"),
@@ -28,7 +28,7 @@ def test_trust_levels_lowest_first_with_values_the_runtime_parses():
     )
 
 
-def test_every_planning_strategy_has_one_labelled_choice():
+def test_every_planning_strategy_has_one_labelled_choice() -> None:
     assert [PlanningStrategy(value) for value, _ in PLANNING_STRATEGY_CHOICES] == list(
         PlanningStrategy
     )
@@ -39,15 +39,17 @@ def test_every_planning_strategy_has_one_labelled_choice():
     }
 
 
-def test_search_context_sizes_are_what_web_search_accepts():
+def test_search_context_sizes_are_what_web_search_accepts() -> None:
     assert SEARCH_CONTEXT_SIZES == ("low", "medium", "high")
     assert SEARCH_CONTEXT_SIZE_CHOICES == (
         ("low", "low"),
         ("medium", "medium"),
         ("high", "high"),
     )
-    for size in SEARCH_CONTEXT_SIZES:
-        assert WebSearchConfig(search_context_size=size).search_context_size == size
+    choice: Any  # a choice value is a plain string, as a form submits it
+    for choice in SEARCH_CONTEXT_SIZES:
+        config = WebSearchConfig(search_context_size=choice)
+        assert config.search_context_size == choice
     unknown: Any = "huge"
     with pytest.raises(PromptValidationError, match="search_context_size"):
         WebSearchConfig(search_context_size=unknown)

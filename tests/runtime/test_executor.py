@@ -253,9 +253,12 @@ def test_executor_handler_receives_a_full_context() -> None:
 
 def test_executor_heartbeat_beats_before_the_handler() -> None:
     beats: list[str] = []
-    handler = Recorder(
-        lambda params, context: beats.append("handler") or ToolResult.ok(None)
-    )
+
+    def body(params: Any, context: ToolContext) -> ToolResult[None]:
+        beats.append("handler")
+        return ToolResult.ok(None)
+
+    handler = Recorder(body)
     harness = Harness([search_tool(handler)], heartbeat=lambda: beats.append("beat"))
     harness.run("search", {"query": "a"})
     assert beats == ["beat", "handler"]
@@ -394,7 +397,7 @@ def test_executor_tool_without_params_rejects_arguments() -> None:
             Tool(
                 name="ping",
                 description="Ping.",
-                handler=lambda params, *, context: None,
+                handler=lambda params, *, context: ToolResult.ok(None),
             )
         ]
     )

@@ -50,7 +50,8 @@ def make_client(body: dict[str, Any], captured: list[dict[str, Any]]) -> openai.
     return openai.OpenAI(
         api_key="sk-test",
         base_url="http://test.invalid/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),  # type: ignore[arg-type]
         max_retries=0,
     )
 
@@ -76,8 +77,9 @@ def test_default_config_is_an_auto_container() -> None:
 
 def test_auto_container_options_are_normalised() -> None:
     config = CodeInterpreterConfig(
-        memory_limit="16g", file_ids=[" file-a ", "file-b", "file-a"]
-    )  # type: ignore[arg-type]
+        memory_limit="16g",
+        file_ids=[" file-a ", "file-b", "file-a"],  # type: ignore[arg-type]
+    )
     assert config.file_ids == ("file-a", "file-b") and config.memory_limit == "16g"
     assert CodeInterpreterConfig(file_ids="file-x").file_ids == ("file-x",)  # type: ignore[arg-type]
 

@@ -55,7 +55,8 @@ def make_client(body: dict[str, Any], captured: list[dict[str, Any]]) -> openai.
     return openai.OpenAI(
         api_key="sk-test",
         base_url="http://test.invalid/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),  # type: ignore[arg-type]
         max_retries=0,
     )
 
@@ -79,8 +80,11 @@ def test_minimal_config_and_normalisation() -> None:
     config = FileSearchConfig(vector_store_ids=(" vs_1 ", "vs_2", "vs_1"))
     assert config.vector_store_ids == ("vs_1", "vs_2")
     assert config.max_results is None and config.filters is None
-    assert FileSearchConfig(vector_store_ids="vs_9").vector_store_ids == ("vs_9",)
-    assert FileSearchConfig(vector_store_ids=["vs_a"]).vector_store_ids == ("vs_a",)
+    # Stored JSON may hold one id or a list: both are normalised to a tuple.
+    one: Any = "vs_9"
+    listed: Any = ["vs_a"]
+    assert FileSearchConfig(vector_store_ids=one).vector_store_ids == ("vs_9",)
+    assert FileSearchConfig(vector_store_ids=listed).vector_store_ids == ("vs_a",)
 
 
 @pytest.mark.parametrize("ids", [(), [], ("",), ("  ",), (1,), None, {"a": "b"}])

@@ -57,7 +57,8 @@ def make_client(body: dict[str, Any], captured: list[dict[str, Any]]) -> openai.
     return openai.OpenAI(
         api_key="sk-test",
         base_url="http://test.invalid/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),  # type: ignore[arg-type]
         max_retries=0,
     )
 

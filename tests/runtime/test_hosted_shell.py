@@ -471,7 +471,8 @@ def test_an_unreadable_item_is_recorded_as_a_failed_call_and_the_run_goes_on() -
     client = openai.OpenAI(
         api_key="sk-test",
         base_url="http://test.invalid/v1",
-        http_client=httpx.Client(
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(  # type: ignore[arg-type]
             transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=body))
         ),
         max_retries=0,

@@ -160,7 +160,8 @@ def test_a_name_that_is_not_a_string_is_a_failed_call() -> None:
 
 
 def test_items_that_are_not_objects_are_listed_as_unknown() -> None:
-    provider = FakeProvider(response("text", 42, message("fine")))
+    junk: list[Any] = ["text", 42]
+    provider = FakeProvider(response(*junk, message("fine")))
     result, sink = evaluate(provider)
     assert result.text == "fine"
     (call,) = sink.of_type(ProviderCallCompleted)

@@ -84,7 +84,8 @@ def adapter_for(transport: CountingTransport, **kwargs: Any) -> OpenAIAdapter:
     client = openai.OpenAI(
         api_key="sk-offline",
         base_url="http://offline.invalid/v1",
-        http_client=httpx.Client(transport=transport),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=transport),  # type: ignore[arg-type]
         max_retries=0,
     )
     return OpenAIAdapter(client=client, model="gpt-5.4", **kwargs)
@@ -305,7 +306,9 @@ def test_a_sequence_result_is_refused() -> None:
 
 
 def test_a_kind_that_needs_configuration_must_be_a_hosted_tool() -> None:
-    tool = NativeTool(name="file_search", description="Search my files.")
+    tool: NativeTool[Any, Any] = NativeTool(
+        name="file_search", description="Search my files."
+    )
     message = refused(prompt_with(tool))
     assert message.startswith(
         "Native tool 'file_search': OpenAI's file_search needs configuration a "

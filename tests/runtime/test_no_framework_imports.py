@@ -45,7 +45,9 @@ def forbidden_imports(source: str, filename: str = "<source>") -> list[str]:
         elif isinstance(node, ast.Call):
             target = _dynamic_import_target(node)
             modules = [target] if target else []
-        found.extend(f"{node.lineno}: {m}" for m in modules if _top(m) in FORBIDDEN)
+        if modules:
+            assert isinstance(node, ast.stmt | ast.expr)
+            found.extend(f"{node.lineno}: {m}" for m in modules if _top(m) in FORBIDDEN)
     return found
 
 

@@ -290,6 +290,7 @@ def test_policies_rbw_allows_overwriting_after_a_read() -> None:
         tool("edit_file"), PathParams("/config.yaml"), context=context
     ) == (PolicyDecision.allow())
     state = context.session.get_state("policy:read_before_write")
+    assert state is not None
     assert state.invoked_keys == frozenset({("read_file", "config.yaml")})
 
 

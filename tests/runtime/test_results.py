@@ -64,19 +64,19 @@ def test_results_ok_accepts_a_message() -> None:
 
 
 def test_results_error_has_no_value_and_fails() -> None:
-    result = ToolResult.error("It broke.")
+    result: ToolResult[None] = ToolResult.error("It broke.")
     assert result == ToolResult(message="It broke.", value=None, success=False)
 
 
 def test_results_defaults_are_success_and_included_value() -> None:
-    result = ToolResult(message="m")
+    result: ToolResult[None] = ToolResult(message="m")
     assert result.value is None
     assert result.success is True
     assert result.exclude_value_from_context is False
 
 
 def test_results_are_mutable() -> None:
-    result = ToolResult.ok(None)
+    result: ToolResult[None] = ToolResult.ok(None)
     result.message = "rewritten"
     assert result.message == "rewritten"
 

@@ -76,9 +76,10 @@ TURN_2 = response(function_call("echo", {"text": "three"}, "c3"), id="resp_2")
 TURN_3 = response(message("All done."), id="resp_3")
 
 
-def evaluate(
-    *replies: Any, resume: RunRecord | None = None
-) -> tuple[Any, InMemorySink, FakeProvider]:
+Run = tuple[Any, InMemorySink, FakeProvider]
+
+
+def evaluate(*replies: Any, resume: RunRecord | None = None) -> Run:
     ran.clear()
     provider = FakeProvider(*replies)
     sink = InMemorySink()
@@ -91,7 +92,7 @@ def evaluate(
 
 
 @pytest.fixture
-def full() -> tuple[Any, InMemorySink, FakeProvider]:
+def full() -> Run:
     return evaluate(TURN_1, TURN_2, TURN_3)
 
 
@@ -103,7 +104,7 @@ def outputs_by_sequence(sink: InMemorySink) -> dict[int, str]:
     }
 
 
-def test_resume_event_ids_are_derived_from_the_run_and_the_step(full) -> None:
+def test_resume_event_ids_are_derived_from_the_run_and_the_step(full: Run) -> None:
     _, sink, _ = full
     invoked = sink.of_type(ToolInvoked)
     assert [e.sequence for e in invoked] == [1, 2, 3, 4]
@@ -117,7 +118,7 @@ def test_resume_event_ids_are_derived_from_the_run_and_the_step(full) -> None:
     assert sink.of_type(PromptExecuted)[0].event_id == event_id_for(RUN_ID, "end")
 
 
-def test_resume_mid_turn_runs_only_what_was_not_recorded(full) -> None:
+def test_resume_mid_turn_runs_only_what_was_not_recorded(full: Run) -> None:
     _, full_sink, full_provider = full
     recorded = outputs_by_sequence(full_sink)
     record = RunRecord(responses=(TURN_1,), tool_outputs={2: recorded[2]})
@@ -135,7 +136,9 @@ def test_resume_mid_turn_runs_only_what_was_not_recorded(full) -> None:
     assert result.usage == full[0].usage  # the replayed turn's usage counts
 
 
-def test_resume_re_emits_native_calls_of_replayed_turns_with_their_ids(full) -> None:
+def test_resume_re_emits_native_calls_of_replayed_turns_with_their_ids(
+    full: Run,
+) -> None:
     record = RunRecord(responses=(TURN_1,), tool_outputs=outputs_by_sequence(full[1]))
     _, sink, _ = evaluate(TURN_2, TURN_3, resume=record)
     native = [e for e in sink.of_type(ToolInvoked) if e.native]
@@ -144,7 +147,7 @@ def test_resume_re_emits_native_calls_of_replayed_turns_with_their_ids(full) -> 
     ]
 
 
-def test_resume_after_the_final_answer_requests_nothing(full) -> None:
+def test_resume_after_the_final_answer_requests_nothing(full: Run) -> None:
     record = RunRecord(
         responses=(TURN_1, TURN_2, TURN_3), tool_outputs=outputs_by_sequence(full[1])
     )
@@ -172,14 +175,14 @@ def test_resume_of_a_recorded_failed_response_fails_the_same_way() -> None:
     assert sink.of_type(PromptFailed)[0].event_id == event_id_for(RUN_ID, "end")
 
 
-def test_resume_history_is_byte_for_byte_the_interrupted_one(full) -> None:
+def test_resume_history_is_byte_for_byte_the_interrupted_one(full: Run) -> None:
     recorded = outputs_by_sequence(full[1])
     record = RunRecord(responses=(TURN_1, TURN_2), tool_outputs=recorded)
     _, _, provider = evaluate(TURN_3, resume=record)
     assert provider.requests == [full[2].requests[2]]
 
 
-def test_idempotency_key_is_the_session_and_call_id(full) -> None:
+def test_idempotency_key_is_the_session_and_call_id(full: Run) -> None:
     _, sink, _ = full
     first = next(e for e in sink.of_type(ToolInvoked) if e.call_id == "c1")
     assert first.result.message == f"echo one ({RUN_ID}:c1)"

@@ -1430,7 +1430,8 @@ def test_003_resource_access() -> None:
         same_as_shorthand: bool
 
     def my_handler(params: Params, *, context: ToolContext) -> ToolResult[Result]:
-        fs = context.resources.get(Filesystem)
+        # mypy refuses an abstract class for type[T] (python/mypy#4717).
+        fs = context.resources.get(Filesystem)  # type: ignore[type-abstract]
         # Or shorthand: fs = context.filesystem
         assert fs is not None
         return ToolResult.ok(
@@ -1997,6 +1998,7 @@ def _seed_004_file_search_section() -> tuple[Any, Any]:
 
         def clone(self, **kwargs: object) -> "OpenAIFileSearchSection":
             default = kwargs.get("default_params", self.default_params)
+            assert default is None or isinstance(default, FileSearchParams)
             return OpenAIFileSearchSection(default_params=default)
 
     return OpenAIFileSearchSection, FileSearchParams

@@ -310,7 +310,7 @@ def test_serde_parse_bare_frozenset_and_abstract_set_give_frozenset(
     annotation: Any,
 ) -> None:
     holder = dataclasses.make_dataclass("Holder", [("tags", annotation)], frozen=True)
-    value = parse(holder, {"tags": ["a", "a"]})
+    value: Any = parse(holder, {"tags": ["a", "a"]})
     assert isinstance(value.tags, frozenset)
     assert value.tags == frozenset({"a"})
 

@@ -371,7 +371,7 @@ def test_tools_wrap_requires_keyword_only_context() -> None:
         return ToolResult.ok(Result(1))
 
     with pytest.raises(PromptValidationError) as info:
-        Tool.wrap(positional)  # type: ignore[arg-type]
+        Tool.wrap(positional)
     assert info.value.message == (
         "Tool handler must take one positional params argument and a keyword-only "
         "'context'."
@@ -403,7 +403,9 @@ def test_tools_native_tool_rejects_a_handler() -> None:
 
 
 def test_tools_native_tool_defaults() -> None:
-    tool = NativeTool(name="native", description="  Provider side. ")
+    tool: NativeTool[Any, Any] = NativeTool(
+        name="native", description="  Provider side. "
+    )
     assert tool.accepts_overrides is False
     assert tool.is_native is True
     assert tool.handler is None
@@ -467,15 +469,16 @@ def test_tools_subscript_with_sequence_and_none_results() -> None:
 
 
 def test_tools_subscript_conflicting_with_the_handler_is_refused() -> None:
+    # mypy sees these conflicts too; the runtime must refuse them on its own.
     with pytest.raises(PromptValidationError) as info:
-        Tool[Result, Result](name="search", description="S.", handler=search)
+        Tool[Result, Result](name="search", description="S.", handler=search)  # type: ignore[arg-type]
     assert info.value.message == (
         "Tool 'search' is declared as Tool[Result, Result] but its handler says "
         "params Params."
     )
     assert info.value.placeholder == "ParamsT"
     with pytest.raises(PromptValidationError) as info:
-        Tool[Params, Params](name="search", description="S.", handler=search)
+        Tool[Params, Params](name="search", description="S.", handler=search)  # type: ignore[arg-type]
     assert info.value.message == (
         "Tool 'search' is declared as Tool[Params, Params] but its handler says "
         "result Result."
@@ -485,7 +488,7 @@ def test_tools_subscript_conflicting_with_the_handler_is_refused() -> None:
 
 def test_tools_subscript_conflicting_with_explicit_types_is_refused() -> None:
     with pytest.raises(PromptValidationError, match="its params_type= says params"):
-        Tool[Params, Result](name="s", description="S.", params_type=Config)
+        Tool[Params, Result](name="s", description="S.", params_type=Config)  # type: ignore[arg-type]
     with pytest.raises(PromptValidationError, match="its result_type= says result"):
         Tool[Params, Result](name="s", description="S.", result_type=Config)
     same = Tool[Params, Result](name="s", description="S.", params_type=Params)
@@ -499,7 +502,7 @@ def test_tools_subscript_with_any_leaves_the_type_to_the_handler() -> None:
 
 def test_tools_subscript_rejects_non_dataclass_types() -> None:
     with pytest.raises(PromptValidationError, match="params type must be a dataclass"):
-        Tool[dict, Result](name="s", description="S.", handler=untyped)  # type: ignore[type-arg]
+        Tool[dict, Result](name="s", description="S.", handler=untyped)
 
 
 def test_tools_subscripted_tool_keeps_its_types_through_overrides() -> None:

@@ -100,7 +100,8 @@ def sdk_items(*items: dict[str, Any]) -> list[Any]:
     client = openai.OpenAI(
         api_key="sk-test",
         base_url="http://provider.test/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),  # type: ignore[arg-type]
         max_retries=0,
     )
     return list(client.responses.create(model="gpt-test", input="x").output)
@@ -654,7 +655,8 @@ def test_web_search_domain_filter_blocked_is_validated_like_allowed() -> None:
     domain_filter = DomainFilter(blocked=(" Spam.Example ", "ads.example"))
     assert domain_filter.blocked == ("spam.example", "ads.example")
     assert domain_filter.allowed == ()
-    assert DomainFilter(blocked="spam.example").blocked == ("spam.example",)
+    one: Any = "spam.example"
+    assert DomainFilter(blocked=one).blocked == ("spam.example",)
     error = invalid(DomainFilter, blocked=("https://spam.example",))
     assert error.placeholder == "blocked_domains"
     assert "without a scheme" in error.message
@@ -700,7 +702,8 @@ def test_web_search_blocked_domains_fail_the_evaluation_before_any_request() -> 
     client = openai.OpenAI(
         api_key="sk-test",
         base_url="http://provider.test/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),  # type: ignore[arg-type]
     )
     config = WebSearchConfig(domain_filter=DomainFilter(blocked=("spam.example",)))
     prompt = Prompt(ns="tests", key="blocked", sections=[WebSearchSection(config)])

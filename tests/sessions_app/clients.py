@@ -41,7 +41,8 @@ class CountingProvider:
         self.client = openai.OpenAI(
             api_key="sk-test",
             base_url="http://offline-provider.invalid/v1",
-            http_client=httpx.Client(transport=httpx.MockTransport(handle)),
+            # The SDK takes an httpx client too, though typed for httpx2's.
+            http_client=httpx.Client(transport=httpx.MockTransport(handle)),  # type: ignore[arg-type]
             max_retries=0,
         )
 

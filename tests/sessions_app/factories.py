@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
 from sessions_app.models import (
     AgentSession,
@@ -16,7 +17,7 @@ from sessions_app.models import (
 )
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda user: f"{user.username}@example.com")
     password = factory.django.Password("correct horse battery staple")
@@ -26,7 +27,7 @@ class UserFactory(factory.django.DjangoModelFactory):
         django_get_or_create = ("username",)
 
 
-class AgentSessionFactory(factory.django.DjangoModelFactory):
+class AgentSessionFactory(factory.django.DjangoModelFactory[AgentSession]):
     prompt_ref = "demo/research"
     status = AgentSession.Status.SUCCEEDED
     params = factory.LazyFunction(lambda: {"topic": "tides"})
@@ -45,7 +46,7 @@ class AgentSessionFactory(factory.django.DjangoModelFactory):
         model = AgentSession
 
 
-class ProviderCallFactory(factory.django.DjangoModelFactory):
+class ProviderCallFactory(factory.django.DjangoModelFactory[ProviderCall]):
     session = factory.SubFactory(AgentSessionFactory)
     turn = factory.Sequence(lambda n: n + 1)
     request = factory.LazyFunction(lambda: {"model": "gpt-5.4", "input": []})
@@ -60,7 +61,7 @@ class ProviderCallFactory(factory.django.DjangoModelFactory):
         model = ProviderCall
 
 
-class ToolInvocationFactory(factory.django.DjangoModelFactory):
+class ToolInvocationFactory(factory.django.DjangoModelFactory[ToolInvocation]):
     session = factory.SubFactory(AgentSessionFactory)
     sequence = factory.Sequence(lambda n: n + 1)
     turn = 1
@@ -89,7 +90,7 @@ class ToolInvocationFactory(factory.django.DjangoModelFactory):
         )
 
 
-class CitationFactory(factory.django.DjangoModelFactory):
+class CitationFactory(factory.django.DjangoModelFactory[Citation]):
     session = factory.SubFactory(AgentSessionFactory)
     provider_call = factory.SubFactory(
         ProviderCallFactory, session=factory.SelfAttribute("..session")
@@ -104,7 +105,7 @@ class CitationFactory(factory.django.DjangoModelFactory):
         model = Citation
 
 
-class PolicyDenialFactory(factory.django.DjangoModelFactory):
+class PolicyDenialFactory(factory.django.DjangoModelFactory[PolicyDenial]):
     session = factory.SubFactory(AgentSessionFactory)
     policy_name = "read_before_write"
     tool_name = "write_file"
@@ -117,7 +118,7 @@ class PolicyDenialFactory(factory.django.DjangoModelFactory):
         model = PolicyDenial
 
 
-class StateChangeFactory(factory.django.DjangoModelFactory):
+class StateChangeFactory(factory.django.DjangoModelFactory[StateChange]):
     session = factory.SubFactory(AgentSessionFactory)
     key = "plan"
     value = factory.LazyFunction(
@@ -137,7 +138,7 @@ class StateChangeFactory(factory.django.DjangoModelFactory):
         model = StateChange
 
 
-class VirtualFileFactory(factory.django.DjangoModelFactory):
+class VirtualFileFactory(factory.django.DjangoModelFactory[VirtualFile]):
     session = factory.SubFactory(AgentSessionFactory)
     path = factory.Sequence(lambda n: f"notes/{n}.md")
     content = "# Notes"

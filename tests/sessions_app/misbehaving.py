@@ -32,7 +32,7 @@ def encode(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=True, allow_nan=True).encode("ascii")
 
 
-def raw(content: bytes, *, status: int = 200, **headers: str) -> httpx.Response:
+def raw(content: bytes, status: int = 200, /, **headers: str) -> httpx.Response:
     return httpx.Response(
         status, content=content, headers={"content-type": "application/json", **headers}
     )
@@ -40,7 +40,7 @@ def raw(content: bytes, *, status: int = 200, **headers: str) -> httpx.Response:
 
 def error_reply(status: int, **headers: str) -> httpx.Response:
     body = {"error": {"message": f"status {status}", "type": "x", "code": None}}
-    return raw(encode(body), status=status, **headers)
+    return raw(encode(body), status, **headers)
 
 
 class ScriptedProvider(FakeProvider):
@@ -51,12 +51,16 @@ class ScriptedProvider(FakeProvider):
     exception is raised (``httpx.ReadError``: a cut connection).
     """
 
+    def __init__(self, *replies: Reply, max_retries: int = 0) -> None:
+        super().__init__(max_retries=max_retries)
+        self.script: list[Reply] = list(replies)
+
     def handle(self, request: httpx.Request) -> httpx.Response:
         assert request.method == "POST"
         assert request.url.path == "/v1/responses"
         self.requests.append(json.loads(request.content))
-        assert self.replies, "the run sent more requests than were scripted"
-        reply = self.replies.pop(0)
+        assert self.script, "the run sent more requests than were scripted"
+        reply = self.script.pop(0)
         while callable(reply):
             reply = reply()
         if isinstance(reply, Exception):
@@ -72,7 +76,7 @@ def run(prompt_ref: str, provider: ScriptedProvider) -> AgentSession:
     """One session of ``prompt_ref`` against ``provider``, inline, finished
     (retries: the client's own ``max_retries``)."""
     session = services.start_session(prompt_ref=prompt_ref, client=provider.client)
-    assert provider.replies == [], "the run stopped before every scripted reply"
+    assert provider.script == [], "the run stopped before every scripted reply"
     session = AgentSession.objects.get(pk=session.pk)
     assert session.is_finished, session.status
     assert_no_leak(session)

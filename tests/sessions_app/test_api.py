@@ -31,15 +31,15 @@ def detail_url(session):
 
 
 def make_full_session(**kwargs):
-    session = AgentSessionFactory(**kwargs)
-    call = ProviderCallFactory(session=session, turn=1)
-    ProviderCallFactory(session=session, turn=2)
-    ToolInvocationFactory(session=session, sequence=2, call_id="call_b")
-    ToolInvocationFactory(session=session, sequence=1, call_id="call_a")
-    CitationFactory(session=session, provider_call=call)
-    PolicyDenialFactory(session=session)
-    StateChangeFactory(session=session)
-    VirtualFileFactory(session=session)
+    session = AgentSessionFactory.create(**kwargs)
+    call = ProviderCallFactory.create(session=session, turn=1)
+    ProviderCallFactory.create(session=session, turn=2)
+    ToolInvocationFactory.create(session=session, sequence=2, call_id="call_b")
+    ToolInvocationFactory.create(session=session, sequence=1, call_id="call_a")
+    CitationFactory.create(session=session, provider_call=call)
+    PolicyDenialFactory.create(session=session)
+    StateChangeFactory.create(session=session)
+    VirtualFileFactory.create(session=session)
     return session
 
 
@@ -97,8 +97,8 @@ def test_api_accepts_token_authentication(user):
 
 
 def test_session_list_is_newest_first_with_counts(api_client):
-    older = AgentSessionFactory()
-    newer = AgentSessionFactory(created_at=older.created_at.replace(year=2100))
+    older = AgentSessionFactory.create()
+    newer = AgentSessionFactory.create(created_at=older.created_at.replace(year=2100))
     ToolInvocationFactory.create_batch(3, session=older)
     CitationFactory.create_batch(2, session=older)
 
@@ -113,8 +113,8 @@ def test_session_list_is_newest_first_with_counts(api_client):
 
 
 def test_session_list_filters_by_status(api_client):
-    failed = AgentSessionFactory(status=AgentSession.Status.FAILED)
-    AgentSessionFactory(status=AgentSession.Status.SUCCEEDED)
+    failed = AgentSessionFactory.create(status=AgentSession.Status.FAILED)
+    AgentSessionFactory.create(status=AgentSession.Status.SUCCEEDED)
 
     response = api_client.get(SESSIONS_URL, {"status": "failed"})
 
@@ -122,8 +122,8 @@ def test_session_list_filters_by_status(api_client):
 
 
 def test_session_list_filters_by_prompt_ref(api_client):
-    wanted = AgentSessionFactory(prompt_ref="support/triage")
-    AgentSessionFactory(prompt_ref="demo/research")
+    wanted = AgentSessionFactory.create(prompt_ref="support/triage")
+    AgentSessionFactory.create(prompt_ref="demo/research")
 
     response = api_client.get(SESSIONS_URL, {"prompt_ref": "support/triage"})
 
@@ -131,8 +131,8 @@ def test_session_list_filters_by_prompt_ref(api_client):
 
 
 def test_session_list_filters_by_created_at_range(api_client):
-    AgentSessionFactory(created_at=timezone.now().replace(year=2001))
-    recent = AgentSessionFactory()
+    AgentSessionFactory.create(created_at=timezone.now().replace(year=2001))
+    recent = AgentSessionFactory.create()
 
     response = api_client.get(
         SESSIONS_URL, {"created_at_after": "2020-01-01T00:00:00Z"}
@@ -246,9 +246,9 @@ def test_session_detail_unknown_id_is_404(api_client):
 
 
 def test_session_detail_query_count_is_constant(api_client, django_assert_num_queries):
-    small = AgentSessionFactory()
-    ToolInvocationFactory(session=small)
-    CitationFactory(session=small)
+    small = AgentSessionFactory.create()
+    ToolInvocationFactory.create(session=small)
+    CitationFactory.create(session=small)
     large = make_full_session()
     ToolInvocationFactory.create_batch(10, session=large)
     CitationFactory.create_batch(5, session=large)
@@ -289,8 +289,8 @@ def fake_start_session(monkeypatch):
                 "trust_level": trust_level,
             }
         )
-        session = AgentSessionFactory(prompt_ref=prompt_ref, params=params)
-        ToolInvocationFactory(session=session)
+        session = AgentSessionFactory.create(prompt_ref=prompt_ref, params=params)
+        ToolInvocationFactory.create(session=session)
         return session
 
     monkeypatch.setattr(services, "start_session", start_session)
@@ -397,7 +397,7 @@ def test_session_create_turns_service_validation_errors_into_400(
 
 
 def test_citation_list_spans_sessions(api_client):
-    first, second = CitationFactory(), CitationFactory()
+    first, second = CitationFactory.create(), CitationFactory.create()
 
     data = api_client.get(CITATIONS_URL).json()
 
@@ -408,10 +408,12 @@ def test_citation_list_spans_sessions(api_client):
 
 
 def test_citation_list_filters_by_domain_including_subdomains(api_client):
-    exact = CitationFactory(url="https://example.com/a", domain="example.com")
-    sub = CitationFactory(url="https://docs.example.com/b", domain="docs.example.com")
-    CitationFactory(url="https://notexample.com/c", domain="notexample.com")
-    CitationFactory(url="https://example.org/d", domain="example.org")
+    exact = CitationFactory.create(url="https://example.com/a", domain="example.com")
+    sub = CitationFactory.create(
+        url="https://docs.example.com/b", domain="docs.example.com"
+    )
+    CitationFactory.create(url="https://notexample.com/c", domain="notexample.com")
+    CitationFactory.create(url="https://example.org/d", domain="example.org")
 
     data = api_client.get(CITATIONS_URL, {"domain": "Example.com"}).json()
 
@@ -419,8 +421,8 @@ def test_citation_list_filters_by_domain_including_subdomains(api_client):
 
 
 def test_citation_list_filters_by_session(api_client):
-    wanted = CitationFactory()
-    CitationFactory()
+    wanted = CitationFactory.create()
+    CitationFactory.create()
 
     data = api_client.get(CITATIONS_URL, {"session": str(wanted.session_id)}).json()
 
@@ -428,8 +430,8 @@ def test_citation_list_filters_by_session(api_client):
 
 
 def test_citation_list_filters_by_kind(api_client):
-    CitationFactory()
-    file_citation = CitationFactory(
+    CitationFactory.create()
+    file_citation = CitationFactory.create(
         kind="file_citation", url="", domain="", file_id="file_1", filename="a.pdf"
     )
 
@@ -440,7 +442,7 @@ def test_citation_list_filters_by_kind(api_client):
 
 @pytest.fixture
 def restricted_session():
-    return AgentSessionFactory(
+    return AgentSessionFactory.create(
         tools_payload=[
             {"type": "function", "name": "read_file"},
             {"type": "web_search", "filters": {"allowed_domains": ["example.com"]}},
@@ -460,7 +462,9 @@ def restricted_session():
 def test_citation_list_flags_domains_outside_the_web_search_filter(
     api_client, restricted_session, url, outside
 ):
-    CitationFactory(session=restricted_session, url=url, domain=Citation.domain_of(url))
+    CitationFactory.create(
+        session=restricted_session, url=url, domain=Citation.domain_of(url)
+    )
 
     item = api_client.get(CITATIONS_URL).json()["results"][0]
 
@@ -468,8 +472,8 @@ def test_citation_list_flags_domains_outside_the_web_search_filter(
 
 
 def test_citation_list_never_flags_unrestricted_sessions(api_client):
-    CitationFactory(
-        session=AgentSessionFactory(tools_payload=[{"type": "web_search"}]),
+    CitationFactory.create(
+        session=AgentSessionFactory.create(tools_payload=[{"type": "web_search"}]),
         url="https://anything.net/x",
         domain="anything.net",
     )
@@ -480,7 +484,9 @@ def test_citation_list_never_flags_unrestricted_sessions(api_client):
 
 
 def test_citation_list_never_flags_file_citations(api_client, restricted_session):
-    CitationFactory(session=restricted_session, kind="file_citation", url="", domain="")
+    CitationFactory.create(
+        session=restricted_session, kind="file_citation", url="", domain=""
+    )
 
     item = api_client.get(CITATIONS_URL).json()["results"][0]
 
@@ -488,7 +494,7 @@ def test_citation_list_never_flags_file_citations(api_client, restricted_session
 
 
 def test_citation_list_query_count_is_constant(api_client, django_assert_num_queries):
-    CitationFactory()
+    CitationFactory.create()
     api_client.get(SESSIONS_URL)  # the user's permissions are cached from here
     # the page (cut from the citation table alone), then its sessions
     with django_assert_num_queries(2):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from sessions_app.models import (
@@ -38,12 +41,12 @@ postgresql_only = pytest.mark.skipif(
     "DATABASE_URL=postgres://...)",
 )
 
-FACTORIES = {
-    ProviderCall: lambda: CitationFactory().provider_call,
-    ToolInvocation: ToolInvocationFactory,
-    PolicyDenial: PolicyDenialFactory,
-    Citation: CitationFactory,
-    StateChange: StateChangeFactory,
+FACTORIES: dict[type[Model], Callable[[], Model]] = {
+    ProviderCall: lambda: CitationFactory.create().provider_call,
+    ToolInvocation: ToolInvocationFactory.create,
+    PolicyDenial: PolicyDenialFactory.create,
+    Citation: CitationFactory.create,
+    StateChange: StateChangeFactory.create,
 }
 
 
@@ -74,7 +77,7 @@ def test_queryset_update_and_delete_are_refused(audit_row):
 
 
 def test_sessions_are_neither_saved_again_nor_deleted():
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     with pytest.raises(AppendOnlyError):
         session.save()
     with pytest.raises(AppendOnlyError):
@@ -91,7 +94,7 @@ def test_catalog_revisions_are_append_only():
         CatalogRevision.objects.all().delete()
 
 
-def raw(sql: str, *params: object) -> None:
+def raw(sql: str, *params: int | str | UUID) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -111,7 +114,7 @@ def test_raw_sql_changes_to_audit_rows_are_refused(audit_row, statement):
 
 @postgresql_only
 def test_raw_sql_cannot_move_a_session_backwards_or_change_a_finished_one():
-    session = AgentSessionFactory(status=AgentSession.Status.SUCCEEDED)
+    session = AgentSessionFactory.create(status=AgentSession.Status.SUCCEEDED)
     table = AgentSession._meta.db_table
     with pytest.raises(DatabaseError, match="back to"):
         raw(f"UPDATE {table} SET status = 'running' WHERE id = %s", session.pk)
@@ -119,7 +122,7 @@ def test_raw_sql_cannot_move_a_session_backwards_or_change_a_finished_one():
         raw(f"UPDATE {table} SET output_text = 'forged' WHERE id = %s", session.pk)
     with pytest.raises(DatabaseError, match="retention command"):
         raw(f"DELETE FROM {table} WHERE id = %s", session.pk)
-    running = AgentSessionFactory(status=AgentSession.Status.RUNNING)
+    running = AgentSessionFactory.create(status=AgentSession.Status.RUNNING)
     with pytest.raises(DatabaseError, match="back to"):
         raw(f"UPDATE {table} SET status = 'queued' WHERE id = %s", running.pk)
 
@@ -128,8 +131,10 @@ def test_raw_sql_cannot_move_a_session_backwards_or_change_a_finished_one():
 def test_deleting_a_user_still_unlinks_their_finished_sessions():
     from tests.sessions_app.factories import UserFactory
 
-    user = UserFactory()
-    session = AgentSessionFactory(status=AgentSession.Status.SUCCEEDED, created_by=user)
+    user = UserFactory.create()
+    session = AgentSessionFactory.create(
+        status=AgentSession.Status.SUCCEEDED, created_by=user
+    )
     user.delete()
     assert AgentSession.objects.get(pk=session.pk).created_by is None
 
@@ -148,14 +153,14 @@ def test_raw_sql_changes_to_revisions_are_refused():
 
 
 def old_session(days: int, **fields: object) -> AgentSession:
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         created_at=timezone.now() - timedelta(days=days), **fields
     )
-    CitationFactory(session=session)
-    ToolInvocationFactory(session=session)
-    PolicyDenialFactory(session=session)
-    StateChangeFactory(session=session)
-    VirtualFileFactory(session=session)
+    CitationFactory.create(session=session)
+    ToolInvocationFactory.create(session=session)
+    PolicyDenialFactory.create(session=session)
+    StateChangeFactory.create(session=session)
+    VirtualFileFactory.create(session=session)
     return session
 
 

@@ -105,21 +105,27 @@ def sessions_with_rows(count: int, **kwargs: Any) -> list[AgentSession]:
     made = []
     for _ in range(count):
         created = timezone.now() - datetime.timedelta(days=1 + next(_clock))
-        session = AgentSessionFactory(created_at=created, **kwargs)
-        call = ProviderCallFactory(session=session, turn=1, created_at=created)
-        ToolInvocationFactory(session=session, turn=1, sequence=1, created_at=created)
-        ToolInvocationFactory(
+        session = AgentSessionFactory.create(created_at=created, **kwargs)
+        call = ProviderCallFactory.create(session=session, turn=1, created_at=created)
+        ToolInvocationFactory.create(
+            session=session, turn=1, sequence=1, created_at=created
+        )
+        ToolInvocationFactory.create(
             session=session, turn=1, sequence=2, web_search=True, created_at=created
         )
-        CitationFactory(
+        CitationFactory.create(
             session=session,
             provider_call=call,
             url="https://docs.example.org/a",
             domain="docs.example.org",
             created_at=created,
         )
-        PolicyDenialFactory(session=session, turn=1, sequence=1, created_at=created)
-        StateChangeFactory(session=session, turn=1, sequence=1, created_at=created)
+        PolicyDenialFactory.create(
+            session=session, turn=1, sequence=1, created_at=created
+        )
+        StateChangeFactory.create(
+            session=session, turn=1, sequence=1, created_at=created
+        )
         made.append(session)
     return made
 
@@ -128,24 +134,24 @@ def long_session(tool_calls: int, **kwargs: Any) -> AgentSession:
     """A session of ``tool_calls`` tool calls over turns of ten, each turn's
     provider call first, a denial and a state change beside every fifth call
     and a citation for every tenth."""
-    session = AgentSessionFactory(**kwargs)
+    session = AgentSessionFactory.create(**kwargs)
     calls = {}
     for sequence in range(1, tool_calls + 1):
         turn = (sequence - 1) // 10 + 1
         if turn not in calls:
-            calls[turn] = ProviderCallFactory(session=session, turn=turn)
-        ToolInvocationFactory(
+            calls[turn] = ProviderCallFactory.create(session=session, turn=turn)
+        ToolInvocationFactory.create(
             session=session, turn=turn, sequence=sequence, call_id=f"c{sequence}"
         )
         if sequence % 5 == 0:
-            PolicyDenialFactory(
+            PolicyDenialFactory.create(
                 session=session, turn=turn, sequence=sequence, call_id=f"c{sequence}"
             )
-            StateChangeFactory(
+            StateChangeFactory.create(
                 session=session, turn=turn, sequence=sequence, call_id=f"c{sequence}"
             )
         if sequence % 10 == 0:
-            CitationFactory(session=session, provider_call=calls[turn])
+            CitationFactory.create(session=session, provider_call=calls[turn])
     VirtualFileFactory.create_batch(3, session=session)
     return session
 
@@ -158,15 +164,15 @@ def grow(session: AgentSession, tool_calls: int) -> None:
         turn = (sequence - 1) // 10 + 1
         call = ProviderCall.objects.filter(session=session, turn=turn).first()
         if call is None:
-            call = ProviderCallFactory(session=session, turn=turn)
-        ToolInvocationFactory(
+            call = ProviderCallFactory.create(session=session, turn=turn)
+        ToolInvocationFactory.create(
             session=session, turn=turn, sequence=sequence, call_id=f"c{sequence}"
         )
         if sequence % 5 == 0:
-            PolicyDenialFactory(session=session, turn=turn, sequence=sequence)
-            StateChangeFactory(session=session, turn=turn, sequence=sequence)
+            PolicyDenialFactory.create(session=session, turn=turn, sequence=sequence)
+            StateChangeFactory.create(session=session, turn=turn, sequence=sequence)
         if sequence % 10 == 0:
-            CitationFactory(session=session, provider_call=call)
+            CitationFactory.create(session=session, provider_call=call)
 
 
 @pytest.fixture
@@ -214,7 +220,7 @@ LISTS = [
 
 @pytest.mark.parametrize("url", LISTS)
 def test_a_list_page_costs_the_same_at_any_table_size(auditor_client, small_pages, url):
-    alice = UserFactory(username="alice")
+    alice = UserFactory.create(username="alice")
     sessions_with_rows(PAGE + 2, created_by=alice)
     path, _, query = url.partition("?")
     params = dict(part.split("=", 1) for part in query.split("&") if part)
@@ -398,19 +404,19 @@ def positions(session: AgentSession) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7])
 def test_timeline_pages_hold_every_event_once_in_order(size):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     for turn in (1, 2, 3):
-        call = ProviderCallFactory(session=session, turn=turn)
+        call = ProviderCallFactory.create(session=session, turn=turn)
         CitationFactory.create_batch(2, session=session, provider_call=call)
     for sequence, turn in enumerate([1, 1, 2, 2, 2, 3], start=1):
-        ToolInvocationFactory(session=session, turn=turn, sequence=sequence)
+        ToolInvocationFactory.create(session=session, turn=turn, sequence=sequence)
         # Two changes of one call (same position but for their id) and a
         # denial of another.
         StateChangeFactory.create_batch(
             2, session=session, turn=turn, sequence=sequence
         )
         if sequence % 2:
-            PolicyDenialFactory(session=session, turn=turn, sequence=sequence)
+            PolicyDenialFactory.create(session=session, turn=turn, sequence=sequence)
     everything = positions(session)
 
     paged: list[tuple[str, int]] = []

@@ -32,8 +32,8 @@ def slow_provider(settings):
 
 
 def test_a_3_second_deadline_ends_the_run_within_4_seconds(api_client, slow_provider):
-    section = SectionDefinitionFactory(key="slow", template="Answer slowly.")
-    prompt = PromptTemplateFactory(deadline_seconds=3)
+    section = SectionDefinitionFactory.create(key="slow", template="Answer slowly.")
+    prompt = PromptTemplateFactory.create(deadline_seconds=3)
     add_sections(prompt, section)
 
     started = time.monotonic()
@@ -61,8 +61,8 @@ def test_the_global_cap_bounds_a_template_without_a_deadline(
     api_client, slow_provider, settings
 ):
     settings.WINK_RUN_MAX_SECONDS = 2
-    section = SectionDefinitionFactory(key="slow", template="Answer slowly.")
-    prompt = PromptTemplateFactory(deadline_seconds=None)
+    section = SectionDefinitionFactory.create(key="slow", template="Answer slowly.")
+    prompt = PromptTemplateFactory.create(deadline_seconds=None)
     add_sections(prompt, section)
 
     started = time.monotonic()

@@ -56,6 +56,7 @@ def test_claim_moves_a_queued_session_to_running_with_a_lease(queued, settings):
     assert session.status == Status.RUNNING
     assert session.attempts == 1
     assert session.claim_token == claim.token
+    assert session.lease_expires_at is not None and session.started_at is not None
     assert session.lease_expires_at > timezone.now()
     assert session.deadline_at == session.started_at + timedelta(
         seconds=session.deadline_seconds
@@ -71,6 +72,7 @@ def test_a_held_session_cannot_be_claimed_twice(queued):
 
 def test_an_expired_lease_can_be_claimed_and_fences_the_old_worker(queued):
     first = lifecycle.claim(queued.pk)
+    assert first is not None
     expire_lease(queued.pk)
 
     second = lifecycle.claim(queued.pk)
@@ -97,6 +99,7 @@ def test_the_deadline_is_set_once_and_kept_by_later_claims(queued):
 
 def test_heartbeat_renews_the_lease(queued):
     claim = lifecycle.claim(queued.pk)
+    assert claim is not None
     AgentSession.objects.filter(pk=queued.pk).update(
         lease_expires_at=timezone.now() + timedelta(seconds=1)
     )
@@ -104,11 +107,14 @@ def test_heartbeat_renews_the_lease(queued):
 
     claim.beat()
 
-    assert fresh(queued.pk).lease_expires_at > timezone.now() + timedelta(seconds=30)
+    lease_expires_at = fresh(queued.pk).lease_expires_at
+    assert lease_expires_at is not None
+    assert lease_expires_at > timezone.now() + timedelta(seconds=30)
 
 
 def test_heartbeat_is_throttled(queued, django_assert_num_queries):
     claim = lifecycle.claim(queued.pk)
+    assert claim is not None
     claim.renew_every = 3600
     with django_assert_num_queries(0):
         claim.beat()
@@ -116,6 +122,7 @@ def test_heartbeat_is_throttled(queued, django_assert_num_queries):
 
 def test_heartbeat_reports_a_cancel_request(queued):
     claim = lifecycle.claim(queued.pk)
+    assert claim is not None
     claim.renew_every = 0
     services.cancel_session(session_id=queued.pk, user=None)
 
@@ -163,7 +170,7 @@ def test_run_deadline_is_capped(settings):
 
 
 def test_cancel_a_queued_session_at_once(queued):
-    user = UserFactory()
+    user = UserFactory.create()
 
     outcome = services.cancel_session(session_id=queued.pk, user=user)
 
@@ -210,13 +217,15 @@ def test_a_running_session_stops_at_its_next_step(settings, cancelling_tool):
     )
 
     settings.WINK_RUN_HEARTBEAT_SECONDS = 0
-    section = SectionDefinitionFactory(key="stop", template="Stop.")
+    section = SectionDefinitionFactory.create(key="stop", template="Stop.")
     attach(
         section,
-        ToolDefinitionFactory(name="cancel_me", handler_key=cancelling_tool),
-        ToolDefinitionFactory(name="count_words", handler_key="demo.count_words"),
+        ToolDefinitionFactory.create(name="cancel_me", handler_key=cancelling_tool),
+        ToolDefinitionFactory.create(
+            name="count_words", handler_key="demo.count_words"
+        ),
     )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
     provider = CountingProvider()
 
@@ -291,6 +300,7 @@ def crashing_writer():
     state = {"crashed": False}
 
     def handler(params: Any, *, context: ToolContext) -> Any:
+        assert original.handler is not None
         result = original.handler(params, context=context)
         if not state["crashed"]:
             state["crashed"] = True

@@ -112,6 +112,7 @@ def test_nul_in_the_final_message_is_replaced_and_flagged(api_client, admin_clie
     (call,), tools = rows(session)
     assert tools == []
     assert (call.turn, call.status, call.text_altered) == (1, "completed", True)
+    assert call.response is not None
     stored = call.response["output"][0]["content"][0]["text"]
     assert stored == f"Tides{FFFD} follow the moon."
     pages = read_pages(session, api_client, admin_client)
@@ -135,6 +136,7 @@ def test_lone_surrogate_in_the_final_message_is_replaced_and_flagged(
     (call,), tools = rows(session)
     assert tools == []
     assert call.text_altered is True
+    assert call.response is not None
     assert call.response["output"][0]["content"][0]["text"] == f"thinking {FFFD} aloud"
     assert (session.turns, session.usage) == (1, usage(10, 5))
     pages = read_pages(session, api_client, admin_client)
@@ -289,6 +291,7 @@ def test_nul_in_the_function_arguments_string_is_a_failed_call(
         "Tool validation failed: arguments are not valid JSON"
     )
     assert tool.raw_arguments == f'{{"target": "src{FFFD}app"}}'
+    assert tool.params is not None
     assert tool.params["rejected"] is True
     assert tool.params["raw_arguments"] == f'{{"target": "src{FFFD}app"}}'
     read_pages(session, api_client, admin_client)
@@ -306,6 +309,7 @@ def test_nul_in_a_tool_name_is_an_unknown_tool(api_client, admin_client):
     assert (session.turns, session.usage) == (2, usage(20, 10))
     (first, _), (tool,) = rows(session)
     assert first.text_altered is True
+    assert first.response is not None
     assert first.response["output"][0]["name"] == f"li{FFFD}nt"
     assert (tool.name, tool.call_id, tool.success) == (f"li{FFFD}nt", "call_1", False)
     assert tool.text_altered is True
@@ -351,6 +355,7 @@ def test_a_huge_unknown_tool_name_is_cut_in_the_row_and_kept_in_the_response(
     assert_succeeded(session)
     assert (session.turns, session.usage) == (2, usage(20, 10))
     (first, _), (tool,) = rows(session)
+    assert first.response is not None
     assert first.response["output"][0]["name"] == name
     assert len(tool.name) == 64
     assert tool.name == "x" * 63 + ELLIPSIS
@@ -389,7 +394,9 @@ def test_over_long_ids_are_cut_in_the_rows(api_client, admin_client):
         assert call.request_id == request_id[:99] + ELLIPSIS
         assert call.text_altered is True
         assert call.attempts[0]["request_id"] == request_id
+    assert calls[0].response is not None
     assert calls[0].response["id"] == response_id
+    assert calls[1].response is not None
     assert calls[1].response["id"] == response_id + "2"
     assert (tool.name, tool.success, tool.message) == ("lint", True, LINT_DONE)
     assert tool.call_id == call_id[:99] + ELLIPSIS
@@ -629,6 +636,7 @@ def test_a_failed_or_incomplete_response_fails_the_response_phase(
     assert (first.turn, first.status, first.response_id) == (1, "completed", "resp_1")
     assert (second.turn, second.status, second.response_id) == (2, status, "resp_2")
     assert (second.input_tokens, second.output_tokens) == (10, 5)
+    assert second.response is not None
     assert second.response["status"] == status
     assert second.text_altered is altered
     assert (tool.name, tool.success, tool.message) == ("lint", True, LINT_DONE)
@@ -752,6 +760,7 @@ def test_absurd_usage_is_stored_clamped(api_client, admin_client, value, stored)
         call.reasoning_tokens,
     )
     assert counts == (stored,) * 4
+    assert call.response is not None
     assert call.response["usage"]["input_tokens"] == value  # the raw reply is kept
     if value == 10**20:
         assert call.text_altered is True  # clamped to the column's maximum
@@ -826,6 +835,7 @@ def test_a_three_megabyte_answer_is_stored_whole(api_client, admin_client):
     assert session.output_text == text
     assert session.text_altered is False
     (call,), _ = rows(session)
+    assert call.response is not None
     assert call.response["output"][0]["content"][0]["text"] == text
     assert call.text_altered is False
     pages = read_pages(session, api_client, admin_client)

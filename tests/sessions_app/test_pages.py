@@ -39,7 +39,7 @@ def content(response):
     "url", [LIST_URL, CITATIONS_URL, "/audit/sessions/{pk}/"], ids=str
 )
 def test_pages_redirect_anonymous_users_to_the_login_page(client, url):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
 
     response = client.get(url.format(pk=session.pk))
 
@@ -49,9 +49,9 @@ def test_pages_redirect_anonymous_users_to_the_login_page(client, url):
 
 def test_an_ordinary_account_logs_in_with_the_form_and_sees_its_own_sessions(client):
     """Not staff: the admin's login would refuse this account."""
-    alice = UserFactory(username="alice", is_staff=False, password="pw-alice")
-    mine = AgentSessionFactory(created_by=alice, prompt_ref="ops/mine")
-    theirs = AgentSessionFactory(prompt_ref="ops/theirs")
+    alice = UserFactory.create(username="alice", is_staff=False, password="pw-alice")
+    mine = AgentSessionFactory.create(created_by=alice, prompt_ref="ops/mine")
+    theirs = AgentSessionFactory.create(prompt_ref="ops/theirs")
     form = client.get(f"{reverse('login')}?next={LIST_URL}")
     assert form.status_code == 200 and 'name="password"' in form.content.decode()
 
@@ -70,7 +70,7 @@ def test_an_ordinary_account_logs_in_with_the_form_and_sees_its_own_sessions(cli
 
 
 def test_a_wrong_password_is_refused_on_the_login_page(client):
-    UserFactory(username="bob")
+    UserFactory.create(username="bob")
     response = client.post(reverse("login"), {"username": "bob", "password": "no"})
     assert response.status_code == 200
     assert "Please enter a correct username and password" in response.content.decode()
@@ -88,7 +88,7 @@ def test_root_redirects_to_the_session_list(client):
 
 
 def test_url_names():
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     assert reverse("sessions_app:session-list") == LIST_URL
     assert reverse("sessions_app:citation-list") == CITATIONS_URL
     assert session.get_absolute_url() == f"/audit/sessions/{session.pk}/"
@@ -98,7 +98,7 @@ def test_url_names():
 
 
 def test_session_list_shows_sessions_with_counts(admin_client):
-    session = AgentSessionFactory(prompt_ref="support/triage", model="gpt-test")
+    session = AgentSessionFactory.create(prompt_ref="support/triage", model="gpt-test")
     ToolInvocationFactory.create_batch(3, session=session)
     CitationFactory.create_batch(2, session=session)
 
@@ -113,8 +113,10 @@ def test_session_list_shows_sessions_with_counts(admin_client):
 
 
 def test_session_list_filters_by_status(admin_client):
-    AgentSessionFactory(prompt_ref="ok/one", status=AgentSession.Status.SUCCEEDED)
-    AgentSessionFactory(prompt_ref="bad/one", status=AgentSession.Status.FAILED)
+    AgentSessionFactory.create(
+        prompt_ref="ok/one", status=AgentSession.Status.SUCCEEDED
+    )
+    AgentSessionFactory.create(prompt_ref="bad/one", status=AgentSession.Status.FAILED)
 
     html = content(admin_client.get(LIST_URL, {"status": "failed"}))
 
@@ -158,9 +160,9 @@ def test_session_list_query_count_is_constant(
     client_logged_in, django_assert_num_queries, count
 ):
     for _ in range(count):
-        session = AgentSessionFactory()
+        session = AgentSessionFactory.create()
         ToolInvocationFactory.create_batch(2, session=session)
-        CitationFactory(session=session)
+        CitationFactory.create(session=session)
 
     # auth session + user, the page (counts are subqueries): no COUNT(*)
     with django_assert_num_queries(5):  # two: the permission lookup
@@ -171,7 +173,7 @@ def test_session_list_query_count_is_constant(
 
 
 def test_session_detail_shows_the_header_and_prompt(admin_client):
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         status=AgentSession.Status.FAILED,
         error_phase="request",
         error_message="Rate limited",
@@ -202,9 +204,9 @@ def test_session_detail_unknown_session_is_404(admin_client):
 
 
 def test_session_detail_marks_native_and_failed_tool_calls(admin_client):
-    session = AgentSessionFactory()
-    ToolInvocationFactory(session=session, web_search=True)
-    ToolInvocationFactory(
+    session = AgentSessionFactory.create()
+    ToolInvocationFactory.create(session=session, web_search=True)
+    ToolInvocationFactory.create(
         session=session, name="write_file", success=False, message="Disk is full."
     )
 
@@ -216,8 +218,8 @@ def test_session_detail_marks_native_and_failed_tool_calls(admin_client):
 
 
 def test_session_detail_renders_plan_steps(admin_client):
-    session = AgentSessionFactory()
-    StateChangeFactory(session=session)
+    session = AgentSessionFactory.create()
+    StateChangeFactory.create(session=session)
 
     html = content(admin_client.get(session.get_absolute_url()))
 
@@ -227,8 +229,10 @@ def test_session_detail_renders_plan_steps(admin_client):
 
 
 def test_session_detail_lists_virtual_files(admin_client):
-    session = AgentSessionFactory()
-    VirtualFileFactory(session=session, path="notes/a.md", content="<b>draft</b>")
+    session = AgentSessionFactory.create()
+    VirtualFileFactory.create(
+        session=session, path="notes/a.md", content="<b>draft</b>"
+    )
 
     html = content(admin_client.get(session.get_absolute_url()))
 
@@ -237,8 +241,8 @@ def test_session_detail_lists_virtual_files(admin_client):
 
 
 def test_session_detail_highlights_cited_spans(admin_client):
-    session = AgentSessionFactory(output_text="Tides follow the moon <daily>.")
-    CitationFactory(session=session, cited_text="follow the moon", title="Moon")
+    session = AgentSessionFactory.create(output_text="Tides follow the moon <daily>.")
+    CitationFactory.create(session=session, cited_text="follow the moon", title="Moon")
 
     html = content(admin_client.get(session.get_absolute_url()))
 
@@ -247,16 +251,16 @@ def test_session_detail_highlights_cited_spans(admin_client):
 
 
 def test_session_detail_lists_sources_and_uncited_ones(admin_client):
-    session = AgentSessionFactory()
-    call = ProviderCallFactory(session=session, turn=3)
-    CitationFactory(
+    session = AgentSessionFactory.create()
+    call = ProviderCallFactory.create(session=session, turn=3)
+    CitationFactory.create(
         session=session,
         provider_call=call,
         url="https://example.com/cited",
         title="Cited page",
         cited_text="the moon",
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         web_search=True,
         value={"sources": ["https://example.com/cited", "https://example.org/uncited"]},
@@ -272,15 +276,17 @@ def test_session_detail_lists_sources_and_uncited_ones(admin_client):
 
 
 def test_session_detail_escapes_untrusted_content(admin_client):
-    session = AgentSessionFactory(output_text="<img src=x onerror=alert(1)> answer")
-    CitationFactory(
+    session = AgentSessionFactory.create(
+        output_text="<img src=x onerror=alert(1)> answer"
+    )
+    CitationFactory.create(
         session=session,
         url="javascript:alert(1)",
         domain="",
         title="<b>Title</b>",
         cited_text="answer",
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         success=False,
         message="<script>x</script>",
@@ -302,12 +308,12 @@ def test_session_detail_escapes_untrusted_content(admin_client):
 def test_session_detail_query_count_is_constant(
     client_logged_in, django_assert_num_queries, count
 ):
-    session = AgentSessionFactory()
-    call = ProviderCallFactory(session=session, turn=1)
+    session = AgentSessionFactory.create()
+    call = ProviderCallFactory.create(session=session, turn=1)
     for sequence in range(1, count + 1):
-        ToolInvocationFactory(session=session, turn=1, sequence=sequence)
-        PolicyDenialFactory(session=session, turn=1, sequence=sequence)
-        StateChangeFactory(session=session, turn=1, sequence=sequence)
+        ToolInvocationFactory.create(session=session, turn=1, sequence=sequence)
+        PolicyDenialFactory.create(session=session, turn=1, sequence=sequence)
+        StateChangeFactory.create(session=session, turn=1, sequence=sequence)
     CitationFactory.create_batch(count, session=session, provider_call=call)
     VirtualFileFactory.create_batch(count, session=session)
 
@@ -327,12 +333,12 @@ def timeline_of(client, session, **query):
 
 
 def test_timeline_orders_calls_by_turn_then_tools_by_sequence(admin_client):
-    session = AgentSessionFactory()
-    second_call = ProviderCallFactory(session=session, turn=2)
-    first_call = ProviderCallFactory(session=session, turn=1)
-    late = ToolInvocationFactory(session=session, turn=2, sequence=3)
-    early_b = ToolInvocationFactory(session=session, turn=1, sequence=2)
-    early_a = ToolInvocationFactory(session=session, turn=1, sequence=1)
+    session = AgentSessionFactory.create()
+    second_call = ProviderCallFactory.create(session=session, turn=2)
+    first_call = ProviderCallFactory.create(session=session, turn=1)
+    late = ToolInvocationFactory.create(session=session, turn=2, sequence=3)
+    early_b = ToolInvocationFactory.create(session=session, turn=1, sequence=2)
+    early_a = ToolInvocationFactory.create(session=session, turn=1, sequence=1)
 
     assert timeline_of(admin_client, session) == [
         first_call,
@@ -346,14 +352,18 @@ def test_timeline_orders_calls_by_turn_then_tools_by_sequence(admin_client):
 def test_timeline_puts_denials_before_and_changes_after_their_tool_call(
     admin_client,
 ):
-    session = AgentSessionFactory()
-    call = ProviderCallFactory(session=session, turn=1)
-    first = ToolInvocationFactory(session=session, sequence=1, call_id="c1")
-    denied = ToolInvocationFactory(
+    session = AgentSessionFactory.create()
+    call = ProviderCallFactory.create(session=session, turn=1)
+    first = ToolInvocationFactory.create(session=session, sequence=1, call_id="c1")
+    denied = ToolInvocationFactory.create(
         session=session, sequence=2, call_id="c2", success=False
     )
-    denial = PolicyDenialFactory(session=session, call_id="c2", turn=1, sequence=2)
-    change = StateChangeFactory(session=session, call_id="c1", turn=1, sequence=1)
+    denial = PolicyDenialFactory.create(
+        session=session, call_id="c2", turn=1, sequence=2
+    )
+    change = StateChangeFactory.create(
+        session=session, call_id="c1", turn=1, sequence=1
+    )
 
     response = admin_client.get(session.get_absolute_url())
 
@@ -367,12 +377,16 @@ def test_timeline_puts_denials_before_and_changes_after_their_tool_call(
 
 
 def test_timeline_places_rows_without_a_call_by_turn_and_sequence(admin_client):
-    session = AgentSessionFactory()
-    first = ProviderCallFactory(session=session, turn=1)
-    tool = ToolInvocationFactory(session=session, turn=1, sequence=1)
-    second = ProviderCallFactory(session=session, turn=2)
-    denial = PolicyDenialFactory(session=session, turn=1, sequence=1, call_id=None)
-    change = StateChangeFactory(session=session, call_id=None, turn=1, sequence=1)
+    session = AgentSessionFactory.create()
+    first = ProviderCallFactory.create(session=session, turn=1)
+    tool = ToolInvocationFactory.create(session=session, turn=1, sequence=1)
+    second = ProviderCallFactory.create(session=session, turn=2)
+    denial = PolicyDenialFactory.create(
+        session=session, turn=1, sequence=1, call_id=None
+    )
+    change = StateChangeFactory.create(
+        session=session, call_id=None, turn=1, sequence=1
+    )
 
     assert timeline_of(admin_client, session) == [
         first,
@@ -384,8 +398,10 @@ def test_timeline_places_rows_without_a_call_by_turn_and_sequence(admin_client):
 
 
 def test_session_page_shows_a_long_timeline_page_by_page(admin_client):
-    session = AgentSessionFactory(turns=3)
-    calls = [ProviderCallFactory(session=session, turn=turn) for turn in (1, 2, 3)]
+    session = AgentSessionFactory.create(turns=3)
+    calls = [
+        ProviderCallFactory.create(session=session, turn=turn) for turn in (1, 2, 3)
+    ]
     tools = ToolInvocationFactory.create_batch(
         TIMELINE_PAGE + 10, session=session, turn=factory.Iterator([1, 2])
     )
@@ -410,7 +426,7 @@ def test_session_page_shows_a_long_timeline_page_by_page(admin_client):
 
 
 def test_session_page_refuses_a_timeline_cursor_it_did_not_give_out(admin_client):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
 
     response = admin_client.get(session.get_absolute_url(), {"after": "nope"})
 
@@ -418,17 +434,17 @@ def test_session_page_refuses_a_timeline_cursor_it_did_not_give_out(admin_client
 
 
 def test_session_detail_renders_the_timeline_in_order(admin_client):
-    session = AgentSessionFactory()
-    ProviderCallFactory(session=session, turn=1, response_id="resp_first")
-    ToolInvocationFactory(session=session, sequence=1, name="tool_alpha")
-    PolicyDenialFactory(
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(session=session, turn=1, response_id="resp_first")
+    ToolInvocationFactory.create(session=session, sequence=1, name="tool_alpha")
+    PolicyDenialFactory.create(
         session=session,
         call_id="call_denied",
         policy_name="policy_beta",
         turn=1,
         sequence=2,
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session, sequence=2, name="tool_gamma", call_id="call_denied"
     )
 
@@ -445,7 +461,9 @@ def test_session_detail_renders_the_timeline_in_order(admin_client):
 
 
 def test_citation_page_lists_citations_with_links_to_sessions(admin_client):
-    citation = CitationFactory(title="Moon facts", url="https://example.com/moon")
+    citation = CitationFactory.create(
+        title="Moon facts", url="https://example.com/moon"
+    )
 
     html = content(admin_client.get(CITATIONS_URL))
 
@@ -455,10 +473,12 @@ def test_citation_page_lists_citations_with_links_to_sessions(admin_client):
 
 
 def test_citation_page_filters_by_domain(admin_client):
-    CitationFactory(
+    CitationFactory.create(
         title="Sub page", url="https://docs.example.com/a", domain="docs.example.com"
     )
-    CitationFactory(title="Other page", url="https://other.org/b", domain="other.org")
+    CitationFactory.create(
+        title="Other page", url="https://other.org/b", domain="other.org"
+    )
 
     html = content(admin_client.get(CITATIONS_URL, {"domain": "example.com"}))
 
@@ -467,12 +487,14 @@ def test_citation_page_filters_by_domain(admin_client):
 
 
 def test_citation_page_flags_citations_outside_allowed_domains(admin_client):
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         tools_payload=[
             {"type": "web_search", "filters": {"allowed_domains": ["example.com"]}}
         ]
     )
-    CitationFactory(session=session, url="https://evil.test/x", domain="evil.test")
+    CitationFactory.create(
+        session=session, url="https://evil.test/x", domain="evil.test"
+    )
 
     html = content(admin_client.get(CITATIONS_URL))
 
@@ -480,7 +502,7 @@ def test_citation_page_flags_citations_outside_allowed_domains(admin_client):
 
 
 def test_citation_page_does_not_link_non_http_urls(admin_client):
-    CitationFactory(url="javascript:alert(1)", domain="", title="Sneaky")
+    CitationFactory.create(url="javascript:alert(1)", domain="", title="Sneaky")
 
     html = content(admin_client.get(CITATIONS_URL))
 

@@ -88,9 +88,9 @@ def test_session_page_shows_each_patch_as_a_diff_and_the_file_after(
 def test_hostile_patch_and_command_text_is_escaped_on_the_page(
     client: Any, user: Any
 ) -> None:
-    session: Any = AgentSessionFactory()
+    session: Any = AgentSessionFactory.create()
     script = "<script>alert(1)</script>"
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         name="apply_patch",
         kind="apply_patch",
@@ -103,7 +103,7 @@ def test_hostile_patch_and_command_text_is_escaped_on_the_page(
         value={"operation": "update_file", "path": script, "content": script * 10000},
         success=True,
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         name="shell",
         kind="shell",
@@ -152,8 +152,8 @@ def test_hostile_patch_and_command_text_is_escaped_on_the_page(
 def test_session_page_survives_malformed_stored_values(
     client: Any, user: Any, kind: str, params: Any, value: Any
 ) -> None:
-    session: Any = AgentSessionFactory()
-    ToolInvocationFactory(
+    session: Any = AgentSessionFactory.create()
+    ToolInvocationFactory.create(
         session=session, name=kind, kind=kind, native=False, params=params, value=value
     )
     client.force_login(user)

@@ -35,8 +35,8 @@ pytestmark = pytest.mark.django_db
 def test_session_page_survives_non_list_stored_values(
     client: Any, user: Any, native: bool, kind: str, params: Any, value: Any
 ) -> None:
-    session: Any = AgentSessionFactory()
-    ToolInvocationFactory(
+    session: Any = AgentSessionFactory.create()
+    ToolInvocationFactory.create(
         session=session,
         name=kind,
         kind=kind,
@@ -55,8 +55,8 @@ def test_session_page_survives_non_list_stored_values(
 def test_a_well_formed_native_shell_call_is_still_listed(
     client: Any, user: Any
 ) -> None:
-    session: Any = AgentSessionFactory()
-    ToolInvocationFactory(
+    session: Any = AgentSessionFactory.create()
+    ToolInvocationFactory.create(
         session=session,
         name="shell",
         kind="shell",

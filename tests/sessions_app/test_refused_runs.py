@@ -25,10 +25,10 @@ def _offline(settings):
 
 
 def _prompt_with(kind: str, config: dict) -> str:
-    tool = HostedToolDefinitionFactory(kind=kind, config=config)
-    section = SectionDefinitionFactory()
+    tool = HostedToolDefinitionFactory.create(kind=kind, config=config)
+    section = SectionDefinitionFactory.create()
     SectionHostedTool.objects.create(section=section, hosted_tool=tool)
-    prompt = PromptTemplateFactory(model="gpt-5.4")
+    prompt = PromptTemplateFactory.create(model="gpt-5.4")
     add_sections(prompt, section)
     return prompt.ref
 

@@ -20,7 +20,7 @@ from tests.tooling.factories import (
 from tooling import assembly
 from tooling.demo import seed_demo_catalog
 from tooling.handlers import registry
-from tooling.models import CatalogRevision, SectionDefinition
+from tooling.models import CatalogRevision, PromptTemplate, SectionDefinition
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +34,7 @@ def queued(settings):
 
 def first_request_text(session: AgentSession) -> str:
     call = session.provider_calls.order_by("turn").first()
+    assert call is not None
     return call.request["input"][0]["content"]
 
 
@@ -44,7 +45,7 @@ def test_revision_is_recorded_and_shared_by_identical_sessions():
     second = services.start_session(prompt_ref="demo/release", params={})
 
     assert first.revision_id == second.revision_id
-    assert len(first.revision_id) == 64
+    assert first.revision_id is not None and len(first.revision_id) == 64
     assert CatalogRevision.objects.count() == 1
     revision = CatalogRevision.objects.get()
     assert revision.prompt_ref == "demo/release"
@@ -73,6 +74,7 @@ def test_editing_the_catalog_after_start_does_not_change_what_runs(queued):
         template="Delete everything in $service."
     )
     assert edited == 1
+    assert session.prompt is not None
     assert (
         "Delete everything"
         in services.catalog.preview_prompt(template=session.prompt).text
@@ -89,9 +91,8 @@ def test_editing_the_catalog_after_start_does_not_change_what_runs(queued):
 def test_a_disabled_template_still_runs_its_started_sessions(queued):
     seed_demo_catalog()
     session = services.start_session(prompt_ref="demo/release", params={})
-    disabled = session.prompt.__class__.objects.filter(pk=session.prompt_id).update(
-        enabled=False
-    )
+    assert session.prompt_id is not None
+    disabled = PromptTemplate.objects.filter(pk=session.prompt_id).update(enabled=False)
     assert disabled == 1
 
     finished = services.run_session(session_id=session.pk)
@@ -111,10 +112,10 @@ def temporary_handler():
 def test_a_handler_no_longer_registered_fails_the_run_at_render(
     queued, temporary_handler
 ):
-    tool = ToolDefinitionFactory(name="counter", handler_key=temporary_handler)
-    section = SectionDefinitionFactory(key="count", template="Count words.")
+    tool = ToolDefinitionFactory.create(name="counter", handler_key=temporary_handler)
+    section = SectionDefinitionFactory.create(key="count", template="Count words.")
     attach(section, tool)
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
     session = services.start_session(prompt_ref=prompt.ref, params={})
     registry.unregister(temporary_handler)
@@ -159,9 +160,9 @@ def test_revision_holds_environment_variable_names_never_secrets(monkeypatch):
             "header_env": {"Authorization": "WINK_MCP_TOKEN_FOR_TEST"},
         },
     )
-    section = SectionDefinitionFactory(key="crm", template="Use the CRM.")
+    section = SectionDefinitionFactory.create(key="crm", template="Use the CRM.")
     SectionHostedTool.objects.create(section=section, hosted_tool=hosted)
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     data = assembly.freeze_template(prompt)

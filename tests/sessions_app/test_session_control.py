@@ -3,6 +3,8 @@ progress endpoint, and bidi controls shown neutralised on the pages."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
@@ -83,7 +85,7 @@ def test_start_refuses_params_a_database_cannot_store(api_client):
 
 
 def test_author_cancels_a_queued_session(user):
-    session = AgentSessionFactory(status=Status.QUEUED, created_by=user)
+    session = AgentSessionFactory.create(status=Status.QUEUED, created_by=user)
 
     response = api(user).post(cancel_url(session))
 
@@ -93,11 +95,11 @@ def test_author_cancels_a_queued_session(user):
 
 
 def test_author_cancels_a_running_session_at_its_next_step(user):
-    session = AgentSessionFactory(status=Status.RUNNING, created_by=user)
+    session = AgentSessionFactory.create(status=Status.RUNNING, created_by=user)
     from django.utils import timezone
 
     AgentSession.objects.filter(pk=session.pk).update(
-        lease_expires_at=timezone.now() + timezone.timedelta(minutes=1)
+        lease_expires_at=timezone.now() + timedelta(minutes=1)
     )
 
     response = api(user).post(cancel_url(session))
@@ -108,7 +110,7 @@ def test_author_cancels_a_running_session_at_its_next_step(user):
 
 
 def test_cancel_of_a_finished_session_is_a_conflict(user):
-    session = AgentSessionFactory(status=Status.SUCCEEDED, created_by=user)
+    session = AgentSessionFactory.create(status=Status.SUCCEEDED, created_by=user)
 
     response = api(user).post(cancel_url(session))
 
@@ -121,7 +123,9 @@ def test_cancel_of_a_finished_session_is_a_conflict(user):
 
 
 def test_only_the_author_or_a_permission_may_cancel(user):
-    session = AgentSessionFactory(status=Status.QUEUED, created_by=UserFactory())
+    session = AgentSessionFactory.create(
+        status=Status.QUEUED, created_by=UserFactory.create()
+    )
 
     refused = api(user).post(cancel_url(session))
     user.user_permissions.add(Permission.objects.get(codename="cancel_any_session"))
@@ -143,7 +147,7 @@ def test_cancel_unknown_session_is_404(api_client):
 
 
 def test_page_offers_cancel_to_the_author_and_cancels(client, user):
-    session = AgentSessionFactory(status=Status.QUEUED, created_by=user)
+    session = AgentSessionFactory.create(status=Status.QUEUED, created_by=user)
     client.force_login(user)
 
     page = client.get(session.get_absolute_url()).content.decode()
@@ -157,7 +161,9 @@ def test_page_offers_cancel_to_the_author_and_cancels(client, user):
 
 
 def test_page_hides_cancel_from_others_and_refuses_their_post(client, user):
-    session = AgentSessionFactory(status=Status.QUEUED, created_by=UserFactory())
+    session = AgentSessionFactory.create(
+        status=Status.QUEUED, created_by=UserFactory.create()
+    )
     client.force_login(user)
 
     page = client.get(session.get_absolute_url()).content.decode()
@@ -169,8 +175,8 @@ def test_page_hides_cancel_from_others_and_refuses_their_post(client, user):
 
 
 def test_admin_action_cancels_selected_sessions(admin_client):
-    queued = AgentSessionFactory(status=Status.QUEUED)
-    done = AgentSessionFactory(status=Status.SUCCEEDED)
+    queued = AgentSessionFactory.create(status=Status.QUEUED)
+    done = AgentSessionFactory.create(status=Status.SUCCEEDED)
 
     response = admin_client.post(
         reverse("admin:sessions_app_agentsession_changelist"),
@@ -189,13 +195,13 @@ def test_admin_action_cancels_selected_sessions(admin_client):
 
 
 def test_progress_reports_status_and_a_version_that_moves(client, user):
-    session = AgentSessionFactory(status=Status.RUNNING)
+    session = AgentSessionFactory.create(status=Status.RUNNING)
     client.force_login(user)
     url = reverse("sessions_app:session-progress", args=[session.pk])
 
     before = client.get(url).json()
-    ProviderCallFactory(session=session, turn=1)
-    ToolInvocationFactory(session=session, sequence=1)
+    ProviderCallFactory.create(session=session, turn=1)
+    ToolInvocationFactory.create(session=session, sequence=1)
     after = client.get(url).json()
 
     assert before["status"] == "running" and before["finished"] is False
@@ -204,7 +210,7 @@ def test_progress_reports_status_and_a_version_that_moves(client, user):
 
 
 def test_progress_is_one_query(client, user, django_assert_num_queries):
-    session = AgentSessionFactory(status=Status.RUNNING)
+    session = AgentSessionFactory.create(status=Status.RUNNING)
     client.force_login(user)
     url = reverse("sessions_app:session-progress", args=[session.pk])
     client.get(url)
@@ -221,7 +227,7 @@ def test_progress_of_an_unknown_session_is_404(client, user):
 
 
 def test_a_live_session_page_polls_and_degrades_without_javascript(client, user):
-    session = AgentSessionFactory(status=Status.RUNNING)
+    session = AgentSessionFactory.create(status=Status.RUNNING)
     client.force_login(user)
 
     page = client.get(session.get_absolute_url()).content.decode()
@@ -233,7 +239,7 @@ def test_a_live_session_page_polls_and_degrades_without_javascript(client, user)
 
 
 def test_a_finished_session_page_does_not_poll(client, user):
-    session = AgentSessionFactory(status=Status.SUCCEEDED)
+    session = AgentSessionFactory.create(status=Status.SUCCEEDED)
     client.force_login(user)
 
     page = client.get(session.get_absolute_url()).content.decode()
@@ -247,7 +253,9 @@ def test_a_finished_session_page_does_not_poll(client, user):
 
 
 def test_pages_show_bidi_controls_neutralised(admin_client):
-    session = AgentSessionFactory(output_text="safe \u202eetad\u202c text \u2066x")
+    session = AgentSessionFactory.create(
+        output_text="safe \u202eetad\u202c text \u2066x"
+    )
 
     page = admin_client.get(session.get_absolute_url()).content.decode()
     listed = admin_client.get(

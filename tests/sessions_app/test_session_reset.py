@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def database_session() -> DatabaseSession:
-    return DatabaseSession(AgentSessionFactory(), StepWriter())
+    return DatabaseSession(AgentSessionFactory.create(), StepWriter())
 
 
 def test_reset_clears_plan_and_policy_state_but_keeps_files() -> None:

@@ -29,6 +29,7 @@ def test_research_citations_are_linked_to_their_web_search_call(api_client):
     session = services.start_session(prompt_ref="demo/research")
 
     # The answer is JSON (structured output) and its citations are still there.
+    assert session.output is not None
     assert set(session.output) == {"answer", "sources"}
     searches = set(
         ToolInvocation.objects.filter(
@@ -49,14 +50,15 @@ def test_session_page_links_each_citation_to_its_search_call(admin_client):
 
     page = admin_client.get(session.get_absolute_url()).content.decode()
 
+    assert citation is not None
     call_id = citation.search_call_id
     assert f'id="call-{call_id}"' in page  # the timeline entry
     assert f'href="#call-{call_id}"' in page  # the source that points at it
 
 
 def test_a_citation_whose_call_was_not_recorded_still_names_it(admin_client):
-    session = AgentSessionFactory(output_text="Tides rise.")
-    CitationFactory(session=session, search_call_id="ws_gone")
+    session = AgentSessionFactory.create(output_text="Tides rise.")
+    CitationFactory.create(session=session, search_call_id="ws_gone")
 
     page = admin_client.get(session.get_absolute_url()).content.decode()
 
@@ -64,8 +66,8 @@ def test_a_citation_whose_call_was_not_recorded_still_names_it(admin_client):
 
 
 def test_consulted_sources_treat_a_tracked_url_as_cited():
-    session = AgentSessionFactory()
-    search = ToolInvocationFactory(
+    session = AgentSessionFactory.create()
+    search = ToolInvocationFactory.create(
         session=session,
         native=True,
         kind="web_search",
@@ -73,7 +75,7 @@ def test_consulted_sources_treat_a_tracked_url_as_cited():
             "sources": ["https://a.example/doc", "https://b.example/"],
         },
     )
-    cited = CitationFactory(
+    cited = CitationFactory.create(
         session=session, url="https://a.example/doc?utm_source=openai"
     )
 
@@ -81,14 +83,18 @@ def test_consulted_sources_treat_a_tracked_url_as_cited():
 
 
 def test_session_page_flags_a_citation_outside_the_allowed_domains(admin_client):
-    session = AgentSessionFactory(
+    session = AgentSessionFactory.create(
         output_text="Tides rise.",
         tools_payload=[
             {"type": "web_search", "filters": {"allowed_domains": ["docs.python.org"]}}
         ],
     )
-    CitationFactory(session=session, url="https://docs.python.org/3/", title="In")
-    CitationFactory(session=session, url="https://blog.example.com/x", title="Out")
+    CitationFactory.create(
+        session=session, url="https://docs.python.org/3/", title="In"
+    )
+    CitationFactory.create(
+        session=session, url="https://blog.example.com/x", title="Out"
+    )
 
     page = admin_client.get(session.get_absolute_url()).content.decode()
 

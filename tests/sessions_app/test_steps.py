@@ -65,7 +65,7 @@ def files(database: DatabaseSession) -> DatabaseFilesystem:
 
 @pytest.fixture
 def store() -> tuple[AgentSession, StepWriter, DatabaseSession]:
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     writer = StepWriter()
     return session, writer, DatabaseSession(session, writer)
 
@@ -202,7 +202,8 @@ def run_counting(ref: str, turns: int, calls: int) -> tuple[AgentSession, list[s
     client = openai.OpenAI(
         api_key="sk-test",
         base_url="http://offline-provider.invalid/v1",
-        http_client=httpx.Client(
+        # The SDK takes an httpx client too, though typed for httpx2's.
+        http_client=httpx.Client(  # type: ignore[arg-type]
             transport=offline_transport(
                 ScriptedModel(script=parallel_calls_script(turns, calls, "echo"))
             )

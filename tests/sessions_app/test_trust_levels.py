@@ -32,9 +32,9 @@ def _offline(settings):
 
 def _prompt(*levels: str):
     """A prompt with one web search tool per given minimum trust level."""
-    section = SectionDefinitionFactory(template="Find the refund policy.")
+    section = SectionDefinitionFactory.create(template="Find the refund policy.")
     for position, level in enumerate(levels):
-        tool = HostedToolDefinitionFactory(
+        tool = HostedToolDefinitionFactory.create(
             name=f"search_{level}",
             kind="web_search",
             config={"allowed_domains": ["docs.python.org"]},
@@ -43,7 +43,7 @@ def _prompt(*levels: str):
         SectionHostedTool.objects.create(
             section=section, hosted_tool=tool, position=position
         )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
     return prompt
 
@@ -105,7 +105,7 @@ def test_trusted_session_needs_the_permission(api_client):
 
 
 def test_trusted_session_with_the_permission_is_offered_trusted_tools(api_client):
-    user = UserFactory()
+    user = UserFactory.create()
     user.user_permissions.add(
         *Permission.objects.filter(
             codename__in=["start_session", "start_trusted_session"]
@@ -199,7 +199,7 @@ def test_admin_preview_at_a_lower_trust_level_shows_what_is_withheld(admin_clien
 
 
 def test_admin_preview_run_at_trusted_needs_the_permission(client):
-    staff = UserFactory(is_staff=True)
+    staff = UserFactory.create(is_staff=True)
     staff.user_permissions.add(
         *Permission.objects.filter(
             codename__in=["view_prompttemplate", "start_session"]
@@ -219,7 +219,7 @@ def test_admin_preview_run_at_trusted_needs_the_permission(client):
 
 
 def test_admin_preview_offers_no_run_button_to_view_only_staff(client):
-    staff = UserFactory(is_staff=True)
+    staff = UserFactory.create(is_staff=True)
     staff.user_permissions.add(Permission.objects.get(codename="view_prompttemplate"))
     client.force_login(staff)
     prompt = _prompt("standard")

@@ -15,7 +15,7 @@ from tooling.models import (
 )
 
 
-class ToolDefinitionFactory(factory.django.DjangoModelFactory):
+class ToolDefinitionFactory(factory.django.DjangoModelFactory[ToolDefinition]):
     class Meta:
         model = ToolDefinition
 
@@ -23,7 +23,9 @@ class ToolDefinitionFactory(factory.django.DjangoModelFactory):
     handler_key = "demo.count_words"
 
 
-class HostedToolDefinitionFactory(factory.django.DjangoModelFactory):
+class HostedToolDefinitionFactory(
+    factory.django.DjangoModelFactory[HostedToolDefinition]
+):
     class Meta:
         model = HostedToolDefinition
 
@@ -33,7 +35,7 @@ class HostedToolDefinitionFactory(factory.django.DjangoModelFactory):
     config = factory.LazyFunction(lambda: {"allowed_domains": ["docs.python.org"]})
 
 
-class PolicyDefinitionFactory(factory.django.DjangoModelFactory):
+class PolicyDefinitionFactory(factory.django.DjangoModelFactory[PolicyDefinition]):
     class Meta:
         model = PolicyDefinition
 
@@ -42,7 +44,7 @@ class PolicyDefinitionFactory(factory.django.DjangoModelFactory):
     config = factory.LazyFunction(dict)
 
 
-class SectionDefinitionFactory(factory.django.DjangoModelFactory):
+class SectionDefinitionFactory(factory.django.DjangoModelFactory[SectionDefinition]):
     class Meta:
         model = SectionDefinition
 
@@ -51,7 +53,7 @@ class SectionDefinitionFactory(factory.django.DjangoModelFactory):
     template = "Do the work."
 
 
-class PromptTemplateFactory(factory.django.DjangoModelFactory):
+class PromptTemplateFactory(factory.django.DjangoModelFactory[PromptTemplate]):
     class Meta:
         model = PromptTemplate
 

@@ -144,7 +144,8 @@ def test_admin_unknown_placeholder_named_like_a_field_is_blamed_on_the_template(
             "sectionhostedtool_set-INITIAL_FORMS": 0,
         },
     )
-    form = _errors(response) and response.context["adminform"].form
+    _errors(response)
+    form = response.context["adminform"].form
     assert form.errors == {
         "template": [
             f"Template references unknown placeholder '${placeholder}' (known: thing)."
@@ -156,8 +157,8 @@ def test_admin_unknown_placeholder_named_like_a_field_is_blamed_on_the_template(
 def test_admin_policy_dependency_on_missing_tool_is_refused_at_prompt_level(
     admin_client,
 ):
-    section = SectionDefinitionFactory()
-    attach(section, ToolDefinitionFactory(name="deploy"))
+    section = SectionDefinitionFactory.create()
+    attach(section, ToolDefinitionFactory.create(name="deploy"))
     policy = PolicyDefinition.objects.create(
         name="order",
         kind="sequential_dependency",
@@ -185,8 +186,8 @@ def test_admin_policy_dependency_on_missing_tool_is_refused_at_prompt_level(
 
 
 def test_admin_prompt_with_duplicate_tool_names_is_refused(admin_client):
-    tool = ToolDefinitionFactory(name="dup")
-    first, second = SectionDefinitionFactory(), SectionDefinitionFactory()
+    tool = ToolDefinitionFactory.create(name="dup")
+    first, second = SectionDefinitionFactory.create(), SectionDefinitionFactory.create()
     attach(first, tool)
     attach(second, tool)
     response = admin_client.post(
@@ -369,6 +370,7 @@ def test_admin_changelists_render(admin_client):
             == 200
         )
     prompt = PromptTemplate.objects.first()
+    assert prompt is not None
     assert (
         admin_client.get(
             reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
@@ -417,12 +419,14 @@ def test_admin_policy_edit_that_breaks_a_prompt_using_it_is_refused(
         kind="sequential_dependency",
         config={"dependencies": {"deploy": ["build"]}},
     )
-    root = SectionDefinitionFactory(key="ship")
-    child = SectionDefinitionFactory(key="steps", parent=root)
+    root = SectionDefinitionFactory.create(key="ship")
+    child = SectionDefinitionFactory.create(key="steps", parent=root)
     attach(
-        child, ToolDefinitionFactory(name="deploy"), ToolDefinitionFactory(name="build")
+        child,
+        ToolDefinitionFactory.create(name="deploy"),
+        ToolDefinitionFactory.create(name="build"),
     )
-    prompt = PromptTemplateFactory(namespace="ops", key="ship")
+    prompt = PromptTemplateFactory.create(namespace="ops", key="ship")
     add_sections(prompt, root)
     if attached_to == "prompt":
         prompt.policies.add(policy)
@@ -431,7 +435,8 @@ def test_admin_policy_edit_that_breaks_a_prompt_using_it_is_refused(
 
     response = _edit_policy(admin_client, policy, {"deploy": ["build", "compile"]})
 
-    form = _errors(response) and response.context["adminform"].form
+    _errors(response)
+    form = response.context["adminform"].form
     assert form.errors == {
         "config": [
             "This change would break prompt 'ops/ship': Policy 'ship-order' refers "
@@ -459,10 +464,10 @@ def test_admin_policy_edit_checks_only_the_prompts_that_use_it(admin_client):
         kind="sequential_dependency",
         config={"dependencies": {"deploy": ["nothing"]}},
     )
-    section = SectionDefinitionFactory()
-    attach(section, ToolDefinitionFactory(name="deploy"))
+    section = SectionDefinitionFactory.create()
+    attach(section, ToolDefinitionFactory.create(name="deploy"))
     section.policies.add(broken)
-    add_sections(PromptTemplateFactory(), section)
+    add_sections(PromptTemplateFactory.create(), section)
 
     response = _edit_policy(admin_client, policy, {"deploy": ["compile"]})
 

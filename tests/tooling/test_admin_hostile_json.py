@@ -5,6 +5,8 @@ nothing is saved and no page answers 500 (PostgreSQL's jsonb refuses both)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.urls import reverse
@@ -23,7 +25,7 @@ from tooling.models import (
 NUL = "a\u0000b"
 SURROGATE = "a\ud800b"
 # json.dumps writes both as escapes (\u0000, \ud800), as an operator would type them.
-HOSTILE = {
+HOSTILE: dict[str, Callable[[], dict[str, Any]]] = {
     "nul value": lambda: {"x": NUL},
     "surrogate value": lambda: {"x": SURROGATE},
     "nul key": lambda: {NUL: "x"},
@@ -112,6 +114,7 @@ def test_deeply_nested_json_is_a_form_error(admin_client, text):
     """Python's JSON decoder recurses: a deep value is refused, not a 500."""
     seed_demo_catalog()
     section = SectionDefinition.objects.order_by("pk").first()
+    assert section is not None
     url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
     data = change_form_data(admin_client, url)
     data["default_params"] = text
@@ -127,6 +130,7 @@ def test_section_parameters_may_default_to_lists_and_objects(admin_client):
     """A dataclass refuses a mutable default; each section instance gets a copy."""
     seed_demo_catalog()
     section = SectionDefinition.objects.order_by("pk").first()
+    assert section is not None
     url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
     data = change_form_data(admin_client, url)
     params = {**section.default_params, "tags": ["a", "b"], "limits": {"n": 1}}
@@ -143,6 +147,7 @@ def test_section_parameters_may_default_to_lists_and_objects(admin_client):
 def test_section_parameter_names_must_be_identifiers_not_keywords(admin_client, name):
     seed_demo_catalog()
     section = SectionDefinition.objects.order_by("pk").first()
+    assert section is not None
     url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
     data = change_form_data(admin_client, url)
     data["default_params"] = json.dumps({**section.default_params, name: "x"})

@@ -21,28 +21,30 @@ pytestmark = pytest.mark.django_db
 
 
 def _catalog(sections: int, tools_per_section: int) -> PromptTemplate:
-    prompt = PromptTemplateFactory()
-    policy = PolicyDefinitionFactory(
+    prompt = PromptTemplateFactory.create()
+    policy = PolicyDefinitionFactory.create(
         kind="read_before_write", config={"read_tools": ["rd"], "write_tools": ["wr"]}
     )
     roots = []
     for _ in range(sections):
-        root = SectionDefinitionFactory(
+        root = SectionDefinitionFactory.create(
             template="Topic: $topic", default_params={"topic": None}
         )
-        child = SectionDefinitionFactory(parent=root)
-        attach(child, *[ToolDefinitionFactory() for _ in range(tools_per_section)])
+        child = SectionDefinitionFactory.create(parent=root)
+        tools = [ToolDefinitionFactory.create() for _ in range(tools_per_section)]
+        attach(child, *tools)
         SectionHostedTool.objects.create(
-            section=child, hosted_tool=HostedToolDefinitionFactory()
+            section=child, hosted_tool=HostedToolDefinitionFactory.create()
         )
         child.policies.add(
-            PolicyDefinitionFactory(
+            PolicyDefinitionFactory.create(
                 kind="sequential_dependency",
-                config={"dependencies": {child.tools.first().name: []}},
+                config={"dependencies": {tools[0].name: []}},
             )
         )
         roots.append(root)
     first = roots[0].children.first()
+    assert first is not None
     attach_names = [t.name for t in first.tools.all()]
     policy.config = {"read_tools": [attach_names[0]], "write_tools": [attach_names[-1]]}
     policy.save()
@@ -100,9 +102,9 @@ def test_assembly_builds_sections_tools_and_hosted_tools_in_order():
 
 
 def test_assembly_refuses_duplicate_tool_names_across_sections():
-    prompt = PromptTemplateFactory()
-    first, second = SectionDefinitionFactory(), SectionDefinitionFactory()
-    tool = ToolDefinitionFactory()
+    prompt = PromptTemplateFactory.create()
+    first, second = SectionDefinitionFactory.create(), SectionDefinitionFactory.create()
+    tool = ToolDefinitionFactory.create()
     attach(first, tool)
     attach(second, tool)
     add_sections(prompt, first, second)
@@ -114,11 +116,11 @@ def test_assembly_refuses_duplicate_tool_names_across_sections():
 
 
 def test_assembly_refuses_a_dependency_on_a_missing_tool():
-    prompt = PromptTemplateFactory()
-    section = SectionDefinitionFactory()
-    attach(section, ToolDefinitionFactory(name="deploy"))
+    prompt = PromptTemplateFactory.create()
+    section = SectionDefinitionFactory.create()
+    attach(section, ToolDefinitionFactory.create(name="deploy"))
     section.policies.add(
-        PolicyDefinitionFactory(config={"dependencies": {"deploy": ["build"]}})
+        PolicyDefinitionFactory.create(config={"dependencies": {"deploy": ["build"]}})
     )
     add_sections(prompt, section)
 
@@ -127,10 +129,12 @@ def test_assembly_refuses_a_dependency_on_a_missing_tool():
 
 
 def test_assembly_enabled_when_param_hides_the_branch():
-    prompt = PromptTemplateFactory()
-    section = SectionDefinitionFactory(template="Extra", enabled_when_param="verbose")
-    attach(section, ToolDefinitionFactory(name="extra_tool"))
-    add_sections(prompt, SectionDefinitionFactory(), section)
+    prompt = PromptTemplateFactory.create()
+    section = SectionDefinitionFactory.create(
+        template="Extra", enabled_when_param="verbose"
+    )
+    attach(section, ToolDefinitionFactory.create(name="extra_tool"))
+    add_sections(prompt, SectionDefinitionFactory.create(), section)
     built = _assemble(prompt.ref)
 
     hidden = built.render(values={})
@@ -141,11 +145,11 @@ def test_assembly_enabled_when_param_hides_the_branch():
 
 
 def test_assembly_applies_description_and_parameter_overrides():
-    prompt = PromptTemplateFactory()
-    section = SectionDefinitionFactory()
+    prompt = PromptTemplateFactory.create()
+    section = SectionDefinitionFactory.create()
     attach(
         section,
-        ToolDefinitionFactory(
+        ToolDefinitionFactory.create(
             name="wc",
             description="Count words in a draft.",
             param_descriptions={"text": "The draft answer."},

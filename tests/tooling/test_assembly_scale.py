@@ -187,8 +187,10 @@ def demo() -> None:
     seed_demo_catalog()
     add_unrelated(10)
     # A subtree no prompt uses (so nothing checks it), invalid below its root.
-    orphan = SectionDefinitionFactory(key="orphan")
-    SectionDefinitionFactory(key="orphan.child", parent=orphan, template="Use $nope.")
+    orphan = SectionDefinitionFactory.create(key="orphan")
+    SectionDefinitionFactory.create(
+        key="orphan.child", parent=orphan, template="Use $nope."
+    )
 
 
 def grow() -> None:
@@ -393,16 +395,20 @@ def test_checking_an_edit_reads_the_same_rows_beside_a_larger_catalog(
 
 
 def test_an_edit_deep_in_a_tree_finds_every_prompt_above_it(monkeypatch):
-    tool = ToolDefinitionFactory(name="deep_tool")
-    top = SectionDefinitionFactory(key="top")
-    middle = SectionDefinitionFactory(key="middle", parent=top)
-    bottom = SectionDefinitionFactory(key="bottom", parent=middle)
+    tool = ToolDefinitionFactory.create(name="deep_tool")
+    top = SectionDefinitionFactory.create(key="top")
+    middle = SectionDefinitionFactory.create(key="middle", parent=top)
+    bottom = SectionDefinitionFactory.create(key="bottom", parent=middle)
     attach(bottom, tool)
-    needs_tool = PolicyDefinitionFactory(config={"dependencies": {"deep_tool": []}})
-    from_top, from_middle, unrelated = (PromptTemplateFactory() for _ in range(3))
+    needs_tool = PolicyDefinitionFactory.create(
+        config={"dependencies": {"deep_tool": []}}
+    )
+    from_top, from_middle, unrelated = (
+        PromptTemplateFactory.create() for _ in range(3)
+    )
     add_sections(from_top, top)
     add_sections(from_middle, middle)
-    add_sections(unrelated, SectionDefinitionFactory())
+    add_sections(unrelated, SectionDefinitionFactory.create())
     for prompt in (from_top, from_middle, unrelated):
         prompt.policies.add(needs_tool)
     edit = _disabled(ToolDefinition, name="deep_tool")
@@ -417,14 +423,14 @@ def test_an_edit_deep_in_a_tree_finds_every_prompt_above_it(monkeypatch):
 
 
 def test_reading_a_tree_with_a_cycle_ends(monkeypatch):
-    a = SectionDefinitionFactory(key="a")
-    b = SectionDefinitionFactory(key="b", parent=a)
-    c = SectionDefinitionFactory(key="c", parent=b)
+    a = SectionDefinitionFactory.create(key="a")
+    b = SectionDefinitionFactory.create(key="b", parent=a)
+    c = SectionDefinitionFactory.create(key="c", parent=b)
     # Data written around the guards (raw SQL, an old bug): a -> b -> c -> a.
     SectionDefinition.objects.filter(pk=a.pk).update(parent=c)
-    tool = ToolDefinitionFactory()
+    tool = ToolDefinitionFactory.create()
     attach(c, tool)
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, a)
 
     assert set(assembly.reached_sections([a.pk])) == {a.pk, b.pk, c.pk}

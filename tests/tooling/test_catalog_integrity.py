@@ -123,7 +123,7 @@ def test_bulk_delete_of_needed_tools_is_refused(admin_client):
 
 
 def test_deleting_an_unused_tool_works(admin_client):
-    tool = ToolDefinitionFactory()
+    tool = ToolDefinitionFactory.create()
 
     response = admin_client.post(delete_url(tool), {"post": "yes"})
 
@@ -135,15 +135,15 @@ def test_deleting_an_unused_tool_works(admin_client):
 
 
 def prompt_choosing(hosted: HostedToolDefinition):
-    section = SectionDefinitionFactory(template="Search.")
+    section = SectionDefinitionFactory.create(template="Search.")
     SectionHostedTool.objects.create(section=section, hosted_tool=hosted)
-    prompt = PromptTemplateFactory(tool_choice=f"tool:{hosted.name}")
+    prompt = PromptTemplateFactory.create(tool_choice=f"tool:{hosted.name}")
     add_sections(prompt, section)
     return prompt
 
 
 def test_disabling_a_hosted_tool_the_tool_choice_names_is_refused(admin_client):
-    hosted = HostedToolDefinitionFactory()
+    hosted = HostedToolDefinitionFactory.create()
     prompt = prompt_choosing(hosted)
     data = change_form_data(admin_client, change_url(hosted))
     data.pop("enabled")
@@ -155,7 +155,7 @@ def test_disabling_a_hosted_tool_the_tool_choice_names_is_refused(admin_client):
 
 
 def test_deleting_a_hosted_tool_the_tool_choice_names_is_refused(admin_client):
-    hosted = HostedToolDefinitionFactory()
+    hosted = HostedToolDefinitionFactory.create()
     prompt_choosing(hosted)
 
     response = admin_client.post(delete_url(hosted), {"post": "yes"})
@@ -200,11 +200,11 @@ def test_removing_a_sections_tool_link_a_policy_needs_is_refused(admin_client):
 
 
 def test_adding_a_tool_whose_name_a_sibling_section_has_is_refused(admin_client):
-    tool = ToolDefinitionFactory(name="twin")
-    first = SectionDefinitionFactory(key="first")
+    tool = ToolDefinitionFactory.create(name="twin")
+    first = SectionDefinitionFactory.create(key="first")
     attach(first, tool)
-    second = SectionDefinitionFactory(key="second")
-    prompt = PromptTemplateFactory()
+    second = SectionDefinitionFactory.create(key="second")
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, first, second)
     data = change_form_data(admin_client, change_url(second))
     data.update(
@@ -224,8 +224,8 @@ def test_adding_a_tool_whose_name_a_sibling_section_has_is_refused(admin_client)
 
 
 def test_deleting_a_prompts_only_section_is_refused(admin_client):
-    section = SectionDefinitionFactory()
-    prompt = PromptTemplateFactory()
+    section = SectionDefinitionFactory.create()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     page = admin_client.get(delete_url(section)).content.decode()
@@ -236,7 +236,7 @@ def test_deleting_a_prompts_only_section_is_refused(admin_client):
 
 def test_deleting_a_parent_refuses_for_what_its_children_carry(admin_client):
     seed_demo_catalog()
-    parent = SectionDefinitionFactory(key="holder")
+    parent = SectionDefinitionFactory.create(key="holder")
     SectionDefinition.objects.filter(key="release.pipeline").update(parent=parent)
 
     response = admin_client.post(delete_url(parent), {"post": "yes"})
@@ -273,9 +273,9 @@ def test_prompts_broken_by_uses_a_constant_number_of_queries(
             "demo/release"
         ]
     for _ in range(20):
-        section = SectionDefinitionFactory()
-        attach(section, ToolDefinitionFactory(), ToolDefinitionFactory())
-        add_sections(PromptTemplateFactory(), section)
+        section = SectionDefinitionFactory.create()
+        attach(section, ToolDefinitionFactory.create(), ToolDefinitionFactory.create())
+        add_sections(PromptTemplateFactory.create(), section)
     with django_assert_num_queries(len(small.captured_queries)):
         prompts_broken_by(CatalogEdit.saving(build))
 
@@ -284,8 +284,8 @@ def test_prompts_broken_by_uses_a_constant_number_of_queries(
 
 
 def test_a_parent_that_makes_a_cycle_is_refused(admin_client):
-    top = SectionDefinitionFactory(key="top")
-    middle = SectionDefinitionFactory(key="middle", parent=top)
+    top = SectionDefinitionFactory.create(key="top")
+    middle = SectionDefinitionFactory.create(key="middle", parent=top)
     data = change_form_data(admin_client, change_url(top))
     data["parent"] = str(middle.pk)
 
@@ -298,8 +298,8 @@ def test_a_parent_that_makes_a_cycle_is_refused(admin_client):
 def test_saving_a_cycle_through_the_orm_is_refused():
     from django.core.exceptions import ValidationError
 
-    top = SectionDefinitionFactory(key="top")
-    middle = SectionDefinitionFactory(key="middle", parent=top)
+    top = SectionDefinitionFactory.create(key="top")
+    middle = SectionDefinitionFactory.create(key="middle", parent=top)
     top.parent = middle
     with pytest.raises(ValidationError):
         top.save()
@@ -307,11 +307,11 @@ def test_saving_a_cycle_through_the_orm_is_refused():
 
 
 def test_the_ancestor_walk_terminates_on_a_cycle_already_in_the_data(admin_client):
-    a = SectionDefinitionFactory(key="a")
-    b = SectionDefinitionFactory(key="b", parent=a)
+    a = SectionDefinitionFactory.create(key="a")
+    b = SectionDefinitionFactory.create(key="b", parent=a)
     # Data written around the guards (raw SQL, an old bug): a <-> b.
     SectionDefinition.objects.filter(pk=a.pk).update(parent=b)
-    other = SectionDefinitionFactory(key="other")
+    other = SectionDefinitionFactory.create(key="other")
     data = change_form_data(admin_client, change_url(other))
     data["parent"] = str(a.pk)
 
@@ -331,8 +331,8 @@ def test_two_concurrent_edits_cannot_make_a_cycle(django_user_model):
     from django.test import Client
 
     django_user_model.objects.create_superuser("root", "r@example.com", "pw")
-    a = SectionDefinitionFactory(key="a")
-    b = SectionDefinitionFactory(key="b")
+    a = SectionDefinitionFactory.create(key="a")
+    b = SectionDefinitionFactory.create(key="b")
     clients = [Client(), Client()]
     for client in clients:
         client.login(username="root", password="pw")

@@ -130,4 +130,5 @@ def test_audit_page_of_a_demo_session_shows_tool_calls_and_citation_links(client
     html = page.content.decode()
     assert "web_search" in html and "count_words" in html
     citation = session.citations.first()
+    assert citation is not None
     assert f'href="{citation.url}"' in html

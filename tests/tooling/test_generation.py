@@ -45,9 +45,12 @@ def test_any_write_to_any_catalog_table_changes_the_token():
     seed_demo_catalog()
     ModelCapability.objects.create(model="gpt-test", hosted_kinds=["web_search"])
     template = PromptTemplate.objects.get(namespace="demo", key="research")
-    template.policies.add(PolicyDefinition.objects.first())
+    policy = PolicyDefinition.objects.first()
+    assert policy is not None
+    template.policies.add(policy)
     section = SectionDefinition.objects.filter(policies__isnull=True).first()
-    section.policies.add(PolicyDefinition.objects.first())
+    assert section is not None
+    section.policies.add(policy)
     for table in CATALOG_TABLES:
         before = token()
         with connection.cursor() as cursor:  # raw SQL: no signal, no ORM

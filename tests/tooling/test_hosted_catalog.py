@@ -58,12 +58,12 @@ def _add(admin_client, kind: str, fields: dict[str, Any], name: str = "hosted"):
 
 
 def _prompt_with(*hosted: HostedToolDefinition, template: str = "Do the work.") -> Any:
-    section = SectionDefinitionFactory(template=template)
+    section = SectionDefinitionFactory.create(template=template)
     for position, tool in enumerate(hosted):
         SectionHostedTool.objects.create(
             section=section, hosted_tool=tool, position=position
         )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
     return prompt
 
@@ -279,7 +279,7 @@ def test_only_the_chosen_kinds_fields_are_used(admin_client):
 @pytest.mark.parametrize("kind", list(CASES))
 def test_change_form_loads_the_typed_fields_back(admin_client, kind):
     fields, config, _wire = CASES[kind]
-    definition = HostedToolDefinitionFactory(kind=kind, config=config)
+    definition = HostedToolDefinitionFactory.create(kind=kind, config=config)
     url = reverse("admin:tooling_hostedtooldefinition_change", args=[definition.pk])
 
     form = admin_client.get(url).context["adminform"].form
@@ -488,7 +488,7 @@ def test_unknown_config_option_is_refused_by_assembly():
 
 
 def _mcp_definition(**config: Any) -> HostedToolDefinition:
-    return HostedToolDefinitionFactory(
+    return HostedToolDefinitionFactory.create(
         name="deepwiki",
         kind="mcp",
         description="Ask about public repositories.",
@@ -579,7 +579,7 @@ def test_model_capability_admin_saves_known_kinds(admin_client):
 @pytest.mark.parametrize("kind", [k for k in CASES if k != "web_search"])
 def test_model_without_the_capability_is_refused_before_any_request(kind):
     ModelCapability.objects.create(model="gpt-5.4", hosted_kinds=["web_search"])
-    definition = HostedToolDefinitionFactory(kind=kind, config=CASES[kind][1])
+    definition = HostedToolDefinitionFactory.create(kind=kind, config=CASES[kind][1])
     prompt = _prompt_with(definition)
     prompt.model = "gpt-5.4"
     prompt.save()
@@ -596,7 +596,7 @@ def test_model_without_the_capability_is_refused_before_any_request(kind):
 
 def test_model_with_the_capability_runs():
     ModelCapability.objects.create(model="gpt-5.4", hosted_kinds=["file_search"])
-    definition = HostedToolDefinitionFactory(
+    definition = HostedToolDefinitionFactory.create(
         kind="file_search", config={"vector_store_ids": ["vs_1"]}
     )
     prompt = _prompt_with(definition)
@@ -624,7 +624,7 @@ RUN_CONFIGS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("kind", list(RUN_CONFIGS))
 def test_a_run_records_a_native_invocation_per_kind(kind):
-    definition = HostedToolDefinitionFactory(
+    definition = HostedToolDefinitionFactory.create(
         name=f"my_{kind}", kind=kind, config=RUN_CONFIGS[kind]
     )
     prompt = _prompt_with(definition, template="Find the refund policy.")
@@ -648,7 +648,7 @@ def test_a_run_records_a_native_invocation_per_kind(kind):
     ],
 )
 def test_a_failed_native_call_is_recorded_as_failed(kind, marker, error):
-    definition = HostedToolDefinitionFactory(kind=kind, config=RUN_CONFIGS[kind])
+    definition = HostedToolDefinitionFactory.create(kind=kind, config=RUN_CONFIGS[kind])
     prompt = _prompt_with(definition, template=f"Find the refund policy. {marker}")
 
     session = session_services.start_session(prompt_ref=prompt.ref, params={})
@@ -679,10 +679,10 @@ def _post_prompt(admin_client, section, model: str):
 
 def test_prompt_admin_refuses_a_hosted_kind_its_model_does_not_support(admin_client):
     ModelCapability.objects.create(model="gpt-5.4-mini", hosted_kinds=["file_search"])
-    parent = SectionDefinitionFactory(template="Answer.")
+    parent = SectionDefinitionFactory.create(template="Answer.")
     # The web search sits in a child section: the whole tree is checked.
-    child = SectionDefinitionFactory(parent=parent, template="Search first.")
-    search = HostedToolDefinitionFactory(name="docs_search", kind="web_search")
+    child = SectionDefinitionFactory.create(parent=parent, template="Search first.")
+    search = HostedToolDefinitionFactory.create(name="docs_search", kind="web_search")
     SectionHostedTool.objects.create(section=child, hosted_tool=search, position=0)
 
     response = _post_prompt(admin_client, parent, "gpt-5.4-mini")

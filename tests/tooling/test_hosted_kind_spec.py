@@ -257,12 +257,12 @@ def test_a_stored_config_with_unknown_keys_is_refused(toy_kind):
 
 
 def test_the_preview_shows_the_codecs_wire_json(admin_client, toy_kind):
-    definition = HostedToolDefinitionFactory(
+    definition = HostedToolDefinitionFactory.create(
         name="toy", kind="toy_search", config={"index": "docs", "limit": 3}
     )
-    section = SectionDefinitionFactory(template="Search the toy index.")
+    section = SectionDefinitionFactory.create(template="Search the toy index.")
     SectionHostedTool.objects.create(section=section, hosted_tool=definition)
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     response = admin_client.post(

@@ -40,6 +40,7 @@ def _offline(settings):
 def test_planning_strategy_choices_are_the_runtime_strategies():
     field = SectionDefinition._meta.get_field("planning_strategy")
 
+    assert field.choices is not None
     assert [value for value, _label in field.choices] == [
         strategy.value for strategy in PlanningStrategy
     ]
@@ -47,10 +48,10 @@ def test_planning_strategy_choices_are_the_runtime_strategies():
 
 @pytest.mark.parametrize("strategy", list(PlanningStrategy))
 def test_a_planning_section_gets_the_tools_and_the_strategy_guidance(strategy):
-    section = SectionDefinitionFactory(
+    section = SectionDefinitionFactory.create(
         template="Plan the release.", planning_strategy=strategy.value
     )
-    attach(section, ToolDefinitionFactory(name="count_words"))
+    attach(section, ToolDefinitionFactory.create(name="count_words"))
 
     runtime = assembly.build_section(section, tools=[])
 
@@ -60,7 +61,7 @@ def test_a_planning_section_gets_the_tools_and_the_strategy_guidance(strategy):
 
 
 def test_a_section_without_a_strategy_is_unchanged():
-    section = SectionDefinitionFactory(template="Plain.")
+    section = SectionDefinitionFactory.create(template="Plain.")
 
     runtime = assembly.build_section(section)
 
@@ -69,7 +70,7 @@ def test_a_section_without_a_strategy_is_unchanged():
 
 
 def test_an_unknown_stored_strategy_is_refused():
-    section = SectionDefinitionFactory(planning_strategy="waterfall")
+    section = SectionDefinitionFactory.create(planning_strategy="waterfall")
 
     with pytest.raises(PromptValidationError) as caught:
         assembly.build_section(section)
@@ -103,8 +104,8 @@ def test_the_admin_saves_a_planning_section(admin_client):
 
 
 def test_the_preview_sends_the_planning_tools_with_their_schemas(admin_client):
-    section = SectionDefinitionFactory(planning_strategy="react")
-    prompt = PromptTemplateFactory()
+    section = SectionDefinitionFactory.create(planning_strategy="react")
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     response = admin_client.post(
@@ -119,14 +120,14 @@ def test_the_preview_sends_the_planning_tools_with_their_schemas(admin_client):
 
 
 def test_planning_tools_attached_twice_are_a_duplicate(admin_client):
-    section = SectionDefinitionFactory(planning_strategy="react")
+    section = SectionDefinitionFactory.create(planning_strategy="react")
     attach(
         section,
-        ToolDefinitionFactory(
+        ToolDefinitionFactory.create(
             name="planning_setup_plan", handler_key="planning.planning_setup_plan"
         ),
     )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     with pytest.raises(ValidationError, match="Duplicate tool name"):
@@ -134,10 +135,10 @@ def test_planning_tools_attached_twice_are_a_duplicate(admin_client):
 
 
 def test_a_run_of_a_planning_section_records_the_plan():
-    section = SectionDefinitionFactory(
+    section = SectionDefinitionFactory.create(
         template="Plan, then finish.", planning_strategy="plan_act_reflect"
     )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
 
     session = session_services.start_session(prompt_ref=prompt.ref)

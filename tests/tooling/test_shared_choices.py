@@ -4,6 +4,9 @@ runtime what the admin and the API say."""
 
 from __future__ import annotations
 
+from django import forms
+from rest_framework import serializers
+
 from sessions_app.api.serializers import AgentSessionCreateSerializer, EventSerializer
 from sessions_app.models import AgentSession
 from sessions_app.timeline import KINDS
@@ -35,6 +38,7 @@ def test_the_models_trust_levels_are_the_runtimes():
 def test_the_api_offers_the_runtimes_trust_levels():
     for serializer in (PreviewRequestSerializer(), AgentSessionCreateSerializer()):
         field = serializer.fields["trust_level"]
+        assert isinstance(field, serializers.ChoiceField)
         assert list(field.choices.items()) == list(TRUST_LEVEL_CHOICES)
         assert field.default == "standard"
 
@@ -46,8 +50,13 @@ def test_planning_strategies_are_the_runtimes():
 
 def test_the_hosted_tool_form_offers_the_runtimes_search_context_sizes():
     field = HostedToolDefinitionForm().fields["search_context_size"]
-    assert [value for value, _ in field.choices] == ["", *SEARCH_CONTEXT_SIZES]
+    assert isinstance(field, forms.ChoiceField)
+    # django-stubs types the getter like the setter; Django gives back a list.
+    choices: list[tuple[str, str]] = field.choices  # type: ignore[assignment]
+    assert [value for value, _ in choices] == ["", *SEARCH_CONTEXT_SIZES]
 
 
 def test_the_timeline_event_kinds_are_the_timelines():
-    assert list(EventSerializer().fields["kind"].choices) == list(KINDS)
+    field = EventSerializer().fields["kind"]
+    assert isinstance(field, serializers.ChoiceField)
+    assert list(field.choices) == list(KINDS)

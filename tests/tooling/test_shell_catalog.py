@@ -49,12 +49,12 @@ def _add(admin_client, kind: str, fields: dict[str, Any], name: str = "sandbox")
 
 
 def _prompt_with(*hosted: HostedToolDefinition, template: str = "Do the work.") -> Any:
-    section = SectionDefinitionFactory(template=template)
+    section = SectionDefinitionFactory.create(template=template)
     for position, tool in enumerate(hosted):
         SectionHostedTool.objects.create(
             section=section, hosted_tool=tool, position=position
         )
-    prompt = PromptTemplateFactory()
+    prompt = PromptTemplateFactory.create()
     add_sections(prompt, section)
     return prompt
 
@@ -152,7 +152,7 @@ def test_change_form_loads_the_typed_fields_back_and_saves_them_unchanged(
     admin_client, case
 ):
     kind, fields, config, _wire = CASES[case]
-    definition = HostedToolDefinitionFactory(kind=kind, config=config)
+    definition = HostedToolDefinitionFactory.create(kind=kind, config=config)
     url = reverse("admin:tooling_hostedtooldefinition_change", args=[definition.pk])
 
     form = admin_client.get(url).context["adminform"].form
@@ -347,7 +347,7 @@ def test_invalid_shell_input_is_refused_on_its_field(
     ],
 )
 def test_assembly_refuses_stored_configs_it_cannot_build(kind, config, message):
-    definition = HostedToolDefinitionFactory(kind=kind, config=config)
+    definition = HostedToolDefinitionFactory.create(kind=kind, config=config)
 
     with pytest.raises(PromptValidationError) as caught:
         assembly.build_hosted_tool(definition)
@@ -357,7 +357,7 @@ def test_assembly_refuses_stored_configs_it_cannot_build(kind, config, message):
 
 def test_assembly_builds_the_runtime_configs():
     shell = assembly.build_hosted_tool(
-        HostedToolDefinitionFactory(
+        HostedToolDefinitionFactory.create(
             name="box",
             kind="shell",
             config={"environment": "local", "executor": "scratch"},
@@ -368,7 +368,9 @@ def test_assembly_builds_the_runtime_configs():
     assert shell.config == ShellConfig(environment="local", executor="scratch")
     assert "scratch" in shell_executors.names()
     patch = assembly.build_hosted_tool(
-        HostedToolDefinitionFactory(name="patcher", kind="apply_patch", config={})
+        HostedToolDefinitionFactory.create(
+            name="patcher", kind="apply_patch", config={}
+        )
     )
     assert (patch.kind, patch.name) == ("apply_patch", "patcher")
 
@@ -379,7 +381,7 @@ def test_assembly_builds_the_runtime_configs():
 def test_a_hosted_shell_run_shows_each_command_on_the_page_and_in_the_api(
     admin_client, api_client
 ):
-    definition = HostedToolDefinitionFactory(
+    definition = HostedToolDefinitionFactory.create(
         name="sandbox", kind="shell", config={"file_ids": ["file-report"]}
     )
     prompt = _prompt_with(definition, template="List the data files.")
@@ -393,6 +395,7 @@ def test_a_hosted_shell_run_shows_each_command_on_the_page_and_in_the_api(
         "sandbox",
         True,
     )
+    assert invocation.value is not None
     commands = invocation.value["commands"]
     assert [(c["command"], c["outcome"]) for c in commands] == [
         ("ls -1 /mnt/data", 0),
@@ -418,9 +421,9 @@ def test_a_hosted_shell_run_shows_each_command_on_the_page_and_in_the_api(
 
 
 def test_the_page_escapes_hostile_shell_output(admin_client):
-    session = AgentSessionFactory()
+    session = AgentSessionFactory.create()
     hostile = "<script>alert(1)</script>"
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         native=True,
         kind="shell",
@@ -439,10 +442,10 @@ def test_the_page_escapes_hostile_shell_output(admin_client):
             ],
         },
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session, native=True, kind="shell", success=True, value=["odd"]
     )
-    ToolInvocationFactory(
+    ToolInvocationFactory.create(
         session=session,
         native=True,
         kind="shell",
