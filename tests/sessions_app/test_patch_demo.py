@@ -53,6 +53,14 @@ def test_demo_patch_prompt_records_each_patch_and_the_denial(api_client: Any) ->
         c for c in body["tool_invocations"] if c["name"] == "read_file" and c["success"]
     ]
     assert reads and denied["sequence"] < reads[0]["sequence"] < updated["sequence"]
+    # the demo reads only the file it patches, and every call but the stale
+    # patch and the denied one succeeds (no stray read of another file)
+    assert [
+        c["params"]["path"]
+        for c in body["tool_invocations"]
+        if c["name"] == "read_file"
+    ] == ["CHANGELOG.md"]
+    assert [c["success"] for c in body["tool_invocations"]].count(False) == 2
     denials = [d for d in body["policy_denials"] if d["tool_name"] == "apply_patch"]
     assert [d["policy_name"] for d in denials] == ["patch-read-before-write"]
     assert denials[0]["params"]["path"] == "CHANGELOG.md"

@@ -86,10 +86,11 @@ class ScriptedModel:
         output: list[dict[str, Any]] = []
         if allowed != set():
             output.extend(hosted_items(ctx, allowed))
-            output.extend(
-                local_items(ctx, lambda key: allowed is None or key in allowed)
-            )
-            if ctx.history.calling_turns < MAX_CALLING_TURNS:
+            local = local_items(ctx, lambda key: allowed is None or key in allowed)
+            output.extend(local)
+            # a turn of product-executed calls (patches, local commands) is
+            # that turn's whole plan: its script asks for reads itself
+            if not local and ctx.history.calling_turns < MAX_CALLING_TURNS:
                 functions = function_tools(ctx.tools)
                 planned = [
                     (name, arguments)
