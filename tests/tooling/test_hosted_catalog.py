@@ -16,10 +16,9 @@ from sessions_app import services as session_services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 from tests.tooling.factories import (
     HostedToolDefinitionFactory,
-    PromptTemplateFactory,
     SectionDefinitionFactory,
-    add_sections,
 )
+from tests.tooling.hosted_admin import add_hosted, prompt_with
 from tooling import assembly, services
 from tooling.models import (
     HostedToolDefinition,
@@ -42,30 +41,6 @@ def _offline(settings, monkeypatch):
     settings.WINK_PROVIDER = "offline"
     monkeypatch.setenv(AUTH_VAR, SECRET)
     monkeypatch.delenv(UNSET_VAR, raising=False)
-
-
-def _add(admin_client, kind: str, fields: dict[str, Any], name: str = "hosted"):
-    return admin_client.post(
-        reverse("admin:tooling_hostedtooldefinition_add"),
-        {
-            "name": name,
-            "kind": kind,
-            "description": "A hosted tool.",
-            "enabled": "on",
-            **fields,
-        },
-    )
-
-
-def _prompt_with(*hosted: HostedToolDefinition, template: str = "Do the work.") -> Any:
-    section = SectionDefinitionFactory.create(template=template)
-    for position, tool in enumerate(hosted):
-        SectionHostedTool.objects.create(
-            section=section, hosted_tool=tool, position=position
-        )
-    prompt = PromptTemplateFactory.create()
-    add_sections(prompt, section)
-    return prompt
 
 
 def _preview(admin_client, prompt: PromptTemplate):
@@ -234,13 +209,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
 def test_typed_admin_input_saves_config_and_preview_shows_wire_json(admin_client, kind):
     fields, config, wire = CASES[kind]
 
-    response = _add(admin_client, kind, fields)
+    response = add_hosted(admin_client, kind, fields)
 
     assert response.status_code == 302, response.content.decode()[-3000:]
     definition = HostedToolDefinition.objects.get()
     assert definition.kind == kind
     assert definition.config == config
-    preview = _preview(admin_client, _prompt_with(definition))
+    preview = _preview(admin_client, prompt_with(definition))
     assert not preview.context["errors"]
     tools_json = preview.context["tools_json"]
     assert json.loads(tools_json) == [wire]
@@ -248,19 +223,21 @@ def test_typed_admin_input_saves_config_and_preview_shows_wire_json(admin_client
 
 
 def test_code_interpreter_with_an_existing_container(admin_client):
-    response = _add(admin_client, "code_interpreter", {"container_id": " cntr_42 "})
+    response = add_hosted(
+        admin_client, "code_interpreter", {"container_id": " cntr_42 "}
+    )
 
     assert response.status_code == 302
     definition = HostedToolDefinition.objects.get()
     assert definition.config == {"container_id": "cntr_42"}
-    preview = _preview(admin_client, _prompt_with(definition))
+    preview = _preview(admin_client, prompt_with(definition))
     assert json.loads(preview.context["tools_json"]) == [
         {"type": "code_interpreter", "container": "cntr_42"}
     ]
 
 
 def test_only_the_chosen_kinds_fields_are_used(admin_client):
-    response = _add(
+    response = add_hosted(
         admin_client,
         "code_interpreter",
         {
@@ -444,7 +421,7 @@ def test_change_form_loads_the_typed_fields_back(admin_client, kind):
 def test_invalid_typed_input_is_refused_with_the_runtime_message(
     admin_client, kind, fields, field, message
 ):
-    response = _add(admin_client, kind, fields)
+    response = add_hosted(admin_client, kind, fields)
 
     assert response.status_code == 200, "the form should be shown again"
     form = response.context["adminform"].form
@@ -503,9 +480,9 @@ def _mcp_definition(**config: Any) -> HostedToolDefinition:
 
 
 def test_mcp_header_value_is_sent_but_never_stored_or_shown(admin_client):
-    _add(admin_client, "mcp", CASES["mcp"][0], name="deepwiki")
+    add_hosted(admin_client, "mcp", CASES["mcp"][0], name="deepwiki")
     definition = HostedToolDefinition.objects.get()
-    prompt = _prompt_with(definition)
+    prompt = prompt_with(definition)
 
     change = admin_client.get(
         reverse("admin:tooling_hostedtooldefinition_change", args=[definition.pk])
@@ -526,7 +503,7 @@ def test_mcp_header_value_is_sent_but_never_stored_or_shown(admin_client):
 
 
 def test_mcp_variable_unset_at_run_time_refuses_the_run():
-    prompt = _prompt_with(_mcp_definition(header_env={"Authorization": UNSET_VAR}))
+    prompt = prompt_with(_mcp_definition(header_env={"Authorization": UNSET_VAR}))
 
     with pytest.raises(ValidationError) as caught:
         session_services.start_session(prompt_ref=prompt.ref, params={})
@@ -580,7 +557,7 @@ def test_model_capability_admin_saves_known_kinds(admin_client):
 def test_model_without_the_capability_is_refused_before_any_request(kind):
     ModelCapability.objects.create(model="gpt-5.4", hosted_kinds=["web_search"])
     definition = HostedToolDefinitionFactory.create(kind=kind, config=CASES[kind][1])
-    prompt = _prompt_with(definition)
+    prompt = prompt_with(definition)
     prompt.model = "gpt-5.4"
     prompt.save()
 
@@ -599,7 +576,7 @@ def test_model_with_the_capability_runs():
     definition = HostedToolDefinitionFactory.create(
         kind="file_search", config={"vector_store_ids": ["vs_1"]}
     )
-    prompt = _prompt_with(definition)
+    prompt = prompt_with(definition)
 
     session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
@@ -627,7 +604,7 @@ def test_a_run_records_a_native_invocation_per_kind(kind):
     definition = HostedToolDefinitionFactory.create(
         name=f"my_{kind}", kind=kind, config=RUN_CONFIGS[kind]
     )
-    prompt = _prompt_with(definition, template="Find the refund policy.")
+    prompt = prompt_with(definition, template="Find the refund policy.")
 
     session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
@@ -649,7 +626,7 @@ def test_a_run_records_a_native_invocation_per_kind(kind):
 )
 def test_a_failed_native_call_is_recorded_as_failed(kind, marker, error):
     definition = HostedToolDefinitionFactory.create(kind=kind, config=RUN_CONFIGS[kind])
-    prompt = _prompt_with(definition, template=f"Find the refund policy. {marker}")
+    prompt = prompt_with(definition, template=f"Find the refund policy. {marker}")
 
     session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
@@ -701,7 +678,7 @@ def test_prompt_admin_refuses_a_hosted_kind_its_model_does_not_support(admin_cli
 
 
 def test_web_search_country_is_stored_upper_case(admin_client):
-    response = _add(admin_client, "web_search", {"country": "gb"})
+    response = add_hosted(admin_client, "web_search", {"country": "gb"})
 
     assert response.status_code == 302
     assert HostedToolDefinition.objects.get().config["country"] == "GB"

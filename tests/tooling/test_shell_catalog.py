@@ -18,12 +18,10 @@ from sessions_app.models import ToolInvocation
 from tests.sessions_app.factories import AgentSessionFactory, ToolInvocationFactory
 from tests.tooling.factories import (
     HostedToolDefinitionFactory,
-    PromptTemplateFactory,
-    SectionDefinitionFactory,
-    add_sections,
 )
+from tests.tooling.hosted_admin import add_hosted, prompt_with
 from tooling import assembly, shell_executors
-from tooling.models import HostedToolDefinition, SectionHostedTool
+from tooling.models import HostedToolDefinition
 from tooling.runtime import PromptValidationError
 from tooling.runtime.hosted.shell import ShellConfig
 
@@ -33,30 +31,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _offline(settings):
     settings.WINK_PROVIDER = "offline"
-
-
-def _add(admin_client, kind: str, fields: dict[str, Any], name: str = "sandbox"):
-    return admin_client.post(
-        reverse("admin:tooling_hostedtooldefinition_add"),
-        {
-            "name": name,
-            "kind": kind,
-            "description": "A hosted tool.",
-            "enabled": "on",
-            **fields,
-        },
-    )
-
-
-def _prompt_with(*hosted: HostedToolDefinition, template: str = "Do the work.") -> Any:
-    section = SectionDefinitionFactory.create(template=template)
-    for position, tool in enumerate(hosted):
-        SectionHostedTool.objects.create(
-            section=section, hosted_tool=tool, position=position
-        )
-    prompt = PromptTemplateFactory.create()
-    add_sections(prompt, section)
-    return prompt
 
 
 def _tools_json(admin_client, prompt) -> Any:
@@ -139,12 +113,12 @@ def test_typed_admin_input_saves_config_and_preview_shows_the_tool_json(
 ):
     kind, fields, config, wire = CASES[case]
 
-    response = _add(admin_client, kind, fields)
+    response = add_hosted(admin_client, kind, fields)
 
     assert response.status_code == 302, response.content.decode()[-3000:]
     definition = HostedToolDefinition.objects.get()
     assert (definition.kind, definition.config) == (kind, config)
-    assert _tools_json(admin_client, _prompt_with(definition)) == [wire]
+    assert _tools_json(admin_client, prompt_with(definition)) == [wire]
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if CASES[c][1]])
@@ -192,7 +166,7 @@ def test_the_add_page_has_a_shell_section_offering_the_registered_executors(
 
 
 def test_the_other_kinds_fields_are_ignored(admin_client):
-    response = _add(
+    response = add_hosted(
         admin_client,
         "shell",
         {
@@ -212,7 +186,7 @@ def test_the_other_kinds_fields_are_ignored(admin_client):
 
 
 def test_apply_patch_ignores_every_option_field(admin_client):
-    response = _add(
+    response = add_hosted(
         admin_client,
         "apply_patch",
         {"environment": "local", "executor": "nobody", "shell_memory_limit": "9g"},
@@ -319,7 +293,7 @@ def test_apply_patch_ignores_every_option_field(admin_client):
 def test_invalid_shell_input_is_refused_on_its_field(
     admin_client, fields, field, message
 ):
-    response = _add(admin_client, "shell", fields)
+    response = add_hosted(admin_client, "shell", fields)
 
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
@@ -384,7 +358,7 @@ def test_a_hosted_shell_run_shows_each_command_on_the_page_and_in_the_api(
     definition = HostedToolDefinitionFactory.create(
         name="sandbox", kind="shell", config={"file_ids": ["file-report"]}
     )
-    prompt = _prompt_with(definition, template="List the data files.")
+    prompt = prompt_with(definition, template="List the data files.")
 
     session = session_services.start_session(prompt_ref=prompt.ref, params={})
 
