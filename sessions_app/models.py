@@ -16,6 +16,7 @@ touches the record.
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -128,6 +129,7 @@ class AgentSession(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
 
     TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
 
@@ -140,7 +142,7 @@ class AgentSession(models.Model):
     )
     prompt_ref = models.CharField(max_length=201)
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.QUEUED
+        max_length=20, choices=Status.choices, default=Status.QUEUED
     )
     revision = models.ForeignKey(
         "tooling.CatalogRevision",
@@ -197,6 +199,33 @@ class AgentSession(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    pauses = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times the run paused for a human decision."
+    )
+    deadline_left_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The run's time left when it paused: waiting for a decision does "
+        "not use up its deadline.",
+    )
+    # Spend (docs/costs.md), USD.
+    cost = models.DecimalField(
+        max_digits=18,
+        decimal_places=10,
+        default=Decimal(0),
+        help_text="Provider calls and native tool fees so far, in USD.",
+    )
+    cost_budget = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="The most this run may spend: its template's budget, capped by "
+        "its user's daily budget left when it started.",
+    )
+    unpriced_calls = models.PositiveIntegerField(
+        default=0, help_text="Calls with no price in effect (not in cost)."
+    )
     cancelled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -294,6 +323,17 @@ def event_id_field() -> models.UUIDField[Any, Any]:
     return models.UUIDField(null=True, unique=True, editable=False)
 
 
+def cost_field(help_text: str) -> models.DecimalField[Any, Any]:
+    """USD; NULL when no price is in effect (or nothing to price)."""
+    return models.DecimalField(
+        max_digits=18,
+        decimal_places=10,
+        null=True,
+        blank=True,
+        help_text=f"USD. {help_text} Empty: unpriced.",
+    )
+
+
 def text_altered_field() -> models.BooleanField[Any, Any]:
     return models.BooleanField(
         default=False,
@@ -334,6 +374,7 @@ class ProviderCall(AppendOnlyModel):
         "latency_ms, error, error_type, request_id.",
     )
     attempt_count = models.PositiveSmallIntegerField(default=1)
+    cost = cost_field("From the usage and the model's rates in effect.")
     event_id = event_id_field()
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -377,6 +418,7 @@ class ToolInvocation(AppendOnlyModel):
         blank=True,
         help_text="The exact text the model received for this call (local calls).",
     )
+    cost = cost_field("A native call's fee; empty for local calls.")
     event_id = event_id_field()
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -435,6 +477,140 @@ class PolicyDenial(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.policy_name} denied {self.tool_name}"
+
+
+class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
+    pass
+
+
+class ApprovalRequest(models.Model):
+    """A call that waits for a human "yes" (docs/approvals.md).
+
+    A workflow row, not an audit row: it is created pending when the run
+    pauses and decided once, by one conditional update
+    (``sessions_app.approvals``); ``save()`` never changes it.
+    """
+
+    class Kind(models.TextChoices):
+        FUNCTION = "function", "Function tool call"
+        MCP = "mcp", "MCP tool call (provider-side)"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        DENIED = "denied", "Denied"
+        EXPIRED = "expired", "Expired (denied automatically)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="approvals",
+        db_index=False,  # approval_timeline leads with it
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FUNCTION)
+    tool_name = models.CharField(max_length=64)
+    # NULL, not "": the per-session uniqueness below only applies to real ids.
+    call_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
+    sequence = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The call's sequence number (function calls)."
+    )
+    turn = models.PositiveIntegerField(default=0)
+    params = models.JSONField(null=True, blank=True)
+    raw_arguments = models.TextField(blank=True)
+    server_label = models.CharField(max_length=64, blank=True)
+    policy_name = models.CharField(max_length=64, blank=True)
+    reason = models.TextField(help_text="Why a human must decide.")
+    approvers = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Who may decide: {"permission": "app.codename", "group": "name"}; '
+        "empty: holders of sessions_app.decide_any_approval.",
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    event_id = event_id_field()
+    text_altered = text_altered_field()
+
+    objects = ApprovalRequestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-requested_at"]
+        permissions = [
+            ("decide_any_approval", "Can approve or deny any approval request"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "call_id"],
+                condition=Q(call_id__isnull=False),
+                name="unique_approval_call",
+            ),
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(status="pending"),
+                name="one_pending_approval",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "requested_at"], name="approval_inbox"),
+            models.Index(fields=["status", "expires_at"], name="approval_expiry"),
+            models.Index(fields=["session", "turn"], name="approval_timeline"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError(
+                "An approval changes only by its decision "
+                "(sessions_app.approvals), never by save()."
+            )
+        super().save(*args, **kwargs)
+
+
+class QuotaDecision(AppendOnlyModel):
+    """A hosted tool no longer offered: its calls per run are used up
+    (docs/quotas.md)."""
+
+    session = models.ForeignKey(
+        AgentSession,
+        on_delete=models.CASCADE,
+        related_name="quota_decisions",
+        db_index=False,  # quota_timeline leads with it
+    )
+    turn = models.PositiveIntegerField(
+        help_text="The turn whose request no longer offers the tool."
+    )
+    tool_name = models.CharField(max_length=64)
+    kind = models.CharField(max_length=32)
+    used = models.PositiveIntegerField()
+    limit = models.PositiveIntegerField()
+    event_id = event_id_field()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["session", "turn", "id"]
+        indexes = [
+            models.Index(fields=["session", "turn"], name="quota_timeline"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} withdrawn after {self.used} of {self.limit}"
 
 
 class CitationQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet["Citation"]):

@@ -13,13 +13,19 @@ that token names. The token is random, not a counter, so a rolled-back write
 Writes through the ORM, ``QuerySet.update()``, raw SQL, the admin and
 fixtures all fire the triggers; a ``TRUNCATE`` (``flush``) empties the row
 itself, which turns the cache off (no token) until a migration puts it back.
+
+A new catalog table gets its triggers in its own migration
+(``install_triggers``). On SQLite, a migration that rebuilds a catalog table
+(adding a column with a default does) drops its triggers: it must put them
+back (tooling/migrations/0010_issue13_schema.py does).
 """
 
 from __future__ import annotations
 
-# Every table a frozen revision reads (tooling's models and their many-to-many
-# tables, except the revisions themselves and this row). A test checks the list
-# against the models (tests/tooling/test_generation.py).
+# Every catalog table (tooling's models and their many-to-many tables, except
+# the revisions themselves and this row): what frozen revisions and price
+# sheets read. A test checks the list against the models
+# (tests/tooling/test_generation.py).
 CATALOG_TABLES = (
     "tooling_tooldefinition",
     "tooling_hostedtooldefinition",
@@ -32,6 +38,9 @@ CATALOG_TABLES = (
     "tooling_prompttemplate_policies",
     "tooling_promptsection",
     "tooling_modelcapability",
+    "tooling_modelprice",
+    "tooling_hostedtoolprice",
+    "tooling_userbudget",
 )
 
 GENERATION_TABLE = "tooling_cataloggeneration"
@@ -67,6 +76,15 @@ def sqlite_triggers(table: str) -> list[str]:
         f"BEGIN {SQLITE_BUMP} END;"
         for event in ("INSERT", "UPDATE", "DELETE")
     ]
+
+
+def install_triggers(vendor: str, tables: tuple[str, ...]) -> list[str]:
+    """The statements that add the generation triggers to ``tables``."""
+    if vendor == "postgresql":
+        return [sql for table in tables for sql in postgresql_triggers(table)]
+    if vendor == "sqlite":
+        return [sql for table in tables for sql in sqlite_triggers(table)]
+    return []
 
 
 def drop_triggers(vendor: str, table: str) -> list[str]:

@@ -3,20 +3,27 @@ cached under it (``assembly.catalog.freeze_template``)."""
 
 from __future__ import annotations
 
+import datetime
+from decimal import Decimal
+
 import pytest
 from django.apps import apps
 from django.db import connection
 
+from tests.sessions_app.factories import UserFactory
 from tooling import assembly
 from tooling.assembly import catalog
 from tooling.demo import seed_demo_catalog
 from tooling.generation import CATALOG_TABLES
 from tooling.models import (
     CatalogGeneration,
+    HostedToolPrice,
     ModelCapability,
+    ModelPrice,
     PolicyDefinition,
     PromptTemplate,
     SectionDefinition,
+    UserBudget,
 )
 
 pytestmark = pytest.mark.django_db
@@ -44,6 +51,21 @@ def test_every_catalog_table_has_the_triggers():
 def test_any_write_to_any_catalog_table_changes_the_token():
     seed_demo_catalog()
     ModelCapability.objects.create(model="gpt-test", hosted_kinds=["web_search"])
+    # SQLite's triggers fire per row: every table needs one
+    ModelPrice.objects.create(
+        model="gpt-test",
+        effective_from=datetime.date(2026, 1, 1),
+        input_per_mtok=Decimal(1),
+        cached_input_per_mtok=Decimal(1),
+        output_per_mtok=Decimal(1),
+    )
+    HostedToolPrice.objects.create(
+        kind="web_search",
+        unit="call",
+        price=Decimal(1),
+        effective_from=datetime.date(2026, 1, 1),
+    )
+    UserBudget.objects.create(user=UserFactory.create(), daily_limit=Decimal(1))
     template = PromptTemplate.objects.get(namespace="demo", key="research")
     policy = PolicyDefinition.objects.first()
     assert policy is not None

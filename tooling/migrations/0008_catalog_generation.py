@@ -10,11 +10,26 @@ from django.db import migrations, models
 
 from tooling.generation import (
     BUMP_FUNCTION,
-    CATALOG_TABLES,
     DROP_BUMP_FUNCTION,
     drop_triggers,
     postgresql_triggers,
     sqlite_triggers,
+)
+
+# The catalog tables as they were at this migration (later tables get their
+# triggers in their own migrations).
+CATALOG_TABLES = (
+    "tooling_tooldefinition",
+    "tooling_hostedtooldefinition",
+    "tooling_policydefinition",
+    "tooling_sectiondefinition",
+    "tooling_sectiondefinition_policies",
+    "tooling_sectiontool",
+    "tooling_sectionhostedtool",
+    "tooling_prompttemplate",
+    "tooling_prompttemplate_policies",
+    "tooling_promptsection",
+    "tooling_modelcapability",
 )
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -144,6 +146,8 @@ class PolicyDefinition(TimestampedModel):
     class Kind(models.TextChoices):
         SEQUENTIAL_DEPENDENCY = "sequential_dependency", "Sequential dependency"
         READ_BEFORE_WRITE = "read_before_write", "Read before write"
+        APPROVAL = "approval", "Approval (a human decides)"
+        CALL_LIMIT = "call_limit", "Call limit per run"
 
     name = models.CharField(
         max_length=64, unique=True, help_text="Shown in denials and the audit trail."
@@ -368,6 +372,21 @@ class PromptTemplate(TimestampedModel):
     deadline_seconds = models.PositiveIntegerField(null=True, blank=True)
     max_total_tokens = models.PositiveIntegerField(null=True, blank=True)
     max_turns = models.PositiveIntegerField(default=8)
+    max_cost_per_session = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="The most one run may spend, in USD (docs/costs.md). "
+        "Empty: no limit of its own.",
+    )
+    hosted_tool_limits = StorableJSONField(
+        default=dict,
+        blank=True,
+        help_text='The most calls per run of each hosted tool, e.g. {"web_search": 2} '
+        "(docs/quotas.md). A used-up tool is no longer offered.",
+    )
     enabled = models.BooleanField(default=True)
 
     objects = PromptTemplateQuerySet.as_manager()
