@@ -7,6 +7,10 @@ the admin.
 - Starting a run needs ``start_session`` (the "Runners" group); the trusted
   level also needs ``start_trusted_session``.
 - Cancelling needs to be the session's author or hold ``cancel_any_session``.
+- Deciding an approval needs ``decide_any_approval`` (the "Approvers" group),
+  or the permission or membership of the group its policy names
+  (``approvers``). A user who may decide an approval sees it; so does whoever
+  sees its session (read-only).
 
 Superusers hold every permission.
 """
@@ -19,6 +23,7 @@ VIEW_ALL = "sessions_app.view_all_sessions"
 START = "sessions_app.start_session"
 START_TRUSTED = "sessions_app.start_trusted_session"
 CANCEL_ANY = "sessions_app.cancel_any_session"
+DECIDE_ANY = "sessions_app.decide_any_approval"
 
 
 def is_user(user: Any) -> bool:
@@ -48,3 +53,21 @@ def may_cancel(user: Any, session: Any) -> bool:
     if not is_user(user):
         return False
     return bool(session.created_by_id == user.pk or user.has_perm(CANCEL_ANY))
+
+
+def may_decide(user: Any, approval: Any) -> bool:
+    """Superusers, holders of ``decide_any_approval``, and the approvers the
+    approval's policy names: its ``permission``'s holders, its ``group``'s
+    members (``ApprovalRequest.objects.decidable_by`` is the same rule)."""
+    if not is_user(user) or not getattr(user, "is_active", False):
+        return False
+    if user.has_perm(DECIDE_ANY):
+        return True
+    approvers = approval.approvers if isinstance(approval.approvers, dict) else {}
+    permission = approvers.get("permission")
+    if isinstance(permission, str) and permission and user.has_perm(permission):
+        return True
+    group = approvers.get("group")
+    return bool(
+        isinstance(group, str) and group and user.groups.filter(name=group).exists()
+    )

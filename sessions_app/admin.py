@@ -19,8 +19,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from sessions_app import access, services
+from sessions_app import (
+    access,
+    admin_approvals,  # noqa: F401 (registers the inbox)
+    services,
+)
 from sessions_app.bidi import neutralised
+from sessions_app.budgets import DailyBudgetExceeded
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -237,5 +242,7 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
             )
         except ValidationError as error:
             return self.render_preview(request, template, form, error.messages)
+        except DailyBudgetExceeded as error:
+            return self.render_preview(request, template, form, [error.message])
         messages.success(request, f"Session {session.pk} is {session.status}.")
         return HttpResponseRedirect(session.get_absolute_url())

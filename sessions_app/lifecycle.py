@@ -1,7 +1,9 @@
 """The session row's lifecycle: every move is one conditional update.
 
     queued ──claim──> running ──> succeeded | failed | cancelled
-       │                 └──(lease expired) claim again, up to WINK_RUN_MAX_ATTEMPTS
+       │  ▲              ├──(lease expired) claim again, up to WINK_RUN_MAX_ATTEMPTS
+       │  │              └──(a policy asks) awaiting_approval ──> cancelled
+       │  └──(decided or expired: sessions_app.approvals)──────┘
        └──> cancelled | failed
 
 A worker that claims a run writes a fresh ``claim_token`` and a lease
@@ -11,7 +13,14 @@ overwrite the session. A claim succeeds on a queued session, or on a running
 one whose lease expired (its worker died); each claim counts an attempt, and a
 run out of attempts ends ``failed`` with phase ``interrupted``.
 
-Statuses only move forward; on PostgreSQL a trigger refuses anything else.
+A run that pauses for a human decision (``pause``) gives up its claim: no
+worker and no lease hold it while it waits, its attempts start again from 0,
+and the time its deadline had left is kept (``deadline_left_seconds``); the
+claim that resumes it sets the deadline from that, so waiting does not use it
+up.
+
+Statuses only move forward, except ``awaiting_approval -> queued`` (a decision
+resumes the run); on PostgreSQL a trigger refuses anything else.
 """
 
 from __future__ import annotations
@@ -24,16 +33,33 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError
-from django.db.models import Count, DateTimeField, F, Q, Sum, Value
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db.models import (
+    Count,
+    DateTimeField,
+    DecimalField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from sessions_app import steps
-from sessions_app.models import AgentSession, ProviderCall
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    ToolInvocation,
+)
+from sessions_app.recording import MAX_COST
 from sessions_app.storable import Scrubber
 from tooling.runtime import RunAborted
 
@@ -94,6 +120,14 @@ class Claim:
             )
             if renewed:
                 return
+        except (OperationalError, InterfaceError) as error:
+            raise StoreUnavailable("The database connection failed.") from error
+        self.lost()
+
+    def lost(self) -> None:
+        """Raise why this worker's conditional update changed nothing:
+        ``RunCancelled`` or ``LeaseLost``."""
+        try:
             row = (
                 AgentSession.objects.filter(pk=self.session.pk)
                 .values("status", "claim_token", "cancel_requested_at")
@@ -121,19 +155,34 @@ def claim(
     never dispatched): the claim then updates it in memory instead of reading
     it back."""
     now = now or timezone.now()
+    left: int | None = None
     if new is not None:
         deadline_seconds = new.deadline_seconds
     else:
         row = (
-            AgentSession.objects.filter(pk=session_id).only("deadline_seconds").first()
+            AgentSession.objects.filter(pk=session_id)
+            .only("deadline_seconds", "deadline_left_seconds")
+            .first()
         )
         if row is None:
             return None
         deadline_seconds = row.deadline_seconds
+        left = row.deadline_left_seconds
     token = uuid.uuid4()
-    deadline = now + timedelta(seconds=deadline_seconds or 1)
+    deadline_at: Any
+    if left is None:
+        deadline = now + timedelta(seconds=deadline_seconds or 1)
+        deadline_at = Coalesce("deadline_at", Value(deadline, DateTimeField()))
+        # not paused meanwhile (a pause clears deadline_at: this claim would
+        # give the resumed run its whole deadline again)
+        resumed = Q(deadline_left_seconds__isnull=True)
+    else:  # resumed after a pause: the time left then, from now
+        deadline = now + timedelta(seconds=left)
+        deadline_at = Value(deadline, DateTimeField())
+        resumed = Q(deadline_left_seconds=left)  # no other claim resumed it
     claimed = AgentSession.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
+        resumed,
         pk=session_id,
         cancel_requested_at__isnull=True,
         attempts__lt=settings.WINK_RUN_MAX_ATTEMPTS,
@@ -144,7 +193,8 @@ def claim(
         lease_expires_at=now + timedelta(seconds=lease_seconds()),
         worker=worker_name(),
         started_at=Coalesce("started_at", Value(now, DateTimeField())),
-        deadline_at=Coalesce("deadline_at", Value(deadline, DateTimeField())),
+        deadline_at=deadline_at,
+        deadline_left_seconds=None,
     )
     if not claimed:
         return None
@@ -162,24 +212,106 @@ def claim(
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 
 
+def pause(
+    claim: Claim,
+    *,
+    now: datetime | None = None,
+    summed: Mapping[str, Any] | None = None,
+) -> None:
+    """The claimed run waits for a human decision: ``awaiting_approval``,
+    with no claim or lease, its attempts back to 0 and the time its deadline
+    had left kept for the claim that resumes it; its usage and cost so far are
+    written (``summed``: the run's ``totals``, when its caller kept them).
+    ``RunCancelled`` if someone asked to cancel it meanwhile, ``LeaseLost`` if
+    another worker holds it."""
+    now = now or timezone.now()
+    deadline_at = claim.session.deadline_at
+    left = 0
+    if deadline_at is not None:
+        left = max(0, int((deadline_at - now).total_seconds()))
+    paused = AgentSession.objects.filter(
+        claim.mine(), cancel_requested_at__isnull=True
+    ).update(
+        status=Status.AWAITING_APPROVAL,
+        claim_token=None,
+        lease_expires_at=None,
+        attempts=0,
+        pauses=F("pauses") + 1,
+        deadline_left_seconds=left,
+        deadline_at=None,
+        **(summed if summed is not None else totals(claim.session_id)),
+    )
+    if not paused:
+        claim.lost()
+
+
+def lock(session_id: Any) -> None:
+    """Lock the session's row for the rest of the transaction (PostgreSQL;
+    SQLite serialises writers anyway). Whatever changes a session and its
+    approvals together locks the session first, then the approval (a cancel
+    updates the session first): two such transactions wait for each other
+    instead of deadlocking."""
+    list(
+        AgentSession.objects.select_for_update()
+        .filter(pk=session_id)
+        .values_list("pk", flat=True)
+    )
+
+
+def requeue(session_id: Any, *, now: datetime) -> bool:
+    """A paused run whose approvals are all decided goes back to the queue
+    (the caller dispatches it); ``False`` if it is not waiting (any more)."""
+    pending = ApprovalRequest.objects.filter(
+        session=OuterRef("pk"), status=ApprovalRequest.Status.PENDING
+    )
+    return bool(
+        AgentSession.objects.filter(
+            ~Exists(pending), pk=session_id, status=Status.AWAITING_APPROVAL
+        ).update(status=Status.QUEUED, dispatched_at=now)
+    )
+
+
+def _cost_sum() -> Coalesce:
+    return Coalesce(Sum("cost"), Value(Decimal(0)), output_field=DecimalField())
+
+
 def totals(session_id: Any) -> dict[str, Any]:
-    """Usage and turns summed from the session's provider calls."""
+    """Usage, turns and cost summed from the session's provider calls and
+    native calls (two queries)."""
     sums = ProviderCall.objects.filter(session_id=session_id).aggregate(
         input_tokens=Coalesce(Sum("input_tokens"), 0),
         output_tokens=Coalesce(Sum("output_tokens"), 0),
         cached_tokens=Coalesce(Sum("cached_tokens"), 0),
         reasoning_tokens=Coalesce(Sum("reasoning_tokens"), 0),
         turns=Count("id", filter=Q(response__isnull=False)),
+        calls_cost=_cost_sum(),
+        # a failed request has no usage: nothing to price
+        calls_unpriced=Count("id", filter=Q(cost__isnull=True, response__isnull=False)),
+    )
+    # (aliases other than "cost": an alias named like the field it filters on
+    # makes Django read the filter as the aggregate)
+    fees = ToolInvocation.objects.filter(session_id=session_id, native=True).aggregate(
+        fees_cost=_cost_sum(), fees_unpriced=Count("id", filter=Q(cost__isnull=True))
     )
     turns = sums.pop("turns")
-    return as_totals(sums, turns)
+    cost = sums.pop("calls_cost") + fees["fees_cost"]
+    unpriced = sums.pop("calls_unpriced") + fees["fees_unpriced"]
+    return as_totals(sums, turns, cost=cost, unpriced=unpriced)
 
 
-def as_totals(sums: Mapping[str, int], turns: int) -> dict[str, Any]:
-    """The session's ``usage`` and ``turns`` from its summed token counts."""
+def as_totals(
+    sums: Mapping[str, int],
+    turns: int,
+    *,
+    cost: Decimal = Decimal(0),
+    unpriced: int = 0,
+) -> dict[str, Any]:
+    """The session's ``usage``, ``turns``, ``cost`` and ``unpriced_calls`` from
+    its summed token counts and amounts."""
     usage = {key: int(value) for key, value in sums.items()}
     usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-    return {"usage": usage, "turns": turns}
+    cost = min(cost, MAX_COST)  # absurd usage: capped, as each row's is
+    return {"usage": usage, "turns": turns, "cost": cost, "unpriced_calls": unpriced}
 
 
 def _ending(
@@ -253,19 +385,26 @@ def cancel_claimed(claim: Claim) -> None:
 
 
 def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
-    """Cancel a session no worker has claimed yet, at once."""
+    """Cancel a session no worker holds (queued, or waiting for a decision)
+    at once; a pending approval of it expires with it."""
     user_id = getattr(user, "pk", None)
+    message = _cancel_message(user_id)
     fields = _ending(
-        status=Status.CANCELLED,
-        message=_cancel_message(user_id),
-        session_id=session_id,
-        now=now,
+        status=Status.CANCELLED, message=message, session_id=session_id, now=now
     )
-    return bool(
-        AgentSession.objects.filter(pk=session_id, status=Status.QUEUED).update(
-            cancel_requested_at=now, cancelled_by=user_id, **fields
-        )
-    )
+    with transaction.atomic():
+        cancelled = AgentSession.objects.filter(
+            pk=session_id, status__in=(Status.QUEUED, Status.AWAITING_APPROVAL)
+        ).update(cancel_requested_at=now, cancelled_by=user_id, **fields)
+        if cancelled:
+            ApprovalRequest.objects.filter(
+                session_id=session_id, status=ApprovalRequest.Status.PENDING
+            ).update(
+                status=ApprovalRequest.Status.EXPIRED,
+                decided_at=now,
+                decision_reason=f"The session was cancelled. {message}",
+            )
+    return bool(cancelled)
 
 
 def request_cancel(session_id: Any, *, user: Any, now: datetime) -> bool:

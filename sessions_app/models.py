@@ -480,7 +480,29 @@ class PolicyDenial(AppendOnlyModel):
 
 
 class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
-    pass
+    def decidable_by(self, user: Any) -> Any:
+        """The approvals ``user`` may decide (``access.may_decide``, as one
+        query): all for ``decide_any_approval``, else those whose policy
+        names a permission ``user`` holds or a group ``user`` is in."""
+        if not access.is_user(user) or not getattr(user, "is_active", False):
+            return self.none()
+        if user.has_perm(access.DECIDE_ANY):
+            return self
+        permissions = sorted(user.get_all_permissions())
+        groups = list(user.groups.values_list("name", flat=True))
+        return self.filter(
+            Q(approvers__permission__in=permissions) | Q(approvers__group__in=groups)
+        )
+
+    def visible_to(self, user: Any) -> Any:
+        """What ``user`` may see: the approvals they may decide, and those of
+        the sessions they see (``AgentSession.objects.visible_to``)."""
+        if not access.is_user(user):
+            return self.none()
+        if access.sees_all(user) or user.has_perm(access.DECIDE_ANY):
+            return self
+        decidable = self.decidable_by(user).values("pk")
+        return self.filter(Q(pk__in=decidable) | Q(session__created_by=user))
 
 
 class ApprovalRequest(models.Model):

@@ -12,18 +12,26 @@ The session row's own changes are the lifecycle's (``lifecycle.py``).
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
+
+from django.conf import settings
 
 from sessions_app.models import (
     AgentSession,
+    ApprovalRequest,
     Citation,
     PolicyDenial,
     ProviderCall,
+    QuotaDecision,
     StateChange,
     ToolInvocation,
 )
 from sessions_app.storable import Scrubber
 from tooling.runtime import (
+    ApprovalRequested,
+    HostedToolWithdrawn,
     PolicyDenied,
     PromptRendered,
     ProviderCallCompleted,
@@ -40,6 +48,25 @@ logger = logging.getLogger(__name__)
 
 def _limit(model: type[Any], field: str) -> int:
     return int(model._meta.get_field(field).max_length)
+
+
+# The largest amount stored in a cost column (max_digits=18, decimal_places=10
+# holds less than 1e8; SQLite keeps a float, so the cap has few digits).
+MAX_COST = Decimal(99_999_999)
+
+
+def _cost(value: Decimal | None, scrub: Scrubber) -> Decimal | None:
+    """An event's cost as its column stores it (a provider reporting absurd
+    usage cannot overflow the column: the amount is capped, and flagged)."""
+    if value is None:
+        return None
+    if not value.is_finite() or value < 0:
+        scrub.altered = True
+        return None
+    if value > MAX_COST:
+        scrub.altered = True
+        return MAX_COST
+    return value
 
 
 def _params(value: Any) -> Any:
@@ -82,6 +109,7 @@ def record_provider_call(
         output_tokens=scrub.count(usage.output_tokens),
         cached_tokens=scrub.count(usage.cached_tokens),
         reasoning_tokens=scrub.count(usage.reasoning_tokens),
+        cost=_cost(event.cost, scrub),
         latency_ms=event.latency_ms,
         request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
         unknown_item_types=scrub.json(list(event.unknown_item_types)),
@@ -180,6 +208,7 @@ def record_tool_invoked(
         value=scrub.json(dump(result.value)),
         rendered_output=scrub.text(event.rendered_output),
         model_output=scrub.text(event.model_output),
+        cost=_cost(event.cost, scrub),
         event_id=event.event_id,
         created_at=event.created_at,
     )
@@ -207,6 +236,23 @@ def record_policy_denied(
     return [row]
 
 
+def record_hosted_tool_withdrawn(
+    *, session: AgentSession, event: HostedToolWithdrawn
+) -> list[QuotaDecision]:
+    scrub = Scrubber()
+    row = QuotaDecision(
+        session=session,
+        turn=event.turn,
+        tool_name=scrub.text(event.tool_name, _limit(QuotaDecision, "tool_name")),
+        kind=scrub.text(event.kind, _limit(QuotaDecision, "kind")),
+        used=event.used,
+        limit=event.limit,
+        event_id=event.event_id,
+        created_at=event.created_at,
+    )
+    return [row]
+
+
 def record_state_changed(
     *, session: AgentSession, event: StateChanged
 ) -> list[StateChange]:
@@ -224,3 +270,41 @@ def record_state_changed(
     )
     row.text_altered = scrub.altered
     return [row]
+
+
+def record_approval_requested(
+    *, session: AgentSession, event: ApprovalRequested
+) -> ApprovalRequest:
+    """The pending approval of a paused call (unsaved: the sink saves it with
+    the session's pause). It expires after the policy's deadline, else
+    ``WINK_APPROVAL_TIMEOUT_SECONDS``."""
+    scrub = Scrubber()
+    seconds = event.deadline_seconds or settings.WINK_APPROVAL_TIMEOUT_SECONDS
+    approvers = {
+        key: value
+        for key, value in dict(event.approvers).items()
+        if key in ("permission", "group") and isinstance(value, str) and value
+    }
+    row = ApprovalRequest(
+        session=session,
+        kind=event.kind,
+        tool_name=scrub.text(event.tool_name, _limit(ApprovalRequest, "tool_name")),
+        call_id=scrub.optional(event.call_id, _limit(ApprovalRequest, "call_id")),
+        sequence=scrub.optional_count(event.sequence),
+        turn=scrub.count(event.turn),
+        params=scrub.json(_params(event.params)),
+        raw_arguments=scrub.text(event.raw_arguments),
+        server_label=scrub.text(
+            event.server_label, _limit(ApprovalRequest, "server_label")
+        ),
+        policy_name=scrub.text(
+            event.policy_name, _limit(ApprovalRequest, "policy_name")
+        ),
+        reason=scrub.text(event.reason),
+        approvers=scrub.json(approvers),
+        requested_at=event.created_at,
+        expires_at=event.created_at + timedelta(seconds=int(seconds)),
+        event_id=event.event_id,
+    )
+    row.text_altered = scrub.altered
+    return row

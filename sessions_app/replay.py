@@ -1,12 +1,20 @@
-"""What a resumed run continues from: its record, read back from the rows."""
+"""What a resumed run continues from: its record, read back from the rows,
+with the decisions on the calls it paused for."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
-from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
-from tooling.runtime import RunRecord
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    QuotaDecision,
+    ToolInvocation,
+)
+from tooling.runtime import ApprovalDecision, RunRecord
+from tooling.runtime.approvals import DecisionStatus
 
 # The phase a failed provider call ended the run with, by its error type.
 _PHASES = {"DeadlineExceeded": "deadline", "InvalidResponseBody": "response"}
@@ -44,7 +52,54 @@ def load(session: AgentSession) -> Resumption:
                 recorded.add(str(event_id))
         else:
             outputs[sequence] = output
+    # the replayed turns withdraw the same hosted tools again, with the same ids
+    recorded.update(
+        str(event_id)
+        for event_id in QuotaDecision.objects.filter(session=session).values_list(
+            "event_id", flat=True
+        )
+    )
     return Resumption(
-        RunRecord(responses=tuple(responses), tool_outputs=outputs),
+        RunRecord(
+            responses=tuple(responses),
+            tool_outputs=outputs,
+            approvals=decisions(session),
+        ),
         frozenset(recorded),
     )
+
+
+def decisions(session: AgentSession) -> dict[str, ApprovalDecision]:
+    """The decided approvals of the session, by the paused call's id (the
+    MCP request item's id for provider-side approvals), each bound to the
+    call it was made for (kind, tool, arguments and turn as stored): the
+    resumed run applies it to that call only."""
+    decided = (
+        ApprovalRequest.objects.filter(session=session, call_id__isnull=False)
+        .exclude(status=ApprovalRequest.Status.PENDING)
+        .values_list(
+            "call_id",
+            "status",
+            "decision_reason",
+            "decided_by__username",
+            "kind",
+            "tool_name",
+            "raw_arguments",
+            "turn",
+        )
+    )
+    return {
+        str(call_id): ApprovalDecision(
+            approved=status == ApprovalRequest.Status.APPROVED,
+            decided_by=username or "",
+            reason=reason,
+            status=cast(DecisionStatus, status),
+            kind=kind,
+            tool_name=tool_name,
+            arguments=raw_arguments,
+            turn=turn,
+        )
+        for call_id, status, reason, username, kind, tool_name, raw_arguments, turn in (
+            decided
+        )
+    }

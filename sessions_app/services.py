@@ -14,6 +14,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import openai
@@ -23,15 +24,23 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.timezone import get_default_timezone as default_timezone
 
-from sessions_app import dispatch, lifecycle, replay, steps
+from sessions_app import approvals, budgets, dispatch, lifecycle, replay, steps
 from sessions_app.models import AgentSession
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
 from tooling import assembly
 from tooling import services as catalog
 from tooling.models import PromptTemplate, TrustLevel
-from tooling.runtime import Budget, Deadline, Prompt, PromptEvaluationError
+from tooling.runtime import (
+    ApprovalPending,
+    Budget,
+    Deadline,
+    PriceSheet,
+    Prompt,
+    PromptEvaluationError,
+)
 from tooling.runtime.text import storable
 
 logger = logging.getLogger(__name__)
@@ -64,6 +73,10 @@ def start_session(
     ``trust_level`` decides which hosted tools the run is offered; callers
     check who may start and at which level (``access``). ``client`` replaces
     the provider client of an inline run (tests).
+
+    Raises ``budgets.DailyBudgetExceeded`` before recording anything when
+    ``user`` has spent their daily budget; otherwise the run may spend at most
+    its template's budget, capped by what is left of the user's day.
     """
     try:
         template = assembly.load_template(prompt_ref)
@@ -71,6 +84,8 @@ def start_session(
         raise ValidationError(
             {"prompt": f"No enabled prompt template is named '{prompt_ref}'."}
         ) from None
+    # read before the preview uses it up: prices are cached per generation
+    catalog_token = template.__dict__.get("catalog_token")
     if params is not None and not isinstance(params, Mapping):
         raise ValidationError({"params": "Params must be a JSON object."})
     if storable(dict(params or {}))[1]:
@@ -83,16 +98,28 @@ def start_session(
     preview = catalog.preview_prompt(
         template=template, params=params or {}, trust_level=trust_level
     )
+    cost_budget = budgets.session_budget(
+        template.max_cost_per_session, budgets.check_daily_budget(user)
+    )
     if not dispatch.runs_inline():
-        session = _record_session(template, preview, params, trust_level, user)
+        session = _record_session(
+            template, preview, params, trust_level, user, cost_budget=cost_budget
+        )
         dispatch.dispatch_run(session.pk, deadline_seconds=session.deadline_seconds)
         return session
+    pricing = assembly.price_sheet(token=catalog_token)
     # Inline, nothing is acknowledged before the run ends, and its end flushes
     # every commit before it: the session's creation commits as its steps do.
     with steps.run_commits():
-        session = _record_session(template, preview, params, trust_level, user)
+        session = _record_session(
+            template, preview, params, trust_level, user, cost_budget=cost_budget
+        )
         return run_session(
-            session_id=session.pk, client=client, new=session, prompt=preview.prompt
+            session_id=session.pk,
+            client=client,
+            new=session,
+            prompt=preview.prompt,
+            pricing=pricing,
         )
 
 
@@ -102,6 +129,8 @@ def _record_session(
     params: Mapping[str, Any] | None,
     trust_level: str,
     user: Any,
+    *,
+    cost_budget: Decimal | None = None,
 ) -> AgentSession:
     """The session row of a new run, with its catalog revision."""
     revision = catalog.record_revision(preview)
@@ -119,6 +148,7 @@ def _record_session(
         request_options=preview.options,
         revision=revision,
         deadline_seconds=deadline_seconds,
+        cost_budget=cost_budget,
         dispatched_at=timezone.now(),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
@@ -130,6 +160,7 @@ def run_session(
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
     prompt: Prompt | None = None,
+    pricing: PriceSheet | None = None,
 ) -> AgentSession:
     """Claim the session and run it to its end, resuming from its record if an
     earlier attempt was interrupted. A session that cannot be claimed (finished,
@@ -137,25 +168,35 @@ def run_session(
     any more. Returns the session as it stands afterwards. ``new`` and
     ``prompt``: the session as ``start_session`` just created it and the prompt
     it built from the session's revision (saves reading and building them
-    again)."""
+    again); ``pricing``: the prices it read (default: those in effect on the
+    day the session was created)."""
     with steps.run_commits():  # the claim and every step of the run
         claim = lifecycle.claim(session_id, new=new)
         if claim is None:
             lifecycle.settle(session_id)
             logger.info("Session %s is not claimable; not running it", session_id)
         else:
-            _run_claimed(claim, client, prompt)
+            _run_claimed(claim, client, prompt, pricing)
     return AgentSession.objects.get(pk=session_id)
 
 
 def _run_claimed(
-    claim: lifecycle.Claim, client: openai.OpenAI | None, prompt: Prompt | None
+    claim: lifecycle.Claim,
+    client: openai.OpenAI | None,
+    prompt: Prompt | None,
+    pricing: PriceSheet | None = None,
 ) -> None:
     reconnects = 0
-    resuming = claim.session.attempts > 1
+    # a run that paused for a decision before resumes from its record too
+    resuming = claim.session.attempts > 1 or claim.session.pauses > 0
     while True:
         try:
-            _evaluate(claim, client, prompt, resuming=resuming)
+            _evaluate(claim, client, prompt, resuming=resuming, pricing=pricing)
+            return
+        except ApprovalPending:
+            # the sink recorded the request and paused the session: no worker
+            # holds it until a decision (sessions_app.approvals) queues it again
+            logger.info("Session %s waits for an approval", claim.session_id)
             return
         except lifecycle.RunCancelled:
             with contextlib.suppress(lifecycle.LeaseLost):
@@ -220,6 +261,7 @@ def _evaluate(
     prompt: Prompt | None,
     *,
     resuming: bool,
+    pricing: PriceSheet | None = None,
 ) -> None:
     session = claim.session
     if session.revision is None:
@@ -246,6 +288,10 @@ def _evaluate(
         lifecycle.finish(claim, status=Status.FAILED, phase=phase, message=message)
         return
     settings_ = data["prompt"]
+    # a run is priced as of the day it started, however long it waits
+    if pricing is None:
+        started = timezone.localdate(session.created_at, default_timezone())
+        pricing = assembly.price_sheet(on=started)
     writer = steps.StepWriter()
     sink = DatabaseSink(
         session,
@@ -265,21 +311,26 @@ def _evaluate(
             sink=sink,
             trust_level=session.trust_level,
             deadline=Deadline(session.deadline_at),
-            budget=(
-                Budget(max_total_tokens=settings_["max_total_tokens"])
-                if settings_.get("max_total_tokens")
-                else None
-            ),
+            budget=_budget(settings_.get("max_total_tokens"), session.cost_budget),
+            pricing=pricing,
             heartbeat=claim.beat,
             run_id=str(session.pk),
             resume=resumption.record if resumption else None,
         )
 
 
+def _budget(max_total_tokens: int | None, max_cost: Decimal | None) -> Budget | None:
+    """The run's token and money limits (``None``: neither)."""
+    if not max_total_tokens and max_cost is None:
+        return None
+    return Budget(max_total_tokens=max_total_tokens or None, max_cost=max_cost)
+
+
 def cancel_session(*, session_id: Any, user: Any) -> str:
-    """Cancel a session: a queued one at once (``"cancelled"``), a running one
-    at its next step (``"requested"``); ``"finished"`` if it already ended
-    (or a cancel was already requested: ``"requested"``)."""
+    """Cancel a session: a queued one, or one waiting for an approval (which
+    expires with it), at once (``"cancelled"``); a running one at its next
+    step (``"requested"``); ``"finished"`` if it already ended (or a cancel
+    was already requested: ``"requested"``)."""
     now = timezone.now()
     if lifecycle.cancel_queued(session_id, user=user, now=now):
         return "cancelled"
@@ -299,6 +350,8 @@ class SweepReport:
     redispatched: list[str] = dataclasses.field(default_factory=list)
     ran_inline: list[str] = dataclasses.field(default_factory=list)
     settled: dict[str, str] = dataclasses.field(default_factory=dict)
+    # approval requests denied automatically (no decision in time), by id
+    expired_approvals: list[str] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -306,7 +359,8 @@ class SweepReport:
     def __str__(self) -> str:
         return (
             f"{len(self.redispatched)} re-dispatched, {len(self.ran_inline)} run "
-            f"inline, {len(self.settled)} settled"
+            f"inline, {len(self.settled)} settled, {len(self.expired_approvals)} "
+            "approval(s) expired"
         )
 
 
@@ -318,9 +372,12 @@ def sweep_stale_sessions() -> SweepReport:
     session no worker claimed within ``WINK_QUEUED_REDISPATCH_SECONDS`` (a lost
     message, a web process that died before running it inline) is
     re-dispatched. Without a broker, re-dispatched sessions run here, inline.
+    Approval requests past their deadline are denied automatically first, and
+    their runs resumed (``approvals.expire_overdue``).
     """
-    now = timezone.now()
     report = SweepReport()
+    report.expired_approvals = approvals.expire_overdue()
+    now = timezone.now()
     stale = Q(status=Status.RUNNING, lease_expires_at__lt=now)
     for pk in (
         AgentSession.objects.filter(stale)

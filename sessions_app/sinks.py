@@ -3,20 +3,31 @@
 The recorders (``recording.py``) build each event's rows and the run's
 ``StepWriter`` (``steps.py``) writes them, a step at a time; the events that
 end a run move the session through its lifecycle (``lifecycle.py``) under the
-worker's claim. Events whose id is already recorded (a resumed run replaying
-its native calls) are skipped.
+worker's claim, and so does ``ApprovalRequested``: the request's row and the
+session's pause commit together. Events whose id is already recorded (a
+resumed run replaying its native calls) are skipped.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any
 
-from sessions_app import lifecycle, recording
-from sessions_app.models import AgentSession, ProviderCall
+from django.db import transaction
+
+from sessions_app import lifecycle, notifications, recording, steps
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    ToolInvocation,
+)
 from sessions_app.steps import StepWriter
 from tooling.runtime import (
+    ApprovalRequested,
+    HostedToolWithdrawn,
     PolicyDenied,
     PromptExecuted,
     PromptFailed,
@@ -28,6 +39,7 @@ from tooling.runtime import (
 )
 from tooling.runtime.planning import PLAN_REDUCERS
 from tooling.runtime.serde import dump
+from tooling.runtime.text import storable_text
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +51,20 @@ _RECORDERS: dict[type[Any], Callable[..., Any]] = {
     ProviderCallFailed: recording.record_provider_call_failed,
     ToolInvoked: recording.record_tool_invoked,
     PolicyDenied: recording.record_policy_denied,
+    HostedToolWithdrawn: recording.record_hosted_tool_withdrawn,
     StateChanged: recording.record_state_changed,
 }
 
 # Events published by handlers whose effect is recorded as ``StateChanged``.
 _RECORDED_AS_STATE = tuple(reducer.event_type for reducer in PLAN_REDUCERS)
+
+
+def _priced(row: Any) -> bool:
+    """A row the session's cost counts: a provider call that got a response
+    (a failed request has no usage) or a native call."""
+    if isinstance(row, ProviderCall):
+        return row.response is not None
+    return isinstance(row, ToolInvocation) and row.native
 
 
 class DatabaseSink:
@@ -68,17 +89,21 @@ class DatabaseSink:
             None if resumed else dict.fromkeys(USAGE_FIELDS, 0)
         )
         self.turns = 0
+        self.cost = Decimal(0)  # provider calls and native fees (USD)
+        self.unpriced = 0
 
     def _summed(self) -> dict[str, Any] | None:
         if self.usage is None:
             return None
-        return lifecycle.as_totals(self.usage, self.turns)
+        return lifecycle.as_totals(
+            self.usage, self.turns, cost=self.cost, unpriced=self.unpriced
+        )
 
     def _count(self, rows: Iterable[Any]) -> None:
         if self.usage is None:
             return
         if self.writer.in_step:  # a step may still drop its rows
-            if any(isinstance(row, ProviderCall) for row in rows):
+            if any(isinstance(row, ProviderCall) or _priced(row) for row in rows):
                 self.usage = None
             return
         for row in rows:
@@ -86,10 +111,18 @@ class DatabaseSink:
                 for field in USAGE_FIELDS:
                     self.usage[field] += getattr(row, field)
                 self.turns += row.response is not None
+            if _priced(row):
+                if row.cost is None:
+                    self.unpriced += 1
+                else:
+                    self.cost += row.cost
 
     def emit(self, event: object) -> None:
         event_id = getattr(event, "event_id", None)
         if event_id is not None and event_id in self.recorded:
+            return
+        if isinstance(event, ApprovalRequested):
+            self._pause(event)
             return
         if isinstance(event, PromptExecuted):
             lifecycle.finish(
@@ -123,3 +156,38 @@ class DatabaseSink:
         rows = recorder(session=self.session, event=event)
         self.writer.add(rows)
         self._count(rows)
+
+    def _pause(self, event: ApprovalRequested) -> None:
+        """Record the approval request and pause the session, together: a
+        worker that lost its lease (or a cancelled run) writes neither. The
+        approvers hear of it once it is committed.
+
+        A call id its column cannot hold as it is (missing, longer than the
+        column, or with a NUL byte or a lone surrogate) could not be matched
+        with its decision on resume: such a run ends failed instead of
+        pausing (pausing again on every resume)."""
+        limit = ApprovalRequest._meta.get_field("call_id").max_length or 100
+        call_id = event.call_id
+        if call_id is None or len(call_id) > limit or storable_text(call_id)[1]:
+            lifecycle.finish(
+                self.claim,
+                status=AgentSession.Status.FAILED,
+                phase="response",
+                message=f"The provider's call id for '{event.tool_name[:64]}' is "
+                f"missing, longer than {limit} characters or not text a database "
+                "stores: the run cannot pause on it for approval, and the call "
+                "did not run.",
+                summed=self._summed(),
+            )
+            return
+        approval = recording.record_approval_requested(
+            session=self.session, event=event
+        )
+        # the pause ends this worker's part as a finish does: with the
+        # server's own synchronous_commit, so the run's steps and the pause
+        # are on disk before any approver hears of the request
+        steps.durable_commits()
+        with transaction.atomic():
+            approval.save(force_insert=True)
+            lifecycle.pause(self.claim, summed=self._summed())
+        transaction.on_commit(lambda: notifications.approval_requested(approval))

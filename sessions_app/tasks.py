@@ -13,8 +13,8 @@ from typing import Any
 
 from celery import shared_task
 
-from sessions_app import dispatch, services
-from sessions_app.models import AgentSession
+from sessions_app import dispatch, notifications, services
+from sessions_app.models import AgentSession, ApprovalRequest
 
 logger = logging.getLogger(__name__)
 
@@ -40,3 +40,26 @@ def sweep_stale_sessions_task() -> dict[str, Any]:
     if report.redispatched or report.ran_inline or report.settled:
         logger.info("Swept stale sessions: %s", report)
     return report.as_dict()
+
+
+# Short limits: a notification waits at most a few seconds per mail server
+# step and for the webhook; it must never hold a worker for a run's time.
+@shared_task(
+    name=notifications.NOTIFY_TASK,
+    ignore_result=True,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def notify_approval_requested(approval_id: str) -> str:
+    """Email and webhook for a run that waits for approval (never raises:
+    a notification is not worth a retry storm)."""
+    approval = (
+        ApprovalRequest.objects.select_related("session").filter(pk=approval_id).first()
+    )
+    if approval is None:
+        logger.warning("Approval %s does not exist; nobody to notify", approval_id)
+        return "missing"
+    if approval.status != ApprovalRequest.Status.PENDING:
+        return "closed"  # decided (or expired) before the worker got to it
+    notifications.send_notifications(approval)
+    return "sent"

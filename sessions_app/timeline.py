@@ -2,10 +2,14 @@
 
 Every audit row has a position ``(turn, step, order, id)``:
 
-- a provider call: ``(turn, 0, 0, id)``; its citations right after it:
-  ``(turn, 1, 0, id)``;
+- a provider call: ``(turn, 0, 0, id)``; a hosted tool its request no longer
+  offered (a quota decision) right after it: ``(turn, 0, 1, id)``; its
+  citations: ``(turn, 1, 0, id)``;
 - a tool call's policy denial, the call itself, then its state changes:
-  ``(turn, 2, 4·sequence + 0|1|2, id)``.
+  ``(turn, 2, 4·sequence + 0|1|2, id)``; its approval request just before
+  them: ``(turn, 2, 4·sequence - 1, t)``; an MCP approval request after the
+  turn's citations: ``(turn, 1, 1, t)`` (``t``: when it was requested, in
+  microseconds, the tie-break of approvals, whose ids are UUIDs).
 
 A page is read with one keyset query per kind (the positions after the
 cursor, in index order, ``limit + 1`` each), merged; then the page's rows,
@@ -22,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import datetime
 import json
 from typing import Any
 
@@ -29,9 +34,11 @@ from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
 
 from sessions_app.models import (
     AgentSession,
+    ApprovalRequest,
     Citation,
     PolicyDenial,
     ProviderCall,
+    QuotaDecision,
     StateChange,
     ToolInvocation,
     VirtualFile,
@@ -41,15 +48,28 @@ Position = tuple[int, int, int, int]
 
 KINDS = (
     "provider_call",
+    "quota_decision",
     "citation",
     "policy_denial",
     "tool_invocation",
     "state_change",
+    "approval",
 )
 
 
 class InvalidCursor(ValueError):
     pass
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_MICROSECOND = datetime.timedelta(microseconds=1)
+
+
+def _as_key(value: Any) -> int:
+    """A tie-break value as the integer a position holds."""
+    if isinstance(value, datetime.datetime):
+        return (value - _EPOCH) // _MICROSECOND
+    return int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,17 +122,26 @@ def _unseen(value: int) -> Func:
 class _Source:
     """One kind of row on the timeline: its rows, where the turn is read,
     its step, and its order within the step (``4 * sequence + offset``, or
-    0 when ``offset`` is None)."""
+    ``order`` when ``offset`` is None)."""
 
     kind: str
     queryset: QuerySet[Any]
     turn: str
     step: int
     offset: int | None
-    ordering: tuple[str, ...]
+    ordering: tuple[Any, ...]
+    order: int = 0
+    # The column that breaks ties within an order: the id, or for rows with
+    # UUID ids a timestamp (its microseconds are the position's last value).
+    tiebreak: str = "pk"
+
+    def _tie_after(self, key: int) -> Q:
+        if self.tiebreak == "pk":
+            return Q(pk__gt=key)
+        return Q(**{f"{self.tiebreak}__gt": _EPOCH + key * _MICROSECOND})
 
     def position_of(self, turn: int, sequence: int, pk: int) -> Position:
-        order = 0 if self.offset is None else 4 * sequence + self.offset
+        order = self.order if self.offset is None else 4 * sequence + self.offset
         return (turn, self.step, order, pk)
 
     def after(self, position: Position | None) -> Q:
@@ -126,18 +155,51 @@ class _Source:
         later = Q(**{f"{column}__gt": turn})
         if self.step != step:
             return Q(**{f"{column}__gte": turn}) if self.step > step else later
-        if self.offset is None:  # the order is always 0
-            if order != 0:
+        if self.offset is None:  # the order is always self.order
+            if order > self.order:
                 return later
-            within = Q(pk__gt=pk)
+            within = self._tie_after(pk) if order == self.order else Q()
         else:
             # 4 * sequence + offset > order  <=>  sequence > (order - offset) / 4
             gap = order - self.offset
             within = Q(sequence__gt=gap // 4)
             if gap % 4 == 0:
-                within |= Q(sequence=gap // 4, pk__gt=pk)
+                within |= Q(sequence=gap // 4) & self._tie_after(pk)
         # The first condition bounds the index range; the rest picks the rows.
         return Q(**{f"{column}__gte": turn}) & (later | (Q(**{column: turn}) & within))
+
+
+@dataclasses.dataclass(frozen=True)
+class _ApprovalSource(_Source):
+    """Approval requests, one query for both places they take: a function
+    call's just before the call (``4 * sequence - 1`` in step 2), an MCP
+    request's (no sequence) after its turn's citations (step 1, order 1).
+    Read by turn, MCP requests first, then by sequence: position order."""
+
+    def _as(self, **changes: Any) -> _Source:
+        fields = {field.name: getattr(self, field.name) for field in _FIELDS}
+        return _Source(**{**fields, **changes})
+
+    def _mcp(self) -> _Source:
+        return self._as(step=1, offset=None, order=1)
+
+    def _function(self) -> _Source:
+        return self._as()
+
+    def position_of(self, turn: int, sequence: Any, pk: int) -> Position:
+        if sequence is None:
+            return self._mcp().position_of(turn, 0, pk)
+        return self._function().position_of(turn, sequence, pk)
+
+    def after(self, position: Position | None) -> Q:
+        if position is None:
+            return Q()
+        return (Q(sequence__isnull=False) & self._function().after(position)) | (
+            Q(sequence__isnull=True) & self._mcp().after(position)
+        )
+
+
+_FIELDS = dataclasses.fields(_Source)
 
 
 def _sources(session: AgentSession) -> list[_Source]:
@@ -149,6 +211,15 @@ def _sources(session: AgentSession) -> list[_Source]:
             0,
             None,
             ("turn", "pk"),
+        ),
+        _Source(
+            "quota_decision",
+            QuotaDecision.objects.filter(session=session),
+            "turn",
+            0,
+            None,
+            ("turn", "pk"),
+            order=1,
         ),
         _Source(
             "citation",
@@ -185,6 +256,22 @@ def _sources(session: AgentSession) -> list[_Source]:
             2,
             ("turn", "sequence", "pk"),
         ),
+        _ApprovalSource(
+            "approval",
+            ApprovalRequest.objects.filter(session=session)
+            .select_related("decided_by")
+            # the events API reads every row's created_at
+            .annotate(created_at=F("requested_at")),
+            "turn",
+            2,
+            -1,
+            (
+                "turn",
+                F("sequence").asc(nulls_first=True),
+                "requested_at",
+            ),
+            tiebreak="requested_at",
+        ),
     ]
 
 
@@ -203,32 +290,37 @@ def events_page(
     page reads its rows by id. A page loads ``limit`` rows, not five times as
     many, at any point of any session."""
     chosen = [source for source in _sources(session) if source.kind in kinds]
-    keys: list[tuple[Position, _Source]] = []
+    keys: list[tuple[Position, _Source, Any]] = []
     for source in chosen:
         columns = (
             ("turn", "pk") if source.offset is None else ("turn", "sequence", "pk")
         )
+        if source.tiebreak != "pk":
+            columns = (*columns[:-1], source.tiebreak, "pk")
         for values in (
             source.queryset.filter(source.after(after))
             .order_by(*source.ordering)
             .values_list(*columns)[: limit + 1]
         ):
             sequence = values[1] if source.offset is not None else 0
-            keys.append((source.position_of(values[0], sequence, values[-1]), source))
+            key = _as_key(values[-2] if source.tiebreak != "pk" else values[-1])
+            keys.append(
+                (source.position_of(values[0], sequence, key), source, values[-1])
+            )
     keys.sort(key=lambda key: key[0])
     more = len(keys) > limit
     keys = keys[:limit]
     rows: dict[tuple[str, Any], Any] = {}
     for source in chosen:
-        pks = [position[3] for position, of in keys if of is source]
+        pks = [pk for _position, of, pk in keys if of is source]
         if pks:
             rows.update(
                 ((source.kind, row.pk), row)
                 for row in source.queryset.filter(pk__in=pks)
             )
     page = [
-        Event(source.kind, position, rows[source.kind, position[3]])
-        for position, source in keys
+        Event(source.kind, position, rows[source.kind, pk])
+        for position, source, pk in keys
     ]
     return page, (page[-1].position if more and page else None)
 

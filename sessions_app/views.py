@@ -28,7 +28,7 @@ from django.shortcuts import get_object_or_404
 from django.views import View
 from django.views.generic import DetailView, ListView
 
-from sessions_app import access, paging, services, timeline
+from sessions_app import access, inbox, paging, services, timeline
 from sessions_app.bidi import NeutraliseBidiMixin
 from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
@@ -197,6 +197,9 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             more_files=more_files,
             may_cancel=not session.is_finished
             and access.may_cancel(self.request.user, session),
+            pending_approval=inbox.pending_for(session)
+            if session.status == AgentSession.Status.AWAITING_APPROVAL
+            else None,
             progress_version=(
                 ""
                 if session.is_finished

@@ -3,7 +3,10 @@
 Roles: ``anonymous``; ``user_a`` and ``user_b``, two ordinary accounts in the
 Runners group (they may start runs), each the author of one session;
 ``auditor`` (the Auditors group, staff: sees every session, may not start or
-cancel); ``staff`` (staff, no permission at all).
+cancel); ``staff`` (staff, no permission at all); ``approver`` (a Runner in
+the Approvers group: may decide any approval, sees no session but its own).
+The approver is user_a plus the Approvers group, so a row states its status
+only where it differs from user_a's (``Row.approver``).
 
 The routes are read from the URLconf: a route without a row here fails the
 test (add the row when you add the route). Admin routes without a row of their
@@ -27,6 +30,7 @@ from rest_framework.test import APIClient
 from sessions_app.models import AgentSession
 from tests.sessions_app.factories import (
     AgentSessionFactory,
+    ApprovalRequestFactory,
     CitationFactory,
     ProviderCallFactory,
     ToolInvocationFactory,
@@ -42,7 +46,7 @@ from tests.tooling.factories import (
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ("anonymous", "user_a", "user_b", "auditor", "staff")
+ROLES = ("anonymous", "user_a", "user_b", "auditor", "staff", "approver")
 LOGIN = 302  # to the login page
 SECRET_B = "marker-of-user-b-0b5e"
 
@@ -50,8 +54,14 @@ SECRET_B = "marker-of-user-b-0b5e"
 @dataclass(frozen=True)
 class Row:
     method: str
-    statuses: tuple[int, int, int, int, int]  # in ROLES order
+    statuses: tuple[int, int, int, int, int]  # in ROLES order, approver aside
     data: Any = None
+    approver: int | None = None  # None: as user_a
+
+    def expected(self, role: str) -> int:
+        if role == "approver":
+            return self.statuses[1] if self.approver is None else self.approver
+        return self.statuses[ROLES.index(role)]
 
 
 # route name -> rows (one per method). Statuses for anonymous, user_a, user_b,
@@ -69,6 +79,16 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_app:session-progress": [Row("get", (LOGIN, 404, 200, 200, 404))],
     "sessions_app:session-cancel": [Row("post", (LOGIN, 404, 302, 403, 404))],
     "sessions_app:citation-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    # spend of the sessions each may see (user_b's only to user_b and auditor)
+    "sessions_app:cost-report": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    "sessions_app:cost-csv": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    # the approval inbox: approvers decide; the author (user_b) and auditors
+    # see user_b's approval read-only; nobody else sees it
+    "sessions_app:approval-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    "sessions_app:approval-detail": [
+        Row("get", (LOGIN, 404, 200, 200, 404), approver=200),
+        Row("post", (LOGIN, 404, 403, 403, 404), data="decide_form", approver=302),
+    ],
     # sessions API
     "sessions_api:session-list": [
         Row("get", (401, 200, 200, 200, 200)),
@@ -83,6 +103,17 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_api:toolinvocation-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:citation-list": [Row("get", (401, 200, 200, 200, 200))],
     "sessions_api:citation-detail": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:costs": [Row("get", (401, 200, 200, 200, 200))],
+    "sessions_api:approval-list": [Row("get", (401, 200, 200, 200, 200))],
+    "sessions_api:approval-detail": [
+        Row("get", (401, 404, 200, 200, 404), approver=200)
+    ],
+    "sessions_api:approval-approve": [
+        Row("post", (401, 404, 403, 403, 404), data={}, approver=200)
+    ],
+    "sessions_api:approval-deny": [
+        Row("post", (401, 404, 403, 403, 404), data={"reason": "no"}, approver=200)
+    ],
     # catalog API
     "catalog_api:prompt-list": [Row("get", (401, 200, 200, 200, 200))],
     "catalog_api:prompt-detail": [Row("get", (401, 200, 200, 200, 200))],
@@ -108,6 +139,13 @@ MATRIX: dict[str, list[Row]] = {
         Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
     ],
     "admin:sessions_app_citation_change": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))],
+    # the admin inbox: staff who may view approvals (the approver is not staff)
+    "admin:sessions_app_approvalrequest_changelist": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_approvalrequest_change": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
     # running a prompt from the admin: view the template and start sessions
     "admin:tooling_prompttemplate_preview": [
         Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))
@@ -159,6 +197,8 @@ def world() -> dict[str, Any]:
     auditor = UserFactory.create(username="auditor", is_staff=True)
     auditor.groups.add(Group.objects.get(name="Auditors"))
     staff = UserFactory.create(username="staff", is_staff=True)
+    approver = UserFactory.create(username="approver")
+    approver.groups.add(runners, Group.objects.get(name="Approvers"))
     AgentSessionFactory.create(created_by=user_a, output_text="user a's output")
     session = AgentSessionFactory.create(
         created_by=user_b,
@@ -176,6 +216,9 @@ def world() -> dict[str, Any]:
     )
     prompt = PromptTemplateFactory.create()
     add_sections(prompt, SectionDefinitionFactory.create(template="Say hello."))
+    approval = ApprovalRequestFactory.create(
+        session__created_by=user_b, session__rendered_prompt=SECRET_B, reason=SECRET_B
+    )
     return {
         "users": {
             "anonymous": None,
@@ -183,12 +226,18 @@ def world() -> dict[str, Any]:
             "user_b": user_b,
             "auditor": auditor,
             "staff": staff,
+            "approver": approver,
         },
         "kwargs": {
             "sessions_app:session-detail": {"pk": session.pk},
             "sessions_app:session-progress": {"pk": session.pk},
             "sessions_app:session-cancel": {"pk": session.pk},
             "sessions_api:session-detail": {"pk": session.pk},
+            "sessions_app:approval-detail": {"pk": approval.pk},
+            "sessions_api:approval-detail": {"pk": approval.pk},
+            "sessions_api:approval-approve": {"pk": approval.pk},
+            "sessions_api:approval-deny": {"pk": approval.pk},
+            "admin:sessions_app_approvalrequest_change": {"object_id": approval.pk},
             "sessions_api:session-cancel": {"pk": session.pk},
             "sessions_api:session-provider-calls": {"pk": session.pk},
             "sessions_api:session-events": {"pk": session.pk},
@@ -215,6 +264,7 @@ def world() -> dict[str, Any]:
             "admin:tooling_prompttemplate_run": {"pk": prompt.pk},
         },
         "start": {"prompt": prompt.ref},
+        "decide_form": {"decision": "approve", "reason": "ok"},
     }
 
 
@@ -237,10 +287,10 @@ def test_every_route_has_a_row():
 
 
 CELLS = [
-    (name, row, role, row.statuses[index])
+    (name, row, role, row.expected(role))
     for name, rows in MATRIX.items()
     for row in rows
-    for index, role in enumerate(ROLES)
+    for role in ROLES
 ]
 
 
@@ -265,6 +315,8 @@ def test_access(world, name, row, role, expected):
     ):
         assert "login" in response["Location"]
     sees_b = role in ("user_b", "auditor") and not name.startswith("admin:tooling")
+    # approvers see the approvals they may decide, not their sessions
+    sees_b = sees_b or (role == "approver" and "approval" in name)
     if not sees_b:
         assert SECRET_B.encode() not in response.content, "user_b's data leaked"
 

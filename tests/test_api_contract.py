@@ -44,7 +44,13 @@ def test_prompts_list_their_parameters_and_tools(api_client, demo):
     body = api_client.get("/api/prompts/").json()
 
     by_ref = {prompt["ref"]: prompt for prompt in body["results"]}
-    assert set(by_ref) == {"demo/research", "demo/release", "demo/notes", "demo/patch"}
+    assert set(by_ref) == {
+        "demo/research",
+        "demo/release",
+        "demo/ship",
+        "demo/notes",
+        "demo/patch",
+    }
     release = by_ref["demo/release"]
     assert release["parameters"] == [
         {

@@ -56,7 +56,12 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from sessions_app import services
-from sessions_app.models import AgentSession, Citation, ToolInvocation
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    Citation,
+    ToolInvocation,
+)
 from tests.sessions_app.factories import UserFactory
 from tooling.demo import seed_demo_catalog
 from tooling.models import HostedToolDefinition, PromptTemplate, ToolDefinition
@@ -97,7 +102,9 @@ def caller():
     """A user who may do everything the API allows."""
     user = UserFactory.create(username="fuzzer")
     user.groups.add(
-        Group.objects.get(name="Runners"), Group.objects.get(name="Auditors")
+        Group.objects.get(name="Runners"),
+        Group.objects.get(name="Auditors"),
+        Group.objects.get(name="Approvers"),
     )
     user.user_permissions.add(
         *Permission.objects.filter(
@@ -110,12 +117,15 @@ def caller():
 
 @pytest.fixture
 def seeded(caller):
-    """The demo catalog and two finished runs (tool calls, citations); one is
-    another user's, which the caller sees as an auditor."""
+    """The demo catalog, two finished runs (tool calls, citations) and one
+    waiting for approval; one is another user's, which the caller sees as an
+    auditor."""
     seed_demo_catalog()
     services.start_session(prompt_ref="demo/release", user=caller)
     services.start_session(prompt_ref="demo/research")
+    services.start_session(prompt_ref="demo/ship", user=caller)
     assert ToolInvocation.objects.exists() and Citation.objects.exists()
+    assert ApprovalRequest.objects.exists()
 
 
 @pytest.fixture
@@ -345,6 +355,9 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
     prompts = PromptTemplate.objects.values_list("namespace", "key")
     by_session = [{"id": str(pk)} for pk in sessions]
     by_prompt = [{"namespace": namespace, "key": key} for namespace, key in prompts]
+    by_approval = [
+        {"id": str(pk)} for pk in ApprovalRequest.objects.values_list("pk", flat=True)
+    ]
     return {
         "/api/sessions/{id}/": by_session,
         "/api/sessions/{id}/cancel/": by_session,
@@ -367,6 +380,9 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
         ],
         "/api/prompts/{namespace}/{key}/": by_prompt,
         "/api/prompts/{namespace}/{key}/preview/": by_prompt,
+        "/api/approvals/{id}/": by_approval,
+        "/api/approvals/{id}/approve/": by_approval,
+        "/api/approvals/{id}/deny/": by_approval,
     }
 
 

@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+import tooling.admin_pricing  # noqa: F401  (registers the price list's admin)
 from tooling import assembly, services
 from tooling.assembly.edits import describe
 from tooling.forms import (
@@ -220,6 +221,27 @@ class PromptTemplateAdmin(admin.ModelAdmin):
     search_fields = ["namespace", "key", "name"]
     filter_horizontal = ["policies"]
     inlines = [PromptSectionInline]
+    fieldsets = [
+        (
+            None,
+            {"fields": ["namespace", "key", "name", "description", "model", "enabled"]},
+        ),
+        ("Tools and output", {"fields": ["policies", "output_schema", "tool_choice"]}),
+        (
+            "Limits",
+            {
+                "description": "What one run may use (docs/quotas.md, "
+                "docs/costs.md). Calls per function tool: a call limit policy.",
+                "fields": [
+                    "deadline_seconds",
+                    "max_turns",
+                    "max_total_tokens",
+                    "max_cost_per_session",
+                    "hosted_tool_limits",
+                ],
+            },
+        ),
+    ]
 
     @admin.display(description="Prompt", ordering="namespace")
     def ref_display(self, obj: PromptTemplate) -> str:

@@ -1,6 +1,7 @@
 """The demo catalog: a research prompt (web search, citations, a function
-tool), a release prompt (sequential dependencies), a notes prompt
-(read-before-write and planning) and a patch prompt (apply_patch under
+tool), a release prompt (sequential dependencies), a ship prompt (the same
+pipeline, its deploy to production waiting for a human approval), a notes
+prompt (read-before-write and planning) and a patch prompt (apply_patch under
 read-before-write). Seeding is idempotent."""
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from tooling.models import (
     ToolDefinition,
 )
 
-DEMO_PROMPTS = ("demo/research", "demo/release", "demo/notes", "demo/patch")
+DEMO_PROMPTS = (
+    "demo/research",
+    "demo/release",
+    "demo/ship",
+    "demo/notes",
+    "demo/patch",
+)
 
 # The research prompt answers in JSON and names its sources as a field too: the
 # API does not promise url_citation annotations on JSON output, so the answer
@@ -125,6 +132,7 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         description="Web search restricted to documentation domains and localised "
         "to Berlin, answering in JSON; the citations survive the structured output.",
         output_schema=RESEARCH_ANSWER_SCHEMA,
+        hosted_tool_limits={"web_search": 2},  # docs/quotas.md
     )
 
     release_policy, _ = PolicyDefinition.objects.get_or_create(
@@ -155,6 +163,8 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         name="Release with sequential dependencies",
         description="The model tries to deploy first; the policy makes it build first.",
     )
+
+    ship = _seed_ship_prompt(release_tools, release_policy)
 
     rbw_policy, _ = PolicyDefinition.objects.get_or_create(
         name="read-before-write",
@@ -200,7 +210,44 @@ def seed_demo_catalog() -> list[PromptTemplate]:
         description="A denied overwrite, a read, then a successful write.",
     )
     patch = _seed_patch_prompt()
-    return [research, release, notes, patch]
+    return [research, release, ship, notes, patch]
+
+
+def _seed_ship_prompt(
+    release_tools: Sequence[ToolDefinition], release_policy: PolicyDefinition
+) -> PromptTemplate:
+    """The release pipeline to production: ``deploy`` waits for a human yes
+    (the ``production-deploy`` approval policy) once the release order allows
+    it. The prompt names only ``production``, so the offline model deploys
+    there (``tooling.offline.calls.named_choices``)."""
+    approval, _ = PolicyDefinition.objects.get_or_create(
+        name="production-deploy",
+        defaults={
+            "kind": PolicyDefinition.Kind.APPROVAL,
+            "config": {
+                "rules": [{"tool": "deploy", "when": {"environment": "production"}}]
+            },
+            "description": "A deploy to production waits for an approver's yes "
+            "(the Approvers group).",
+        },
+    )
+    section = _section(
+        "ship.pipeline",
+        title="Release pipeline",
+        template="Release $service to production. Deploy only once it is built "
+        "and tested; an approver must allow the deploy.",
+        default_params={"service": "catalog-api"},
+        tools=release_tools,
+        policies=[release_policy, approval],
+    )
+    return _prompt(
+        "demo",
+        "ship",
+        [section],
+        name="Release to production with approval",
+        description="The release pipeline; its deploy to production pauses the "
+        "run until someone approves or denies it in the inbox.",
+    )
 
 
 def _seed_patch_prompt() -> PromptTemplate:

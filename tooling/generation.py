@@ -23,8 +23,8 @@ back (tooling/migrations/0010_issue13_schema.py does).
 from __future__ import annotations
 
 # Every catalog table (tooling's models and their many-to-many tables, except
-# the revisions themselves and this row): what frozen revisions and price
-# sheets read. A test checks the list against the models
+# the revisions themselves, this row and the users' budgets): what frozen
+# revisions and price sheets read. A test checks the list against the models
 # (tests/tooling/test_generation.py).
 CATALOG_TABLES = (
     "tooling_tooldefinition",
@@ -40,7 +40,6 @@ CATALOG_TABLES = (
     "tooling_modelcapability",
     "tooling_modelprice",
     "tooling_hostedtoolprice",
-    "tooling_userbudget",
 )
 
 GENERATION_TABLE = "tooling_cataloggeneration"

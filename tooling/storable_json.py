@@ -119,6 +119,10 @@ class StorableJSONFormField(forms.JSONField):
             return super().to_python(value)
         except RecursionError:
             raise ValidationError(TOO_DEEP, code="invalid") from None
+        except ValueError:  # an integer past Python's 4300-digit limit
+            raise ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": value}
+            ) from None
 
     def prepare_value(self, value: Any) -> Any:
         text = super().prepare_value(value)
@@ -130,7 +134,7 @@ class StorableJSONFormField(forms.JSONField):
     def bound_data(self, data: Any, initial: Any) -> Any:
         try:
             return super().bound_data(data, initial)
-        except RecursionError:
+        except (RecursionError, ValueError):
             return forms.fields.InvalidJSONInput(data)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,28 @@ def env_number(name: str, default: float, *, minimum: float = 0) -> float:
         raise ImproperlyConfigured(f"{name} must be a number; got {raw!r}.") from None
     if not value >= minimum or value == float("inf"):
         raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {raw!r}.")
+    return value
+
+
+def env_usd(name: str) -> Decimal | None:
+    """An amount of US dollars (``"5"``, ``"0.25"``); unset or empty: ``None``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ImproperlyConfigured(
+            f"{name} must be an amount of US dollars such as 5 or 0.25; got {raw!r}."
+        ) from None
+    if not value.is_finite() or value < 0 or value >= Decimal("1e8"):
+        raise ImproperlyConfigured(
+            f"{name} must be at least 0 and below 100000000; got {raw!r}."
+        )
+    if value != value.quantize(Decimal("0.0001")):
+        raise ImproperlyConfigured(
+            f"{name} may have at most 4 decimal places; got {raw!r}."
+        )
     return value
 
 
@@ -221,7 +244,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Swagger UI's assets are served from the installed sidecar, not a CDN.
     # One name for the trust levels, wherever they appear.
-    "ENUM_NAME_OVERRIDES": {"TrustLevelEnum": "tooling.models.TrustLevel"},
+    "ENUM_NAME_OVERRIDES": {
+        "TrustLevelEnum": "tooling.models.TrustLevel",
+        "ApprovalStatusEnum": "sessions_app.models.ApprovalRequest.Status",
+        "ApprovalKindEnum": "sessions_app.models.ApprovalRequest.Kind",
+        "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -244,6 +272,14 @@ WINK_RUN_MAX_ATTEMPTS = int(env_number("WINK_RUN_MAX_ATTEMPTS", 3, minimum=1))
 # nothing per step, and the run resumes from what survived (ADR 0008). Set to
 # true to make every step wait for its flush.
 WINK_RUN_DURABLE_COMMITS = env_bool("WINK_RUN_DURABLE_COMMITS", False)
+# How long an approval request waits for a human before it is denied
+# automatically (an approval policy may set its own deadline_seconds).
+WINK_APPROVAL_TIMEOUT_SECONDS = int(
+    env_number("WINK_APPROVAL_TIMEOUT_SECONDS", 86400, minimum=1)
+)
+# The most each user's runs may spend per day (USD, the project's time zone),
+# for users without their own budget (admin: user budgets). Unset: no limit.
+WINK_DAILY_BUDGET_USD = env_usd("WINK_DAILY_BUDGET_USD")
 # The sweeper's period (Celery beat), and how long a queued session may wait
 # unclaimed before it is dispatched again.
 WINK_SWEEP_INTERVAL = env_number("WINK_SWEEP_INTERVAL", 30, minimum=1)
@@ -320,6 +356,49 @@ WINK_MCP_HEADER_ENV_ALLOW = env_list("WINK_MCP_HEADER_ENV_ALLOW", "")
 # past the run's deadline) and the timeout of one attempt, in seconds.
 WINK_OPENAI_MAX_RETRIES = int(env_number("WINK_OPENAI_MAX_RETRIES", 2))
 WINK_OPENAI_TIMEOUT = env_number("WINK_OPENAI_TIMEOUT", 600, minimum=0.1)
+
+# Approval notifications (docs/approvals.md). Links in them are absolute: the
+# address people open the product at.
+WINK_BASE_URL = os.environ.get("WINK_BASE_URL", "http://127.0.0.1:8000").strip()
+# An optional webhook POSTed when a run waits for approval, signed with the
+# secret (HMAC-SHA256; the secret is required with the URL).
+WINK_APPROVAL_WEBHOOK_URL = os.environ.get("WINK_APPROVAL_WEBHOOK_URL", "").strip()
+WINK_APPROVAL_WEBHOOK_SECRET = os.environ.get("WINK_APPROVAL_WEBHOOK_SECRET", "")
+for _name, _url, _required in (
+    ("WINK_BASE_URL", WINK_BASE_URL, True),
+    ("WINK_APPROVAL_WEBHOOK_URL", WINK_APPROVAL_WEBHOOK_URL, False),
+):
+    if (_url or _required) and not re.fullmatch(
+        r"https?://[^\s/?#@]+(/[^\s]*)?", _url, flags=re.IGNORECASE
+    ):
+        # The webhook's URL may carry a token: never echoed.
+        _got = repr(_url) if _required else "another value (not shown)"
+        raise ImproperlyConfigured(
+            f"{_name} must be an http:// or https:// URL such as "
+            f"https://catalog.example.com; got {_got}."
+        )
+WINK_BASE_URL = WINK_BASE_URL.rstrip("/")
+if WINK_APPROVAL_WEBHOOK_URL and not WINK_APPROVAL_WEBHOOK_SECRET:
+    raise ImproperlyConfigured(
+        "WINK_APPROVAL_WEBHOOK_URL needs WINK_APPROVAL_WEBHOOK_SECRET: the "
+        "webhook is signed with it."
+    )
+# Email (approval notifications): Django's backend; the console backend prints
+# them when DEBUG is on, SMTP otherwise (EMAIL_HOST ...).
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(env_number("EMAIL_PORT", 25, minimum=1))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+# A notification never waits long for a mail server.
+EMAIL_TIMEOUT = 5
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "wink@localhost")
 
 # The modules whose handlers catalog tools can be bound to (docs/handlers.md):
 # comma-separated dotted paths, each defining register_handlers(registry). The

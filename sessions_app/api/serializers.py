@@ -13,6 +13,7 @@ from sessions_app.models import (
     Citation,
     PolicyDenial,
     ProviderCall,
+    QuotaDecision,
     StateChange,
     ToolInvocation,
     VirtualFile,
@@ -27,7 +28,28 @@ TRAIL_LIMIT = 50
 PROMPT_REF_RE = re.compile(r"^[^/\s]{1,100}/[^/\s]{1,100}$")
 
 
+def usd_field(
+    help_text: str, *, null: bool = True, digits: int = 18, places: int = 10
+) -> serializers.DecimalField:
+    """USD as a decimal string (never a float: JSON numbers lose cents).
+    ``digits``/``places`` as the column's (a cost by default); a sum of many
+    needs more digits, or DRF's rounding refuses it."""
+    return serializers.DecimalField(
+        max_digits=digits,
+        decimal_places=places,
+        coerce_to_string=True,
+        read_only=True,
+        allow_null=null,
+        help_text=help_text,
+    )
+
+
 class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
+    cost = usd_field(
+        "USD, from the usage and the model's prices in effect; null: no price "
+        "for the model (unpriced)."
+    )
+
     class Meta:
         model = ProviderCall
         fields = [
@@ -47,6 +69,7 @@ class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
             "unknown_item_types",
             "attempt_count",
             "attempts",
+            "cost",
             "text_altered",
             "created_at",
         ]
@@ -67,6 +90,11 @@ class ProviderCallDetailSerializer(ProviderCallSummarySerializer):
 
 
 class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
+    cost = usd_field(
+        "USD: a native call's fee (0 for kinds billed by tokens only); null: a "
+        "local call, or no price in effect for the native kind."
+    )
+
     class Meta:
         model = ToolInvocation
         fields = [
@@ -84,6 +112,7 @@ class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
             "value",
             "rendered_output",
             "model_output",
+            "cost",
             "text_altered",
             "created_at",
         ]
@@ -153,6 +182,16 @@ class PolicyDenialSerializer(serializers.ModelSerializer[PolicyDenial]):
         read_only_fields = fields
 
 
+class QuotaDecisionSerializer(serializers.ModelSerializer[QuotaDecision]):
+    """A hosted tool withdrawn from ``turn``'s request on: its calls per run
+    were used up (``used`` above ``limit``: the provider ran more than asked)."""
+
+    class Meta:
+        model = QuotaDecision
+        fields = ["tool_name", "kind", "used", "limit", "turn", "created_at"]
+        read_only_fields = fields
+
+
 class StateChangeSerializer(serializers.ModelSerializer[StateChange]):
     class Meta:
         model = StateChange
@@ -189,13 +228,38 @@ SESSION_SUMMARY_FIELDS = [
     "error_message",
     "revision",
     "attempts",
+    "cost",
+    "cost_budget",
+    "unpriced_calls",
     "created_at",
     "started_at",
     "finished_at",
 ]
 
 
-class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
+class SessionCostFields(serializers.Serializer[AgentSession]):
+    """A session's spend, in its list and detail alike."""
+
+    cost = usd_field(
+        "USD spent so far: provider calls and native tool fees (unpriced calls "
+        "excluded).",
+        null=False,
+    )
+    cost_budget = usd_field(
+        "The most the run may spend, USD (its template's budget capped by its "
+        "user's daily budget left); null: no budget.",
+        digits=12,
+        places=4,
+    )
+    unpriced_calls = serializers.IntegerField(
+        read_only=True,
+        help_text="Calls with no price in effect: not in `cost`.",
+    )
+
+
+class AgentSessionListSerializer(
+    SessionCostFields, serializers.ModelSerializer[AgentSession]
+):
     revision = serializers.CharField(
         source="revision_id",
         read_only=True,
@@ -213,7 +277,9 @@ class AgentSessionListSerializer(serializers.ModelSerializer[AgentSession]):
         read_only_fields = fields
 
 
-class AgentSessionDetailSerializer(serializers.ModelSerializer[AgentSession]):
+class AgentSessionDetailSerializer(
+    SessionCostFields, serializers.ModelSerializer[AgentSession]
+):
     """A session with the first rows of each list of its audit trail (provider
     call bodies excluded)."""
 
@@ -344,16 +410,16 @@ class EventSerializer(serializers.Serializer[Any]):
     turn = serializers.IntegerField()
     sequence = serializers.IntegerField(
         allow_null=True,
-        help_text="The tool call's sequence number (tool calls, their denials "
-        "and state changes); null otherwise.",
+        help_text="The tool call's sequence number (tool calls, their denials, "
+        "state changes and approval requests); null otherwise.",
     )
     created_at = serializers.DateTimeField()
     # Named like Serializer.data: the serializer metaclass takes a declared
     # field off the class, so nothing is shadowed at run time.
     data = serializers.DictField(  # type: ignore[assignment]
         help_text="The row, as in the session's detail: a provider call (without "
-        "bodies), a citation, a policy denial, a tool invocation or a state "
-        "change, by kind."
+        "bodies), a quota decision, a citation, a policy denial, a tool "
+        "invocation, a state change or an approval request, by kind."
     )
 
 

@@ -1,5 +1,8 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from sessions_app.api.approvals import ApprovalRequestViewSet
+from sessions_app.api.costs import CostReportView
 from sessions_app.api.views import (
     AgentSessionViewSet,
     CitationViewSet,
@@ -12,5 +15,9 @@ router = SimpleRouter()
 router.register("sessions", AgentSessionViewSet, basename="session")
 router.register("tool-invocations", ToolInvocationViewSet, basename="toolinvocation")
 router.register("citations", CitationViewSet, basename="citation")
+router.register("approvals", ApprovalRequestViewSet, basename="approval")
 
-urlpatterns = router.urls
+urlpatterns = [
+    *router.urls,
+    path("costs/", CostReportView.as_view(), name="costs"),
+]

@@ -24,7 +24,11 @@ from drf_spectacular.utils import (
 )
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import (
+    APIException,
+    PermissionDenied,
+    ValidationError,
+)
 from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,6 +38,7 @@ from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, dispatch, services, timeline
+from sessions_app.api.approval_serializers import ApprovalRequestEventSerializer
 from sessions_app.api.pagination import (
     MAX_PAGE_SIZE,
     CreatedAtCursorPagination,
@@ -52,10 +57,12 @@ from sessions_app.api.serializers import (
     PolicyDenialSerializer,
     ProviderCallDetailSerializer,
     ProviderCallSummarySerializer,
+    QuotaDecisionSerializer,
     StateChangeSerializer,
     ToolInvocationListSerializer,
     ToolInvocationSerializer,
 )
+from sessions_app.budgets import DailyBudgetExceeded
 from sessions_app.filters import (
     AgentSessionFilterSet,
     CitationFilterSet,
@@ -66,14 +73,28 @@ from tooling.api.errors import Conflict, ErrorSerializer, from_django
 
 EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
     "provider_call": ProviderCallSummarySerializer,
+    "quota_decision": QuotaDecisionSerializer,
     "citation": CitationSerializer,
     "policy_denial": PolicyDenialSerializer,
     "tool_invocation": ToolInvocationSerializer,
     "state_change": StateChangeSerializer,
+    "approval": ApprovalRequestEventSerializer,
 }
 SESSION_ID = "The session's id."
 EVENTS_PAGE = 100
 EVENTS_PAGE_MAX = MAX_PAGE_SIZE
+
+
+class DailyBudgetSpent(APIException):
+    """A 429 whose ``wait`` becomes the ``Retry-After`` header (DRF's handler)."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "You have spent your daily budget."
+    default_code = "budget_exceeded"
+
+    def __init__(self, detail: str, *, wait: int) -> None:
+        super().__init__(detail)
+        self.wait = wait
 
 
 @extend_schema_view(
@@ -138,11 +159,18 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         description="Without a broker the run happens inline and the answer "
         "(201) holds the finished session; with one it is queued for a worker "
         "and the answer (202) holds the queued session: follow its Location. "
-        "Needs the 'Can start sessions' permission; throttled per user.",
+        "Needs the 'Can start sessions' permission; throttled per user. A user "
+        "who has spent their daily budget is refused with a 429 saying so, and a "
+        "Retry-After header (seconds to the next local midnight).",
         request=AgentSessionCreateSerializer,
         responses={
             201: AgentSessionDetailSerializer,
             202: AgentSessionDetailSerializer,
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description="Throttled, or the user's daily budget is spent "
+                "(code budget_exceeded).",
+            ),
         },
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -167,6 +195,8 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             )
         except DjangoValidationError as exc:
             raise from_django(exc, {"prompt_ref": "prompt"}) from exc
+        except DailyBudgetExceeded as exc:
+            raise DailyBudgetSpent(exc.message, wait=exc.retry_after) from exc
         data = self._detail(self._fresh(session.pk))
         location = reverse(
             "sessions_api:session-detail", args=[session.pk], request=request
@@ -235,8 +265,9 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
     @extend_schema(
         summary="A session's events, in order, page by page",
         description="One timeline: each provider call, its citations, then each "
-        "tool call (local or native) with its policy denial before it and its "
-        "state changes after it. Follow `next` until it is null.",
+        "tool call (local or native) with its approval request and policy "
+        "denial before it and its state changes after it. Follow `next` until "
+        "it is null.",
         parameters=[
             OpenApiParameter(
                 "cursor", OpenApiTypes.STR, description="From the previous `next`."
@@ -281,7 +312,8 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 "kind": event.kind,
                 "turn": event.turn,
                 "sequence": getattr(event.row, "sequence", None)
-                if event.kind in ("policy_denial", "tool_invocation", "state_change")
+                if event.kind
+                in ("policy_denial", "tool_invocation", "state_change", "approval")
                 else None,
                 "created_at": event.row.created_at,
                 "data": data[id(event)],

@@ -32,6 +32,7 @@ PLANNING_TOOLS = [
 DEMO_TOOLS = {
     "demo/research": ["count_words", "web_search"],
     "demo/release": ["deploy", "build", "test", "lint"],
+    "demo/ship": ["deploy", "build", "test", "lint"],
     "demo/notes": [
         *PLANNING_TOOLS,
         "draft_file",

@@ -2,6 +2,7 @@
 
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -145,7 +146,7 @@ def test_deadlines_usage_as_dict() -> None:
 
 def test_deadlines_budget_needs_a_limit() -> None:
     with pytest.raises(
-        ValueError, match=r"^A budget needs at least one token limit\.$"
+        ValueError, match=r"^A budget needs at least one token or cost limit\.$"
     ):
         Budget()
 
@@ -158,7 +159,7 @@ def test_deadlines_budget_needs_a_limit() -> None:
         {"max_total_tokens": 10, "max_output_tokens": 0},
     ],
 )
-def test_deadlines_budget_limits_must_be_positive(kwargs: dict[str, int]) -> None:
+def test_deadlines_budget_limits_must_be_positive(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"^Token limits must be positive\.$"):
         Budget(**kwargs)
 

@@ -18,9 +18,13 @@ import pytest
 
 from tooling.runtime.adapters.openai import OpenAIAdapter
 from tooling.runtime.adapters.openai.codecs import default_codecs
-from tooling.runtime.adapters.openai.codecs.mcp import OpenAIMcpCodec, format_mcp_error
-from tooling.runtime.errors import PromptValidationError
-from tooling.runtime.events import InMemorySink, ToolInvoked
+from tooling.runtime.adapters.openai.codecs.mcp import (
+    OpenAIMcpCodec,
+    format_mcp_error,
+    mcp_approval_request,
+)
+from tooling.runtime.errors import ApprovalPending, PromptValidationError
+from tooling.runtime.events import ApprovalRequested, InMemorySink, ToolInvoked
 from tooling.runtime.hosted import mcp as mcp_module
 from tooling.runtime.hosted.base import HostedTool
 from tooling.runtime.hosted.mcp import (
@@ -329,22 +333,20 @@ def test_parse_failed_call_through_the_sdk() -> None:
     assert call.value.status == "failed"
 
 
-def test_approval_request_is_a_failed_call_not_dropped() -> None:
+def test_approval_request_is_not_a_call() -> None:
+    # the run answers it with a human decision (adapters/openai/approvals.py);
+    # the call itself, if approved, comes back as an mcp_call
     items = sdk_output("mcp_approval_request_response.json")
     item = items[1]
     assert type(item).__name__ == "McpApprovalRequest"
-    call = CODEC.parse_call(item)
-    assert call is not None and call.success is False
-    assert call.call_id == "mcpr_68a1f00d00000005"
-    assert "requested approval to call 'delete_customer'" in call.message
-    assert "require_approval 'never'" in call.message
-    assert "did not run" in call.message
-    assert call.params == {
-        "server_label": "crm",
-        "name": "delete_customer",
-        "arguments": {"id": 42},
-    }
-    assert isinstance(call.value, McpApprovalRequest)
+    assert CODEC.parse_call(item) is None
+    assert mcp_approval_request(item) == McpApprovalRequest(
+        request_id="mcpr_68a1f00d00000005",
+        server_label="crm",
+        name="delete_customer",
+        arguments={"id": 42},
+        raw_arguments='{"id":42}',
+    )
 
 
 @pytest.mark.parametrize(
@@ -535,21 +537,28 @@ def test_adapter_round_trip_failed_call() -> None:
     )
 
 
-def test_adapter_round_trip_approval_request() -> None:
+def test_adapter_round_trip_approval_request_pauses_the_run() -> None:
     crm = McpConfig(
         server_label="crm",
         server_url="https://crm.example.com/mcp",
         require_approval="always",
     )
     sink = InMemorySink()
-    response = make_adapter(load("mcp_approval_request_response.json"), []).evaluate(
-        prompt_with(McpSection(crm, name="crm")), sink=sink
+    with pytest.raises(ApprovalPending) as raised:
+        make_adapter(load("mcp_approval_request_response.json"), []).evaluate(
+            prompt_with(McpSection(crm, name="crm")), sink=sink
+        )
+    (request,) = sink.of_type(ApprovalRequested)
+    assert raised.value.request is request
+    assert (request.kind, request.tool_name, request.server_label) == (
+        "mcp",
+        "delete_customer",
+        "crm",
     )
-    (event,) = sink.of_type(ToolInvoked)
-    assert (event.name, event.kind, event.success) == ("crm", "mcp", False)
-    assert "requested approval" in event.result.message
-    output = response.hosted_outputs["crm"]
-    assert output.approval_requests[0].arguments == {"id": 42}
+    assert request.call_id == "mcpr_68a1f00d00000005"
+    assert request.params == {"id": 42}
+    assert request.policy_name == "crm"
+    assert sink.of_type(ToolInvoked) == []
 
 
 def test_adapter_assigns_calls_to_the_matching_server() -> None:

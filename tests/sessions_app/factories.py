@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
+from decimal import Decimal
+
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from sessions_app.models import (
     AgentSession,
+    ApprovalRequest,
     Citation,
     PolicyDenial,
     ProviderCall,
@@ -41,6 +46,10 @@ class AgentSessionFactory(factory.django.DjangoModelFactory[AgentSession]):
         lambda: {"input_tokens": 120, "output_tokens": 40, "total_tokens": 160}
     )
     turns = 1
+    # Spend (USD): set what a test sums; h3's recording fills them on real runs.
+    cost = Decimal(0)
+    cost_budget = None
+    unpriced_calls = 0
 
     class Meta:
         model = AgentSession
@@ -56,6 +65,7 @@ class ProviderCallFactory(factory.django.DjangoModelFactory[ProviderCall]):
     input_tokens = 100
     output_tokens = 20
     latency_ms = 321.5
+    cost = None  # unpriced unless a test prices it
 
     class Meta:
         model = ProviderCall
@@ -72,6 +82,7 @@ class ToolInvocationFactory(factory.django.DjangoModelFactory[ToolInvocation]):
     message = "Read notes.md."
     value = factory.LazyFunction(lambda: {"content": "hello"})
     rendered_output = "hello"
+    cost = None  # local calls have no fee
 
     class Meta:
         model = ToolInvocation
@@ -87,6 +98,7 @@ class ToolInvocationFactory(factory.django.DjangoModelFactory[ToolInvocation]):
             value=factory.LazyFunction(
                 lambda: {"status": "completed", "query": "tides", "sources": []}
             ),
+            cost=Decimal("0.01"),  # the seeded web search fee per call
         )
 
 
@@ -145,3 +157,30 @@ class VirtualFileFactory(factory.django.DjangoModelFactory[VirtualFile]):
 
     class Meta:
         model = VirtualFile
+
+
+class ApprovalRequestFactory(factory.django.DjangoModelFactory[ApprovalRequest]):
+    """A pending approval of a ``deploy`` to production (its session awaits
+    it)."""
+
+    session = factory.SubFactory(
+        AgentSessionFactory,
+        prompt_ref="demo/ship",
+        status=AgentSession.Status.AWAITING_APPROVAL,
+        output_text="",
+    )
+    kind = ApprovalRequest.Kind.FUNCTION
+    tool_name = "deploy"
+    call_id = factory.Sequence(lambda n: f"call_approval_{n}")
+    sequence = 4
+    turn = 3
+    params = factory.LazyFunction(lambda: {"environment": "production"})
+    raw_arguments = '{"environment":"production"}'
+    policy_name = "production-deploy"
+    reason = "deploy to production needs a human yes."
+    expires_at = factory.LazyFunction(
+        lambda: timezone.now() + datetime.timedelta(hours=24)
+    )
+
+    class Meta:
+        model = ApprovalRequest

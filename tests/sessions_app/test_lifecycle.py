@@ -420,7 +420,7 @@ def test_sweep_command_reports(queued, capsys):
 
     call_command("sweep_sessions")
 
-    assert "Sweep done: 0 re-dispatched, 0 run inline, 0 settled." in (
+    assert "Sweep done: 0 re-dispatched, 0 run inline, 0 settled, 0 approval(s) " in (
         capsys.readouterr().out
     )
 

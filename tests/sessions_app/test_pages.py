@@ -317,9 +317,10 @@ def test_session_detail_query_count_is_constant(
     CitationFactory.create_batch(count, session=session, provider_call=call)
     VirtualFileFactory.create_batch(count, session=session)
 
-    # auth session + user, session, the timeline page (the positions of 4
-    # kinds, then the rows of each), citations, files
-    with django_assert_num_queries(15):  # two: the permission lookup
+    # auth session + user, session, the timeline page (the positions of 6
+    # kinds: calls, quota decisions, denials, tool calls, state changes,
+    # approvals; then the rows of each on the page), citations, files
+    with django_assert_num_queries(17):  # two: the permission lookup
         client_logged_in.get(session.get_absolute_url())
 
 

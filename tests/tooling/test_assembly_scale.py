@@ -29,7 +29,7 @@ from tests.tooling.factories import (
     attach,
 )
 from tooling import assembly
-from tooling.assembly import catalog, edits
+from tooling.assembly import catalog, edits, pricing
 from tooling.demo import DEMO_PROMPTS, seed_demo_catalog
 from tooling.models import (
     CatalogRevision,
@@ -177,9 +177,12 @@ def add_unrelated(count: int, first: int = 0) -> None:
 @pytest.fixture(autouse=True)
 def no_frozen_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """What assembly reads when it has to read (a new catalog generation):
-    the cache of frozen revisions (tests/tooling/test_generation.py) is off."""
+    the cache of frozen revisions (tests/tooling/test_generation.py) and of
+    price sheets are off."""
     monkeypatch.setattr(catalog, "FROZEN_CACHE_SIZE", 0)
     catalog._FROZEN.clear()
+    monkeypatch.setattr(pricing, "SHEET_CACHE_SIZE", 0)
+    pricing.clear_cache()
 
 
 @pytest.fixture

@@ -270,7 +270,8 @@ def test_prompts_broken_by_uses_a_constant_number_of_queries(
     # The sections above the tool (1), the prompts rooted there (3), their sections (4).
     with django_assert_num_queries(8) as small:
         assert [ref for ref, _ in prompts_broken_by(CatalogEdit.saving(build))] == [
-            "demo/release"
+            "demo/release",
+            "demo/ship",
         ]
     for _ in range(20):
         section = SectionDefinitionFactory.create()

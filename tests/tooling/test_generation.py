@@ -44,8 +44,17 @@ def test_every_catalog_table_has_the_triggers():
         for model in apps.get_app_config("tooling").get_models(
             include_auto_created=True
         )
-    } - {"tooling_catalogrevision", "tooling_cataloggeneration"}
+    } - {"tooling_catalogrevision", "tooling_cataloggeneration", "tooling_userbudget"}
     assert set(CATALOG_TABLES) == tables
+
+
+def test_a_users_budget_is_not_catalog_and_keeps_the_token():
+    before = token()
+    budget = UserBudget.objects.create(
+        user=UserFactory.create(), daily_limit=Decimal(1)
+    )
+    UserBudget.objects.filter(pk=budget.pk).update(daily_limit=Decimal(2))
+    assert token() == before
 
 
 def test_any_write_to_any_catalog_table_changes_the_token():
@@ -65,7 +74,6 @@ def test_any_write_to_any_catalog_table_changes_the_token():
         price=Decimal(1),
         effective_from=datetime.date(2026, 1, 1),
     )
-    UserBudget.objects.create(user=UserFactory.create(), daily_limit=Decimal(1))
     template = PromptTemplate.objects.get(namespace="demo", key="research")
     policy = PolicyDefinition.objects.first()
     assert policy is not None

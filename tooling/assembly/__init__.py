@@ -26,6 +26,7 @@ from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import build_hosted_tool, hosted_config, model_capabilities
 from .parameters import ParameterSpec, parameter_problems, prompt_parameters
 from .policies import build_policy
+from .pricing import price_sheet
 from .prompts import (
     build_section,
     output_for,
@@ -54,6 +55,7 @@ __all__ = [
     "model_capabilities_of",
     "output_for",
     "parameter_problems",
+    "price_sheet",
     "prompt_parameters",
     "prompts_broken_by",
     "reached_sections",

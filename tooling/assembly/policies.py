@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tooling.models import PolicyDefinition
 from tooling.runtime import (
+    ApprovalPolicy,
+    CallLimitPolicy,
     PromptValidationError,
     ReadBeforeWritePolicy,
     SequentialDependencyPolicy,
@@ -49,6 +52,48 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
             mount_point=config.get("mount_point") or None,
             name=definition.name,
         )
+    if definition.kind == PolicyDefinition.Kind.CALL_LIMIT:
+        unknown = set(config) - {"limits"}
+        if unknown:
+            raise PromptValidationError(
+                f"Unknown call limit option(s): {', '.join(sorted(unknown))}.",
+                placeholder="config",
+            )
+        limits = config.get("limits")
+        if not isinstance(limits, Mapping) or not limits:
+            raise PromptValidationError(
+                'A call limit policy needs "limits": {"tool": most calls per run}.',
+                placeholder="limits",
+            )
+        return CallLimitPolicy(limits, name=definition.name)
+    if definition.kind == PolicyDefinition.Kind.APPROVAL:
+        return _approval_policy(definition, config)
     raise PromptValidationError(
         f"Unknown policy kind '{definition.kind}'.", placeholder="kind"
+    )
+
+
+def _approval_policy(
+    definition: PolicyDefinition, config: Mapping[str, Any]
+) -> ApprovalPolicy:
+    """``{"rules": [...], "approvers": {"permission"?, "group"?},
+    "deadline_seconds"?}``; the runtime checks each part's shape."""
+    unknown = set(config) - {"rules", "approvers", "deadline_seconds"}
+    if unknown:
+        raise PromptValidationError(
+            f"Unknown approval option(s): {', '.join(sorted(map(str, unknown)))} "
+            "(allowed: rules, approvers, deadline_seconds).",
+            placeholder="config",
+        )
+    if "rules" not in config:
+        raise PromptValidationError(
+            'An approval policy needs "rules": [{"tool": "deploy", "when": '
+            '{"environment": "production"}}].',
+            placeholder="rules",
+        )
+    return ApprovalPolicy(
+        config["rules"],
+        approvers=config.get("approvers"),
+        deadline_seconds=config.get("deadline_seconds"),
+        name=definition.name,
     )

@@ -2,8 +2,9 @@
 
 ``freeze_prompt`` serialises everything a prompt needs to run (its settings,
 its section tree with templates and parameter defaults, function tools by
-handler key, hosted tool configs, policies, and the model's allowed hosted
-kinds) and validates nothing: invalid entries are frozen as they are.
+handler key, hosted tool configs, policies, hosted tool limits, and the
+model's allowed hosted kinds) and validates nothing: invalid entries are
+frozen as they are.
 ``thaw_prompt`` builds the runtime ``Prompt`` from that JSON with the same
 ``build_*`` functions the forms use, so every rule and message is the
 runtime's own.
@@ -111,6 +112,9 @@ def freeze_prompt(
         "policies": [_fields(policy, _POLICY_FIELDS) for policy in edit.rows(policies)],
         "sections": [_freeze_section(root, children_of, (), edit) for root in roots],
     }
+    limits = getattr(template, "hosted_tool_limits", None)
+    if limits:  # left out when empty: the hash of a prompt without limits stays
+        data["prompt"]["hosted_tool_limits"] = limits
     if with_capabilities:
         row = ModelCapability.objects.filter(model=template.model).first()
         data["model_hosted_kinds"] = (
@@ -187,6 +191,8 @@ def thaw_prompt(data: Mapping[str, Any]) -> Prompt:
         prompt = _row(data["prompt"], _PROMPT_FIELDS)
         roots = [_thaw_section(entry) for entry in data["sections"]]
         policies = [build_policy(_row(p, _POLICY_FIELDS)) for p in data["policies"]]
+        # revisions frozen before hosted tool limits existed have none
+        limits = data["prompt"].get("hosted_tool_limits")
     except (KeyError, TypeError, AttributeError) as error:
         raise PromptValidationError(
             f"The catalog revision is malformed ({type(error).__name__}: {error})."
@@ -200,6 +206,7 @@ def thaw_prompt(data: Mapping[str, Any]) -> Prompt:
         output=output_for(prompt),
         tool_choice=tool_choice_for(prompt),
         param_descriptions=_param_descriptions(data["sections"]),
+        hosted_tool_limits=limits,
     )
 
 

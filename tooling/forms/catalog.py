@@ -22,6 +22,7 @@ from tooling.models import (
     would_cycle,
 )
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
+from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.storable_json import StorableJSONFormField
 
 from .validation import refuse_breaking, validated
@@ -107,7 +108,12 @@ class PolicyDefinitionForm(forms.ModelForm):
         help_texts = {
             "config": 'Sequential dependency: {"dependencies": {"deploy": ["build", '
             '"test"]}}. Read before write: {"read_tools": ["read_file"], '
-            '"write_tools": ["write_file", "edit_file"], "mount_point": ""}.'
+            '"write_tools": ["write_file", "edit_file"], "mount_point": ""}. '
+            'Call limit: {"limits": {"deploy": 1}} (most calls per run). '
+            'Approval: {"rules": [{"tool": "deploy", "when": {"environment": '
+            '"production"}}], "approvers": {"permission": "app_label.codename", '
+            '"group": "Release managers"}, "deadline_seconds": 3600} (approvers and '
+            "deadline optional; a group may be created later; docs/approvals.md)."
         }
 
     def clean(self) -> dict[str, Any]:
@@ -119,7 +125,16 @@ class PolicyDefinitionForm(forms.ModelForm):
             kind=cleaned.get("kind", ""),
             config=cleaned.get("config") or {},
         )
-        validated(self, lambda: assembly.build_policy(candidate), "config")
+        policy = validated(self, lambda: assembly.build_policy(candidate), "config")
+        permission = getattr(policy, "approvers", {}).get("permission")
+        if permission and not _permission_exists(permission):
+            # a typo would leave the call to superusers and the Approvers group
+            raise ValidationError(
+                {
+                    "config": f"approvers.permission '{permission}' is not a "
+                    "permission of this site."
+                }
+            )
         if self.instance.pk is not None:
             # An edit must not break the prompts that already use the policy.
             candidate.pk = self.instance.pk
@@ -128,6 +143,17 @@ class PolicyDefinitionForm(forms.ModelForm):
             except ValidationError as error:
                 raise ValidationError({"config": error.messages}) from None
         return cleaned
+
+
+def _permission_exists(name: str) -> bool:
+    """Whether ``app_label.codename`` names a permission (a group named by an
+    approval policy need not exist yet: an operator may create it later)."""
+    from django.contrib.auth.models import Permission
+
+    app_label, _, codename = name.partition(".")
+    return Permission.objects.filter(
+        content_type__app_label=app_label, codename=codename
+    ).exists()
 
 
 class SectionDefinitionForm(forms.ModelForm):
@@ -243,8 +269,30 @@ class PromptTemplateForm(forms.ModelForm):
             "deadline_seconds",
             "max_total_tokens",
             "max_turns",
+            "hosted_tool_limits",
             "enabled",
         ]
+
+    def clean_hosted_tool_limits(self) -> dict[str, int]:
+        """The limits' shape; their names are checked against the prompt's
+        hosted tools when the whole prompt is built (``PromptSectionFormSet``),
+        by the runtime's own rule."""
+        value = self.cleaned_data.get("hosted_tool_limits")
+        if value in (None, "", {}):
+            return {}
+        if not isinstance(value, dict):
+            raise ValidationError(
+                'Hosted tool limits must be a JSON object, e.g. {"web_search": 2}.'
+            )
+        problems = [
+            f"'{name[:64]}': the most calls per run must be a whole number from "
+            f"0 to {MAX_CALLS_PER_RUN}."
+            for name, limit in value.items()
+            if not is_call_limit(limit)
+        ]
+        if problems:
+            raise ValidationError(problems)
+        return value
 
     def clean_tool_choice(self) -> str:
         value = (self.cleaned_data.get("tool_choice") or "auto").strip()

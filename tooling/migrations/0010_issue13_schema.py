@@ -28,7 +28,7 @@ CATALOG_TABLES = (
     "tooling_promptsection",
     "tooling_modelcapability",
 )
-NEW_CATALOG_TABLES = ("tooling_modelprice", "tooling_hostedtoolprice", "tooling_userbudget")
+NEW_CATALOG_TABLES = ("tooling_modelprice", "tooling_hostedtoolprice")
 
 
 def add_triggers(apps, schema_editor):
@@ -101,7 +101,7 @@ class Migration(migrations.Migration):
                 ('effective_from', models.DateField(help_text='The first day these rates apply.')),
                 ('input_per_mtok', models.DecimalField(decimal_places=6, help_text='Uncached input, per million tokens.', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('cached_input_per_mtok', models.DecimalField(decimal_places=6, help_text='Cached input, per million tokens.', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
-                ('cache_write_per_mtok', models.DecimalField(decimal_places=6, default=Decimal('0'), help_text='Writing to the prompt cache, per million tokens (0 where free).', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
+                ('cache_write_per_mtok', models.DecimalField(decimal_places=6, default=Decimal('0'), help_text='Input tokens written to the prompt cache, per million (billed at this rate instead of the input rate; OpenAI: the input rate).', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('output_per_mtok', models.DecimalField(decimal_places=6, help_text='Output, per million tokens.', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('reasoning_per_mtok', models.DecimalField(blank=True, decimal_places=6, help_text='Reasoning tokens, per million. Empty: billed as output (they are part of it).', max_digits=12, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('source', models.CharField(blank=True, help_text='Where the rates come from, and when.', max_length=200)),

@@ -8,11 +8,13 @@ docs/costs.md); a run is priced with the rows in effect when it starts
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.db.models import Exists, OuterRef
 
 from tooling.models.catalog import TimestampedModel, hosted_kind_choices
 
@@ -29,6 +31,30 @@ def _rate(help_text: str, **kwargs: object) -> models.DecimalField[Decimal, Deci
     )
 
 
+class ModelPriceQuerySet(models.QuerySet["ModelPrice"]):
+    def in_effect(self, on: date) -> ModelPriceQuerySet:
+        """Each model's rates in effect on ``on``: its row with the latest
+        ``effective_from`` on or before that day (one query)."""
+        newer = ModelPrice.objects.filter(
+            model=OuterRef("model"),
+            effective_from__gt=OuterRef("effective_from"),
+            effective_from__lte=on,
+        )
+        return self.filter(effective_from__lte=on).filter(~Exists(newer))
+
+
+class HostedToolPriceQuerySet(models.QuerySet["HostedToolPrice"]):
+    def in_effect(self, on: date) -> HostedToolPriceQuerySet:
+        """Each ``(kind, variant)``'s price in effect on ``on`` (one query)."""
+        newer = HostedToolPrice.objects.filter(
+            kind=OuterRef("kind"),
+            variant=OuterRef("variant"),
+            effective_from__gt=OuterRef("effective_from"),
+            effective_from__lte=on,
+        )
+        return self.filter(effective_from__lte=on).filter(~Exists(newer))
+
+
 class ModelPrice(TimestampedModel):
     """A model's token rates (USD per million tokens) from a day on."""
 
@@ -41,7 +67,8 @@ class ModelPrice(TimestampedModel):
     input_per_mtok = _rate("Uncached input, per million tokens.")
     cached_input_per_mtok = _rate("Cached input, per million tokens.")
     cache_write_per_mtok = _rate(
-        "Writing to the prompt cache, per million tokens (0 where free).",
+        "Input tokens written to the prompt cache, per million (billed at this "
+        "rate instead of the input rate; OpenAI: the input rate).",
         default=Decimal(0),
     )
     output_per_mtok = _rate("Output, per million tokens.")
@@ -53,6 +80,8 @@ class ModelPrice(TimestampedModel):
     source = models.CharField(
         max_length=200, blank=True, help_text="Where the rates come from, and when."
     )
+
+    objects = ModelPriceQuerySet.as_manager()
 
     class Meta:
         ordering = ["model", "-effective_from"]
@@ -92,6 +121,8 @@ class HostedToolPrice(TimestampedModel):
     source = models.CharField(
         max_length=200, blank=True, help_text="Where the price comes from, and when."
     )
+
+    objects = HostedToolPriceQuerySet.as_manager()
 
     class Meta:
         ordering = ["kind", "variant", "-effective_from"]

@@ -21,6 +21,7 @@ Over loopback::
 from .errors import OfflineRequestError, error_payload
 from .hosted import (
     MARKER_MCP_ERROR,
+    MARKER_SEARCH_EACH_TURN,
     MARKER_SEARCH_FAILS,
     TINY_PNG_BASE64,
     search_sources,
@@ -34,6 +35,7 @@ from .transport import Reply, offline_transport, route
 __all__ = [
     "FIXED_EPOCH",
     "MARKER_MCP_ERROR",
+    "MARKER_SEARCH_EACH_TURN",
     "MARKER_SEARCH_FAILS",
     "TINY_PNG_BASE64",
     "OfflineRequestError",

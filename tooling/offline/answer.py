@@ -117,6 +117,12 @@ def _summary(ctx: Context, output: list[dict[str, Any]]) -> str:
         if awaits_answer(item):  # run by the product: summarised below
             continue
         label = kind.removesuffix("_call")
+        if kind == "mcp_approval_request":
+            answer = ctx.history.approvals.get(str(item.get("id")))
+            verdict = "approved" if answer else "not approved"
+            name = f"{item.get('server_label')}.{item.get('name')}"
+            labels.append(f"mcp {name} {verdict}")
+            continue
         if kind == "mcp_call":
             label = f"mcp {item.get('server_label')}.{item.get('name')}"
         labels.append(f"{label} {item.get('status', 'completed')}")

@@ -1,11 +1,19 @@
 """Which function calls the cooperative model makes next: every offered tool
 once, and for a recoverable denial the missing prerequisite (or a read of the
-file) followed by a retry of the denied call."""
+file) followed by a retry of the denied call.
+
+Arguments are sample values for the tool's schema (``schema_values``), except
+that a top-level argument with choices (``enum``) takes the one choice the
+prompt names, if it names exactly one: "Release to production" deploys to
+``production`` where the schema's first choice is ``staging``. The prompt's
+"Tools:" example lists are not its words (they illustrate one choice).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,6 +56,52 @@ def _path_argument(arguments: str) -> str | None:
     return None
 
 
+def _prose(text: str) -> str:
+    """``text`` without its "Tools:" example lists (``tool_examples_block``:
+    the "Tools:" line, then lines that start with "- " or an indent)."""
+    kept: list[str] = []
+    in_tools = False
+    for line in text.splitlines():
+        if line == "Tools:":
+            in_tools = True
+            continue
+        if in_tools and line.startswith(("- ", " ")):
+            continue
+        in_tools = False
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def named_choices(schema: Mapping[str, Any], arguments: Any, text: str) -> Any:
+    """``arguments`` with each top-level ``enum`` argument set to the one
+    choice ``text`` names as a word (unchanged when it names none or several)."""
+    if not text or not isinstance(arguments, dict):
+        return arguments
+    text = _prose(text)
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return arguments
+    for name, sub in properties.items():
+        options = sub.get("enum") if isinstance(sub, Mapping) else None
+        if name not in arguments or not isinstance(options, list):
+            continue
+        named = [
+            option
+            for option in options
+            if isinstance(option, str)
+            and option
+            and re.search(rf"(?<!\w){re.escape(option)}(?!\w)", text)
+        ]
+        if len(named) == 1:
+            arguments[name] = named[0]
+    return arguments
+
+
+def sample_arguments(schema: Mapping[str, Any], text: str = "") -> str:
+    """Arguments for a call of a tool with parameters ``schema``, as JSON."""
+    return dumps_args(named_choices(schema, sample_value(schema), text))
+
+
 def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     return {
         str(t["name"]): t.get("parameters") or {}
@@ -62,10 +116,12 @@ def _read_tool(functions: Mapping[str, Any]) -> str | None:
     return next((name for name in functions if name.startswith("read")), None)
 
 
-def _needs(failure: Failure, functions: Mapping[str, Mapping[str, Any]]) -> list[_Need]:
+def _needs(
+    failure: Failure, functions: Mapping[str, Mapping[str, Any]], text: str
+) -> list[_Need]:
     if failure.kind == "requires":
         return [
-            _Need(name, dumps_args(sample_value(functions[name])))
+            _Need(name, sample_arguments(functions[name], text))
             for name in failure.names
             if name in functions
         ]
@@ -89,8 +145,9 @@ def _needs(failure: Failure, functions: Mapping[str, Mapping[str, Any]]) -> list
 
 
 def plan_calls(
-    history: History, functions: Mapping[str, Mapping[str, Any]]
+    history: History, functions: Mapping[str, Mapping[str, Any]], text: str = ""
 ) -> list[tuple[str, str]]:
+    """The calls to make next; ``text`` (the prompt) may name enum choices."""
     calls = history.calls
     counts = Counter((call.name, call.key) for call in calls)
     planned: list[tuple[str, str]] = []
@@ -111,7 +168,7 @@ def plan_calls(
         later = calls[position + 1 :]
         if any(c.name == call.name and c.key == call.key for c in later):
             continue  # already retried
-        needs = _needs(call.failure, functions)
+        needs = _needs(call.failure, functions, text)
         if not needs:
             continue  # nothing offered can fix it
         unmet = [
@@ -128,5 +185,5 @@ def plan_calls(
     attempted = {call.name for call in calls}
     for name, schema in functions.items():
         if name not in attempted:
-            add(name, dumps_args(sample_value(schema)))
+            add(name, sample_arguments(schema, text))
     return planned

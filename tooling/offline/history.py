@@ -36,7 +36,9 @@ _READ_FIRST = re.compile(r"File '(?P<path>[^\n]+)' must be read before overwriti
 
 _OTHER_FAILURE = re.compile(
     r"(Tool validation failed|Policy denied|Policy '[^']*' |Unknown tool '"
-    r"|Tool '[^']+' (execution failed|raised |returned |does not have))"
+    r"|Tool '[^']+' (execution failed|raised |returned |does not have)"
+    # a human's "no" (tooling.runtime.approvals), or no decision in time
+    r"|Denied by |No decision (within|in time)|The call id '[^']*' carries a human)"
 )
 
 
@@ -68,6 +70,8 @@ class History:
     hosted: list[Mapping[str, Any]] = dataclasses.field(default_factory=list)
     prior_turns: int = 0
     calling_turns: int = 0
+    # mcp_approval_response items: approval_request_id -> approve
+    approvals: dict[str, bool] = dataclasses.field(default_factory=dict)
 
     def hosted_of(self, kind: str) -> list[Mapping[str, Any]]:
         return [item for item in self.hosted if item.get("type") == kind]
@@ -112,6 +116,19 @@ def _classify_output(text: str) -> Failure | None:
     return None
 
 
+def _approval_response(history: History, item: Mapping[str, Any]) -> None:
+    request_id, approve = item.get("approval_request_id"), item.get("approve")
+    if not isinstance(request_id, str) or not request_id:
+        raise OfflineRequestError(
+            400, "mcp_approval_response needs an approval_request_id.", "input"
+        )
+    if not isinstance(approve, bool):
+        raise OfflineRequestError(
+            400, "mcp_approval_response needs a boolean 'approve'.", "input"
+        )
+    history.approvals[request_id] = approve
+
+
 def parse_history(raw: Any) -> History:
     if isinstance(raw, str):
         raw = [{"role": "user", "content": raw}]
@@ -135,6 +152,8 @@ def parse_history(raw: Any) -> History:
         if kind in _INPUT_ITEM_TYPES:
             if kind == "function_call_output":
                 outputs.append((str(item.get("call_id")), _text_of(item.get("output"))))
+            elif kind == "mcp_approval_response":
+                _approval_response(history, item)
             in_run = False
             continue
         if not in_run:
@@ -155,6 +174,17 @@ def parse_history(raw: Any) -> History:
             )
         elif isinstance(kind, str) and kind != "message":
             history.hosted.append(item)
+    requested = {
+        str(item.get("id")) for item in history.hosted_of("mcp_approval_request")
+    }
+    for request_id in history.approvals:
+        if request_id not in requested:
+            raise OfflineRequestError(
+                400,
+                "No MCP approval request found for mcp_approval_response with "
+                f"approval_request_id {request_id}.",
+                "input",
+            )
     by_id = {call.call_id: call for call in history.calls}
     for call_id, text in outputs:
         call = by_id.get(call_id)

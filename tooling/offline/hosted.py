@@ -1,7 +1,12 @@
 """Output items of the hosted (provider-executed) tools, one builder per kind:
 ``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
 ``image_generation_call`` and ``mcp_list_tools`` + ``mcp_call`` (the hosted
-shell's items are built in ``shell``)."""
+shell's items are built in ``shell``).
+
+An MCP server that requires approval for the tool gets an
+``mcp_approval_request`` instead of the call; the next request's
+``mcp_approval_response`` decides: approved, the ``mcp_call`` is played
+(pointing at the request); denied, the server's tool is not called."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from .shell import hosted_shell_items
 DEFAULT_DOMAINS = ("docs.python.org", "www.djangoproject.com", "developers.openai.com")
 MARKER_SEARCH_FAILS = "[offline:web_search_fails]"
 MARKER_MCP_ERROR = "[offline:mcp_error]"
+# searches again on every turn while web_search is offered (quota demos)
+MARKER_SEARCH_EACH_TURN = "[offline:search_each_turn]"
 
 
 def _tiny_png() -> str:
@@ -168,9 +175,39 @@ def _mcp_tool_names(tool: Mapping[str, Any]) -> list[str]:
     return names or ["ask_question"]
 
 
+def awaits_approval(item: Mapping[str, Any]) -> bool:
+    """Whether the model must wait for the product's approval response."""
+    return item.get("type") == "mcp_approval_request"
+
+
+def requires_approval(tool: Mapping[str, Any], name: str) -> bool:
+    """``require_approval`` of an ``mcp`` tool: ``"always"``, or an object
+    whose ``always.tool_names`` names the tool."""
+    rule = tool.get("require_approval")
+    if rule == "always":
+        return True
+    if isinstance(rule, Mapping):
+        always = rule.get("always")
+        names = always.get("tool_names") if isinstance(always, Mapping) else None
+        return isinstance(names, list) and name in names
+    return False
+
+
 def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
     label = str(tool.get("server_label") or "mcp")
     names = _mcp_tool_names(tool)
+    requests = [
+        item
+        for item in ctx.history.hosted_of("mcp_approval_request")
+        if item.get("server_label") == label
+    ]
+    if requests:  # asked before: the answer decides
+        request_id = str(requests[-1].get("id"))
+        if not ctx.history.approvals.get(request_id, False):
+            return []  # denied (or left unanswered): the tool is not called
+        call = _mcp_call(ctx, label, str(requests[-1].get("name") or names[0]))
+        call["approval_request_id"] = request_id
+        return [call]
     listing = {
         "id": ctx.ids.new("mcpl"),
         "type": "mcp_list_tools",
@@ -190,12 +227,25 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
         ],
         "error": None,
     }
+    if requires_approval(tool, names[0]):
+        request = {
+            "id": ctx.ids.new("mcpr"),
+            "type": "mcp_approval_request",
+            "server_label": label,
+            "name": names[0],
+            "arguments": json.dumps({"question": ctx.query}),
+        }
+        return [listing, request]
+    return [listing, _mcp_call(ctx, label, names[0])]
+
+
+def _mcp_call(ctx: Context, label: str, name: str) -> dict[str, Any]:
     failed = MARKER_MCP_ERROR in ctx.marker_text
-    call = {
+    return {
         "id": ctx.ids.new("mcp"),
         "type": "mcp_call",
         "server_label": label,
-        "name": names[0],
+        "name": name,
         "arguments": json.dumps({"question": ctx.query}),
         "output": None if failed else f"Offline answer from {label}: {ctx.query}.",
         "error": (
@@ -210,7 +260,6 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
         "status": "failed" if failed else "completed",
         "approval_request_id": None,
     }
-    return [listing, call]
 
 
 def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]:
@@ -224,7 +273,10 @@ def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]
     if (
         searches
         and permitted("web_search")
-        and not history.hosted_of("web_search_call")
+        and (
+            not history.hosted_of("web_search_call")
+            or MARKER_SEARCH_EACH_TURN in ctx.marker_text
+        )
     ):
         items.append(_web_search_item(ctx, searches[0]))
     builders: tuple[tuple[str, str, Callable[..., dict[str, Any]]], ...] = (
@@ -238,9 +290,33 @@ def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]
             items.append(build(ctx, offered[0]))
     items.extend(hosted_shell_items(ctx, permitted))
     done = {str(item.get("server_label")) for item in history.hosted_of("mcp_call")}
+    done |= {  # asked, and the answer was not a yes
+        str(item.get("server_label"))
+        for item in history.hosted_of("mcp_approval_request")
+        if not history.approvals.get(str(item.get("id")), False)
+    }
     for tool in ctx.tools_of("mcp"):
         label = str(tool.get("server_label") or "mcp")
         if label not in done and permitted(f"mcp:{label}"):
             done.add(label)
             items.extend(_mcp_items(ctx, tool))
     return items
+
+
+def within_tool_call_limit(
+    ctx: Context, items: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``items`` without the built-in calls past the request's
+    ``max_tool_calls`` (the API's cap on built-in calls per response)."""
+    limit = ctx.request.get("max_tool_calls")
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return items
+    kept: list[dict[str, Any]] = []
+    calls = 0
+    for item in items:
+        if str(item.get("type", "")).endswith("_call"):
+            calls += 1
+            if calls > limit:
+                continue
+        kept.append(item)
+    return kept

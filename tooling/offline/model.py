@@ -5,9 +5,15 @@ history in ``request["input"]`` and decides deterministically what a helpful
 model would do next:
 
 1. on its first turn, run every offered hosted tool once (``web_search``,
-   ``file_search``, ``code_interpreter``, ``image_generation``, ``mcp``), and,
+   ``file_search``, ``code_interpreter``, ``image_generation``, ``mcp``; an
+   ``mcp`` server that requires approval is asked first, and the call played
+   once the ``mcp_approval_response`` approves it), and,
    turn by turn, the ``apply_patch`` and local shell calls the product itself
-   executes and answers (``patches.py``);
+   executes and answers (``patches.py``); never more built-in calls in one
+   response than the request's ``max_tool_calls``; with the marker
+   ``[offline:search_each_turn]`` in the prompt it searches again on every
+   turn while ``web_search`` is offered (calling the first function tool
+   again to keep the conversation going), as a quota demo needs;
 2. call every offered function tool not yet attempted, in offered order, as
    parallel ``function_call`` items with arguments valid for its schema;
 3. recover from the runtime's recoverable denials (``Tool 'x' requires: a, b``
@@ -28,12 +34,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .answer import message_item
-from .calls import function_tools, plan_calls
+from .calls import dumps_args, function_tools, plan_calls
 from .context import Context, Ids, allowed_names, query_for
 from .history import parse_history
-from .hosted import hosted_items
+from .hosted import (
+    MARKER_SEARCH_EACH_TURN,
+    awaits_approval,
+    hosted_items,
+    within_tool_call_limit,
+)
 from .patches import awaits_answer, local_items
 from .response import build_response, token_usage, validate_request
+from .schema_values import sample_value
 
 __all__ = ["ScriptedModel", "parallel_calls_script"]
 
@@ -85,7 +97,7 @@ class ScriptedModel:
         allowed = allowed_names(ctx.request.get("tool_choice", "auto"))
         output: list[dict[str, Any]] = []
         if allowed != set():
-            output.extend(hosted_items(ctx, allowed))
+            output.extend(within_tool_call_limit(ctx, hosted_items(ctx, allowed)))
             local = local_items(ctx, lambda key: allowed is None or key in allowed)
             output.extend(local)
             # a turn of product-executed calls (patches, local commands) is
@@ -94,9 +106,15 @@ class ScriptedModel:
                 functions = function_tools(ctx.tools)
                 planned = [
                     (name, arguments)
-                    for name, arguments in plan_calls(ctx.history, functions)
+                    for name, arguments in plan_calls(
+                        ctx.history, functions, ctx.marker_text
+                    )
                     if allowed is None or f"function:{name}" in allowed
                 ]
+                if not planned and functions and _searched_again(ctx, output):
+                    # keep the conversation going while it may search again
+                    name, schema = next(iter(functions.items()))
+                    planned = [(name, dumps_args(sample_value(schema)))]
                 if ctx.request.get("parallel_tool_calls") is False:
                     planned = planned[:1]
                 for name, arguments in planned:
@@ -110,9 +128,16 @@ class ScriptedModel:
                             "status": "completed",
                         }
                     )
-        if not any(awaits_answer(item) for item in output):
+        # the product answers a call or an approval request before the model goes on
+        if not any(awaits_answer(item) or awaits_approval(item) for item in output):
             output.append(message_item(ctx, output))
         return output
+
+
+def _searched_again(ctx: Context, output: list[dict[str, Any]]) -> bool:
+    return MARKER_SEARCH_EACH_TURN in ctx.marker_text and any(
+        item.get("type") == "web_search_call" for item in output
+    )
 
 
 def parallel_calls_script(

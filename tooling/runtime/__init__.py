@@ -19,17 +19,22 @@ from .adapters.openai.codecs import (
     OpenAIMcpCodec,
     OpenAIShellCodec,
 )
+from .approvals import ApprovalDecision, ApprovalPolicy, expiry_reason
+from .call_limits import CallCounts, CallLimitPolicy
 from .context import ToolContext
 from .deadlines import (
     Budget,
     BudgetTracker,
     Clock,
+    CostBudgetExceededError,
     Deadline,
     FakeClock,
     SystemClock,
     TokenUsage,
+    UnpricedBudgetError,
 )
 from .errors import (
+    ApprovalPending,
     BudgetExceededError,
     DeadlineExceededError,
     PromptError,
@@ -41,7 +46,9 @@ from .errors import (
     WinkError,
 )
 from .events import (
+    ApprovalRequested,
     EventSink,
+    HostedToolWithdrawn,
     InMemorySink,
     NullSink,
     PolicyDenied,
@@ -130,6 +137,7 @@ from .policies import (
     SequentialDependencyPolicy,
     ToolPolicy,
 )
+from .pricing import HostedFee, ModelRate, PriceSheet
 from .prompt import (
     Prompt,
     PromptResponse,
@@ -160,9 +168,15 @@ __all__ = [
     "AddStep",
     "ApplyPatchConfig",
     "ApplyPatchSection",
+    "ApprovalDecision",
+    "ApprovalPending",
+    "ApprovalPolicy",
+    "ApprovalRequested",
     "Budget",
     "BudgetExceededError",
     "BudgetTracker",
+    "CallCounts",
+    "CallLimitPolicy",
     "Citation",
     "Clock",
     "CodeInterpreterConfig",
@@ -173,6 +187,7 @@ __all__ = [
     "ComparisonFilter",
     "CompoundFilter",
     "ContainerFile",
+    "CostBudgetExceededError",
     "Deadline",
     "DeadlineExceededError",
     "DomainFilter",
@@ -188,11 +203,13 @@ __all__ = [
     "FunctionCall",
     "GeneratedImage",
     "GeoHint",
+    "HostedFee",
     "HostedTool",
     "HostedToolCodec",
     "HostedToolConfig",
     "HostedToolOutput",
     "HostedToolSection",
+    "HostedToolWithdrawn",
     "ImageGenerationConfig",
     "ImageGenerationResult",
     "ImageGenerationSection",
@@ -206,6 +223,7 @@ __all__ = [
     "McpResult",
     "McpSection",
     "McpToolCall",
+    "ModelRate",
     "NativeCall",
     "NativeTool",
     "NullSink",
@@ -227,6 +245,7 @@ __all__ = [
     "PolicyDecision",
     "PolicyDenied",
     "PolicyState",
+    "PriceSheet",
     "Prompt",
     "PromptError",
     "PromptEvaluationError",
@@ -276,6 +295,7 @@ __all__ = [
     "ToolResult",
     "ToolValidationError",
     "TrustLevel",
+    "UnpricedBudgetError",
     "UpdateStep",
     "WebSearchCall",
     "WebSearchConfig",
@@ -287,6 +307,7 @@ __all__ = [
     "code_interpreter_tool",
     "default_codecs",
     "event_id_for",
+    "expiry_reason",
     "file_search_tool",
     "image_generation_tool",
     "mcp_tool",

@@ -11,6 +11,7 @@ from .reducers import Reducer, prompt_reducers, reduce_event
 from .session import Filesystem, Resources, SessionProtocol
 
 if TYPE_CHECKING:
+    from .approvals import ApprovalDecision
     from .prompt import Prompt, RenderedPrompt
 
 
@@ -22,7 +23,11 @@ class Publisher(Protocol):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a handler may use: the prompt, the session, limits and resources."""
+    """What a handler may use: the prompt, the session, limits and resources.
+
+    ``approval`` is a human's decision on this very call, when the run paused
+    for one and was resumed (policies read it: ``ApprovalPolicy``).
+    """
 
     prompt: Prompt
     rendered_prompt: RenderedPrompt | None
@@ -33,6 +38,7 @@ class ToolContext:
     heartbeat: Callable[[], None] | None = None
     call_id: str | None = None
     publisher: Publisher | None = None
+    approval: ApprovalDecision | None = None
 
     @property
     def idempotency_key(self) -> str | None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .events import ApprovalRequested
 
 EvaluationPhase = Literal[
     "render", "request", "response", "tool", "budget", "limit", "deadline"
@@ -99,3 +102,18 @@ class RunAborted(WinkError):
     A tool call it interrupts is rolled back as a whole (state and audit
     events), so a resumed run executes that call again.
     """
+
+
+class ApprovalPending(RunAborted):
+    """A policy asked for a human decision on a call: the run stops here.
+
+    Nothing of the call is recorded (it did not run); ``request`` is the
+    ``ApprovalRequested`` event the executor emits once the call's
+    transaction is rolled back. A run resumed with the decision
+    (``RunRecord.approvals``) reaches the same call again, with the same
+    sequence number, and the policy then allows or denies it.
+    """
+
+    def __init__(self, message: str, *, request: ApprovalRequested) -> None:
+        super().__init__(message)
+        self.request = request

@@ -11,6 +11,7 @@ import dataclasses
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Protocol
 
 from .citations import Citation
@@ -113,6 +114,8 @@ class ProviderCallCompleted:
     unknown_item_types: tuple[str, ...] = ()
     request_id: str | None = None
     attempts: tuple[ProviderAttempt, ...] = ()
+    #: USD from ``usage`` and the run's prices (``None``: not priced).
+    cost: Decimal | None = None
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -163,6 +166,8 @@ class ToolInvoked:
     sequence: int = 0
     raw_arguments: str | None = None
     model_output: str = ""
+    #: A native call's fee in USD (``None``: local, or not priced).
+    cost: Decimal | None = None
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -185,6 +190,61 @@ class PolicyDenied:
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequested:
+    """A call waits for a human decision; the run stops after this event.
+
+    ``kind`` is ``"function"`` (a local call a policy asked about: ``call_id``
+    and ``sequence`` are the call's) or ``"mcp"`` (the provider's
+    ``mcp_approval_request``: ``call_id`` is the request item's id,
+    ``server_label`` its server, ``sequence`` is ``None``). ``approvers`` and
+    ``deadline_seconds`` come from the asking policy (empty / ``None``: the
+    host's defaults).
+    """
+
+    prompt_name: str
+    kind: str
+    tool_name: str
+    call_id: str | None
+    turn: int
+    reason: str
+    params: Any = None
+    raw_arguments: str = ""
+    sequence: int | None = None
+    policy_name: str = ""
+    approvers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    deadline_seconds: int | None = None
+    server_label: str = ""
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HostedToolWithdrawn:
+    """A hosted tool used up its calls per run (``Prompt.hosted_tool_limits``):
+    the request of ``turn`` and every later one no longer offer it.
+
+    ``used`` is how many calls the provider ran; more than ``limit`` when one
+    response ran more than it was allowed (``exceeded``). A limit of 0 gives
+    ``turn`` 1: the tool was never offered.
+    """
+
+    prompt_name: str
+    tool_name: str
+    kind: str
+    used: int
+    limit: int
+    turn: int
+    session_id: str | None = None
+    created_at: datetime = dataclasses.field(default_factory=_now)
+    event_id: str = dataclasses.field(default_factory=_event_id)
+
+    @property
+    def exceeded(self) -> bool:
+        return self.used > self.limit
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

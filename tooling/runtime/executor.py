@@ -1,8 +1,18 @@
 """``ToolExecutor``: runs one function call under the prompt's policies.
 
 Dispatch steps, in order: lookup, argument parsing, policy checks, deadline
-check, context, snapshot (the session transaction), handler, policy update,
-restore on failure, ``ToolInvoked``, response. A tool failure never aborts
+check, context, the policies' ``before_run`` hooks, snapshot (the session
+transaction), handler, policy update, restore on failure, ``ToolInvoked``,
+response.
+
+Every policy of the tool is checked: the first denial denies the call (and is
+recorded as ``PolicyDenied``); otherwise a policy that *asks* pauses the run:
+the call's transaction rolls back, ``ApprovalRequested`` is emitted and
+``ApprovalPending`` stops the evaluation without recording the call. The
+resumed run hands the human's decision (``approvals``, keyed by call id) to the
+policies through ``ToolContext.approval``; a decision made for another call
+(``ApprovalDecision.applies_to``: its id reused, or other arguments) rejects
+the call instead. A tool failure never aborts
 the run: unknown tools, malformed arguments, denials and handler errors all
 come back to the model as failed results. Only an expired deadline, a
 ``PromptEvaluationError`` from a handler, or an exhausted budget stop the
@@ -29,12 +39,15 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NoReturn
 
+from .approvals import ApprovalDecision, mismatch_reason
 from .context import ToolContext
 from .deadlines import BudgetTracker, Deadline
 from .errors import (
+    ApprovalPending,
     BudgetExceededError,
     DeadlineExceededError,
     PromptEvaluationError,
@@ -42,6 +55,7 @@ from .errors import (
     ToolValidationError,
 )
 from .events import (
+    ApprovalRequested,
     EventSink,
     PolicyDenied,
     RejectedToolParams,
@@ -158,6 +172,7 @@ class ToolExecutor:
         heartbeat: Callable[[], None] | None = None,
         sequence: Iterator[int] | None = None,
         run_id: str | None = None,
+        approvals: Mapping[str, ApprovalDecision] | None = None,
     ) -> None:
         self.prompt = prompt
         self.rendered = rendered
@@ -171,6 +186,9 @@ class ToolExecutor:
         self._sequence = sequence if sequence is not None else _counter()
         self.run_id = run_id or str(uuid.uuid4())
         self.reducers = prompt_reducers(prompt)
+        self.approvals: Mapping[str, ApprovalDecision] = (
+            approvals if approvals is not None else MappingProxyType({})
+        )
 
     def _abort_if_expired(self, name: str) -> None:
         if self.deadline is not None and self.deadline.expired():
@@ -198,8 +216,13 @@ class ToolExecutor:
         if self.heartbeat is not None:
             self.heartbeat()
         sequence = next(self._sequence)
-        with self.session.transaction():  # the call's state and its record
-            execution, stop = self._execute(call, sequence)
+        try:
+            with self.session.transaction():  # the call's state and its record
+                execution, stop = self._execute(call, sequence)
+        except ApprovalPending as pending:
+            # emitted after the rollback, so it is recorded in its own step
+            self.sink.emit(pending.request)
+            raise
         if stop is not None:
             raise stop
         return execution
@@ -210,6 +233,15 @@ class ToolExecutor:
         tool = self.rendered.tool(call.name)
         if call.problem is not None:
             return self._reject(call, tool, call.problem, sequence), None
+        approval = self.approvals.get(call.call_id) if call.call_id else None
+        if approval is not None and not approval.applies_to(
+            kind="function",
+            tool_name=call.name,
+            arguments=call.arguments,
+            turn=call.turn,
+        ):
+            message = mismatch_reason(call.call_id or "")
+            return self._reject(call, tool, message, sequence), None
         if tool is None or tool.handler is None:
             if tool is None and self.rendered.hosted_tool(call.name) is None:
                 message = (
@@ -242,6 +274,7 @@ class ToolExecutor:
             heartbeat=self.heartbeat,
             call_id=call.call_id,
             publisher=publish,
+            approval=approval,
         )
         policies = self.rendered.policies_by_tool.get(tool.name, ())
         denial = self._check_policies(tool, params, policies, context, call, sequence)
@@ -249,6 +282,10 @@ class ToolExecutor:
             result = ToolResult.error(denial)
             return self._finish(call, tool, params, result, {}, sequence), None
         self._abort_if_expired(tool.name)
+        refusal = self._before_run(tool, params, policies, context, call, sequence)
+        if refusal is not None:
+            result = ToolResult.error(refusal)
+            return self._finish(call, tool, params, result, {}, sequence), None
         with self.session.transaction() as transaction:
             result, stop = self._run_handler(tool, params, context)
             if result.success:
@@ -303,6 +340,9 @@ class ToolExecutor:
         call: FunctionCall,
         sequence: int,
     ) -> str | None:
+        """The first denial's reason, or ``None`` when every policy allows;
+        raises ``ApprovalPending`` when none denies and one asks."""
+        asking: tuple[ToolPolicy, PolicyDecision] | None = None
         for policy in policies:
             try:
                 decision = policy.check(tool, params, context=context)
@@ -315,24 +355,111 @@ class ToolExecutor:
                 decision = PolicyDecision.deny(
                     f"Policy '{policy.name}' could not decide: {error}"
                 )
+            if decision.outcome == "ask":
+                asking = asking or (policy, decision)
+                continue
             if not decision.allowed:
                 reason = decision.reason or f"Policy '{policy.name}' denied the call."
-                self.sink.emit(
-                    PolicyDenied(
-                        prompt_name=self.rendered.prompt_name,
-                        policy_name=policy.name,
-                        tool_name=tool.name,
-                        call_id=call.call_id,
-                        reason=reason,
-                        params=params,
-                        turn=call.turn,
-                        sequence=sequence,
-                        session_id=self.session.session_id,
-                        event_id=event_id_for(self.run_id, "denial", sequence),
-                    )
-                )
-                return reason
+                return self._denied(policy, tool, params, call, sequence, reason)
+        if asking is not None:
+            self._pause(tool, params, call, sequence, *asking)
         return None
+
+    def _pause(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        call: FunctionCall,
+        sequence: int,
+        policy: ToolPolicy,
+        decision: PolicyDecision,
+    ) -> NoReturn:
+        reason = decision.reason or f"Policy '{policy.name}' asks for a decision."
+        request = ApprovalRequested(
+            prompt_name=self.rendered.prompt_name,
+            kind="function",
+            tool_name=tool.name,
+            call_id=call.call_id,
+            turn=call.turn,
+            reason=reason,
+            params=params,
+            raw_arguments=call.arguments,
+            sequence=sequence,
+            policy_name=policy.name,
+            approvers=dict(decision.approvers),
+            deadline_seconds=decision.deadline_seconds,
+            session_id=self.session.session_id,
+            event_id=event_id_for(self.run_id, "approval", sequence),
+        )
+        raise ApprovalPending(reason, request=request)
+
+    def _before_run(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        policies: tuple[ToolPolicy, ...],
+        context: ToolContext,
+        call: FunctionCall,
+        sequence: int,
+    ) -> str | None:
+        """Call each policy's optional ``before_run(tool, params, *, context)``
+        once every policy allowed the call, just before its handler runs.
+
+        It runs outside the handler's transaction: what it saves stays whether
+        the handler succeeds or fails (``CallLimitPolicy`` counts calls that
+        ran this way; ``on_result`` only sees successes). One that raises
+        denies the call, fail-closed, and its siblings' saves roll back; the
+        denial is recorded after that rollback, which would drop it too.
+        """
+        hooks = [
+            (policy, hook)
+            for policy in policies
+            if (hook := getattr(policy, "before_run", None)) is not None
+        ]
+        if not hooks:
+            return None
+        failed: tuple[ToolPolicy, Exception] | None = None
+        with context.session.transaction() as transaction:
+            for policy, hook in hooks:
+                try:
+                    hook(tool, params, context=context)
+                except RunAborted:
+                    raise
+                except Exception as error:
+                    logger.exception("Policy %s raised in before_run", policy.name)
+                    transaction.rollback()
+                    failed = (policy, error)
+                    break
+        if failed is None:
+            return None
+        reason = f"Policy '{failed[0].name}' could not record the call: {failed[1]}"
+        return self._denied(failed[0], tool, params, call, sequence, reason)
+
+    def _denied(
+        self,
+        policy: ToolPolicy,
+        tool: Tool[Any, Any],
+        params: Any,
+        call: FunctionCall,
+        sequence: int,
+        reason: str,
+    ) -> str:
+        """Record ``policy``'s denial of the call; return the reason."""
+        self.sink.emit(
+            PolicyDenied(
+                prompt_name=self.rendered.prompt_name,
+                policy_name=policy.name,
+                tool_name=tool.name,
+                call_id=call.call_id,
+                reason=reason,
+                params=params,
+                turn=call.turn,
+                sequence=sequence,
+                session_id=self.session.session_id,
+                event_id=event_id_for(self.run_id, "denial", sequence),
+            )
+        )
+        return reason
 
     def _record_result(
         self,

@@ -1,6 +1,8 @@
 """Tool policies: rules checked before a tool runs.
 
-Every policy of a tool must allow the call (composition is "all must allow").
+Every policy of a tool must allow the call (composition is "all must allow"):
+any denial denies; otherwise any *ask* pauses the run until a human decides
+(``approvals.py``).
 Policies fail closed: one that cannot decide denies with a reason, and the
 executor turns a policy that raises into a denial too. Each policy keeps its
 own ``PolicyState`` in the session (one slice per policy name), written
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .errors import PromptValidationError
 from .patches import PatchOperation
@@ -23,10 +26,27 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 
+PolicyOutcome = Literal["allow", "deny", "ask"]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class PolicyDecision:
+    """A policy's verdict on one call: *allow*, *deny* or *ask* (a human must
+    decide first).
+
+    An *ask* is ``allowed=False``: code that reads only ``allowed`` treats it
+    as a denial (fail closed). The executor reads ``outcome`` and pauses the
+    run instead; ``approvers`` (``{"permission": ..., "group": ...}``) and
+    ``deadline_seconds`` say who may decide and how long they have.
+    """
+
     allowed: bool
     reason: str | None = None
+    asks: bool = False
+    approvers: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    deadline_seconds: int | None = None
 
     @classmethod
     def allow(cls) -> PolicyDecision:
@@ -35,6 +55,28 @@ class PolicyDecision:
     @classmethod
     def deny(cls, reason: str) -> PolicyDecision:
         return cls(allowed=False, reason=reason)
+
+    @classmethod
+    def ask(
+        cls,
+        reason: str,
+        *,
+        approvers: Mapping[str, str] | None = None,
+        deadline_seconds: int | None = None,
+    ) -> PolicyDecision:
+        return cls(
+            allowed=False,
+            reason=reason,
+            asks=True,
+            approvers=MappingProxyType(dict(approvers or {})),
+            deadline_seconds=deadline_seconds,
+        )
+
+    @property
+    def outcome(self) -> PolicyOutcome:
+        if self.allowed:
+            return "allow"
+        return "ask" if self.asks else "deny"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,6 +90,13 @@ class PolicyState:
 
 @runtime_checkable
 class ToolPolicy(Protocol):
+    """Decides on each function call (``check``) and learns each success
+    (``on_result``, inside the call's transaction). A policy may also define
+    ``before_run(tool, params, *, context)``, called once every policy allowed
+    the call, just before its handler and outside its transaction, so what it
+    saves stays even when the handler fails (``CallLimitPolicy`` counts calls
+    this way; see ``ToolExecutor._before_run``)."""
+
     @property
     def name(self) -> str: ...
 

@@ -13,8 +13,10 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from .call_limits import check_call_limit_targets
 from .errors import PromptRenderError, PromptValidationError
 from .hosted.base import HostedTool
+from .limits import check_hosted_tool_limits
 from .policies import ToolPolicy
 
 # Re-exported: they lived here before rendered.py held them.
@@ -48,7 +50,8 @@ class Prompt(Generic[OutputT]):
     included), policies that name tools the prompt does not have, parameter
     description overrides and the tool choice. ``Prompt[Answer]`` sets the
     structured output to dataclass ``Answer``; ``Prompt[str]`` (or no
-    subscript) asks for plain text.
+    subscript) asks for plain text. ``hosted_tool_limits`` caps the calls a
+    run may make to each hosted tool (see ``adapters/openai/quotas.py``).
     """
 
     def __class_getitem__(cls, item: Any) -> Any:
@@ -67,6 +70,7 @@ class Prompt(Generic[OutputT]):
         output: StructuredOutput | None = None,
         tool_choice: ToolChoice | None = None,
         param_descriptions: Mapping[str, Mapping[str, str]] | None = None,
+        hosted_tool_limits: Mapping[str, int] | None = None,
     ) -> None:
         if not isinstance(ns, str) or not ns.strip():
             raise PromptValidationError("Prompt namespace must not be empty.")
@@ -86,6 +90,10 @@ class Prompt(Generic[OutputT]):
         )
         self._check_policies()
         self._check_tool_choice()
+        self.hosted_tool_limits = check_hosted_tool_limits(
+            self, {} if hosted_tool_limits is None else hosted_tool_limits
+        )
+        check_call_limit_targets(self)
         self.param_names = self._collect_param_names()
 
     def __repr__(self) -> str:
@@ -344,6 +352,7 @@ class Prompt(Generic[OutputT]):
             params=MappingProxyType(used),
             trust_level=trust,
             withheld_hosted_tools=tuple(withheld),
+            hosted_tool_limits=self.hosted_tool_limits,
         )
 
     def _check_choice_not_withheld(self, withheld: Sequence[WithheldTool]) -> None:

@@ -159,6 +159,10 @@ class RenderedPrompt(Generic[OutputT]):
     params: Mapping[str, Any]
     trust_level: TrustLevel = TrustLevel.STANDARD
     withheld_hosted_tools: tuple[WithheldTool, ...] = ()
+    # hosted tool name -> most calls per run (``Prompt(hosted_tool_limits=)``)
+    hosted_tool_limits: Mapping[str, int] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def tool(self, name: str) -> Tool[Any, Any] | None:
         for tool in self.tools:

@@ -1,4 +1,5 @@
-"""Seed the demo catalog, record demo sessions and (DEBUG only) a superuser."""
+"""Seed the demo catalog, record demo sessions and (DEBUG only) a superuser,
+who is also an approver (the demo/ship session waits for one)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from sessions_app import services
@@ -25,6 +27,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, no_sessions: bool, **options: Any) -> None:
         prompts = seed_demo_catalog()
         self.stdout.write(f"Demo catalog ready: {', '.join(p.ref for p in prompts)}")
+        if settings.DEBUG:
+            # First: the approver the demo/ship session notifies.
+            self._demo_superuser()
         if not no_sessions:
             for prompt in prompts:
                 if AgentSession.objects.filter(prompt=prompt).exists():
@@ -34,15 +39,14 @@ class Command(BaseCommand):
                     f"Recorded demo session {session.pk} ({prompt.ref}): "
                     f"{session.status}"
                 )
-        if settings.DEBUG:
-            self._demo_superuser()
 
     def _demo_superuser(self) -> None:
         username = os.environ.get("WINK_DEMO_USERNAME", "admin")
         password = os.environ.get("WINK_DEMO_PASSWORD", "admin")
         user_model = get_user_model()
-        if not user_model.objects.filter(username=username).exists():
-            user_model.objects.create_superuser(
+        user = user_model.objects.filter(username=username).first()
+        if user is None:
+            user = user_model.objects.create_superuser(
                 username, "admin@example.invalid", password
             )
             self.stdout.write(
@@ -53,3 +57,7 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"Demo superuser '{username}' already exists.")
+        # Superusers may decide any approval; in the group it is plain to see.
+        approvers = Group.objects.filter(name="Approvers").first()
+        if approvers is not None:
+            user.groups.add(approvers)

@@ -1,9 +1,10 @@
 """Remote MCP servers: configuration, typed output, factory and section.
 
 The provider lists the server's tools (``mcp_list_tools``) and calls them
-itself (``mcp_call``). This runtime cannot answer approval requests, so
-``require_approval`` defaults to ``"never"``; with ``"always"`` every call
-comes back as an approval request that is reported as a failed call.
+itself (``mcp_call``). With ``require_approval="always"`` the provider asks
+first (``mcp_approval_request``): the run pauses until a human decides, and
+the decision goes back as an ``mcp_approval_response`` on the next request
+(``adapters/openai/approvals.py``); ``"never"`` (the default) calls at once.
 
 ``headers`` usually carry credentials: they are kept out of ``repr``.
 """
@@ -178,8 +179,8 @@ class McpToolCall:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class McpApprovalRequest:
-    """An ``mcp_approval_request`` the runtime could not answer (the call did
-    not run)."""
+    """An ``mcp_approval_request``: the provider asked before calling the
+    tool (the run paused for a human decision and answered it)."""
 
     request_id: str
     server_label: str
@@ -190,8 +191,8 @@ class McpApprovalRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class McpResult:
-    """What one MCP server did in a run: its calls, the tools it listed,
-    approval requests left unanswered and tool-listing errors."""
+    """What one MCP server did in a run: its calls, the tools it listed, the
+    approval requests it made and tool-listing errors."""
 
     calls: tuple[McpToolCall, ...] = ()
     listed_tools: tuple[str, ...] = ()
@@ -203,9 +204,7 @@ class McpResult:
         for call in self.calls:
             outcome = call.error if call.error is not None else call.output or ""
             lines.append(f"- {call.name} [{call.status}]: {outcome[:500]}")
-        lines.extend(
-            f"- {r.name} [approval requested, not run]" for r in self.approval_requests
-        )
+        lines.extend(f"- {r.name} [approval requested]" for r in self.approval_requests)
         lines.extend(f"! list_tools failed: {e}" for e in self.list_errors)
         return "\n".join(lines)
 
@@ -318,8 +317,8 @@ MCP_SPEC: HostedKindSpec[McpConfig] = HostedKindSpec(
             choices=APPROVAL_MODES,
             blank=None,
             default="never",
-            help="This runtime cannot answer approval requests: with 'always' "
-            "every call is reported as failed.",
+            help="'always': the provider asks before every call of this server; "
+            "the run pauses until an approver decides (see the approvals inbox).",
         ),
         HostedOption("server_description", max_length=500),
         HostedOption(

@@ -31,6 +31,7 @@ from ...events import (
 )
 from ...hosted.base import HostedTool, unsupported_kind_message
 from ...local_shell import LocalShellExecutor
+from ...pricing import PriceSheet
 from ...prompt import Prompt, PromptResponse, RenderedPrompt, ToolChoice
 from ...schema import is_strict_compatible
 from ...session import InMemorySession, SessionProtocol
@@ -38,6 +39,7 @@ from ...tools import Tool
 from ...trust import TrustLevel
 from .codecs import HostedToolCodec, default_codecs
 from .native import bind_native_tools
+from .quotas import limited_specs, offered_request
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
 from .run import ADAPTER_NAME, Run
@@ -268,6 +270,9 @@ class OpenAIAdapter:
         if self.store is not None:
             body["store"] = self.store
         body.update(self.extra_request)
+        if rendered.hosted_tool_limits:  # a limit of 0: never offered
+            specs = limited_specs(rendered, self._serialize)
+            body = offered_request(body, rendered.hosted_tool_limits, specs, {})
         return body
 
     # -- the loop ------------------------------------------------------------
@@ -288,6 +293,7 @@ class OpenAIAdapter:
         run_id: str | None = None,
         resume: RunRecord | None = None,
         parse_output: bool = True,
+        pricing: PriceSheet | None = None,
     ) -> PromptResponse:
         """Render ``prompt`` (unless ``rendered`` is given) and run it to an answer.
 
@@ -302,6 +308,10 @@ class OpenAIAdapter:
         recorded responses and tool calls are replayed, not repeated, and the
         events they produce again carry the same ids as the first time.
 
+        ``pricing`` prices each provider call and native call (their events'
+        ``cost``) and lets ``budget.max_cost`` stop the run before a request
+        that would pass it (see ``costs.py``); without it nothing is priced.
+
         ``parse_output`` is accepted for the seeds' sake: a declared output
         is always parsed, so ``False`` with one is refused.
         """
@@ -315,7 +325,16 @@ class OpenAIAdapter:
         tracker = BudgetTracker(budget) if budget is not None else None
         run_id = run_id or str(uuid.uuid4())
         run = Run(
-            self, prompt, session, sink, deadline, tracker, heartbeat, run_id, resume
+            self,
+            prompt,
+            session,
+            sink,
+            deadline,
+            tracker,
+            heartbeat,
+            run_id,
+            resume,
+            pricing=pricing,
         )
         try:
             if deadline is not None and deadline.expired():

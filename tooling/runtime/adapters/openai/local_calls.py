@@ -141,6 +141,7 @@ class LocalCalls:
             heartbeat=executor.heartbeat,
             sequence=sequence,
             run_id=executor.run_id,
+            approvals=executor.approvals,
         )
 
     def claims(self, item: Any) -> bool:

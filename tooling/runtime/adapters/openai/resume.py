@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ...approvals import ApprovalDecision
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunRecord:
@@ -14,7 +16,9 @@ class RunRecord:
 
     ``responses`` are the decoded bodies of the provider calls that completed,
     turn 1 first; ``tool_outputs`` maps the sequence number of every recorded
-    local tool call to the exact text the model received for it.
+    local tool call to the exact text the model received for it;
+    ``approvals`` maps the call id of a function call (or the item id of an
+    ``mcp_approval_request``) the run paused on to the human's decision.
 
     ``evaluate(resume=record)`` rebuilds the conversation from these: it never
     requests a recorded response again and never runs a recorded call again.
@@ -26,6 +30,9 @@ class RunRecord:
 
     responses: tuple[Mapping[str, Any], ...] = ()
     tool_outputs: Mapping[int, str] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    approvals: Mapping[str, ApprovalDecision] = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
 

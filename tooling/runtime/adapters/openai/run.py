@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -42,16 +43,20 @@ from ...events import (
 )
 from ...executor import FunctionCall, ToolExecutor
 from ...hosted.base import HostedTool
+from ...pricing import PriceSheet
 from ...prompt import Prompt, PromptResponse, RenderedPrompt
 from ...results import ToolResult
 from ...serde import SerdeError, parse
 from ...session import SessionProtocol
 from ...text import sendable
 from ...tools import Tool
+from .approvals import McpApprovals
 from .codecs.base import JsonObject, field
+from .costs import RunCosts
 from .local_calls import LocalCalls
 from .native import typed_native_call
 from .parsing import citations_from_items, message_text
+from .quotas import HostedQuotas
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
 from .sending import Sender, SendFailure, excerpt
@@ -101,6 +106,7 @@ class Run:
         heartbeat: Callable[[], None] | None,
         run_id: str,
         resume: RunRecord | None = None,
+        pricing: PriceSheet | None = None,
     ) -> None:
         self.adapter = adapter
         self.prompt = prompt
@@ -112,6 +118,8 @@ class Run:
         self.run_id = run_id
         self.resume = resume or RunRecord()
         self.usage = TokenUsage()
+        self.costs = RunCosts(pricing, adapter.model, tracker)
+        self.last_cost: Decimal | None = None  # the latest response's
         self.sequence = SequenceCounter()
         self.all_items: list[Any] = []
         self.citations: list[Any] = []
@@ -167,23 +175,43 @@ class Run:
             heartbeat=self.heartbeat,
             sequence=self.sequence,
             run_id=self.run_id,
+            approvals=self.resume.approvals,
+        )
+        mcp_approvals = McpApprovals(
+            decisions=self.resume.approvals,
+            rendered=rendered,
+            sink=self.sink,
+            session_id=self.session.session_id,
+            run_id=self.run_id,
         )
         local = LocalCalls(
             executor, rendered, adapter.shell_executors, self.call_ids, self.sequence
         )
         hosted_by_type = self._hosted_by_item_type(rendered)
+        self.quotas = HostedQuotas(
+            rendered=rendered,
+            serialize=adapter._serialize,
+            sink=self.sink,
+            session_id=self.session.session_id,
+            run_id=self.run_id,
+            ceiling=adapter.extra_request.get("max_tool_calls"),
+        )
         history: list[Any] = list(body.pop("input"))
         recorded = self.resume.responses
         sent = 0
         for turn in range(1, max_turns + 1):
             if turn <= len(recorded):
+                self.quotas.withdraw_used_up(turn)  # as the request was
                 data = JsonObject.wrap(recorded[turn - 1])
                 self.scrub_history = self.scrub_history or _has_surrogates(data)
                 self._account(data)
                 self._check_status(data)
             else:
-                self._check_limits("Deadline expired before provider request.")
-                data = self._send(body, history, sent, turn)
+                self._check_limits(
+                    "Deadline expired before provider request.", before_request=True
+                )
+                self.quotas.withdraw_used_up(turn)
+                data = self._send(self.quotas.request(body), history, sent, turn)
             sent = len(history)
             output = _items(data)
             self.all_items.extend(output)
@@ -194,6 +222,7 @@ class Run:
                     calls.append(self._function_call(item, turn))
                 elif local.claims(item):  # apply_patch, local shell: run here
                     calls.append(local.call(item, turn))
+                    self.quotas.count(calls[-1].name, turn)
                 elif item_type in hosted_by_type:
                     self._record_native(
                         item, hosted_by_type[item_type], rendered, turn, output
@@ -203,7 +232,10 @@ class Run:
                         "Unknown output item type %r at %d", item_type, position
                     )
             history.extend(output)
-            if not calls:
+            # answered from the record, or the run pauses for a human here
+            approvals = mcp_approvals.answer(output, turn)
+            history.extend(approvals)
+            if not calls and not approvals:
                 return self._finish(rendered, data, turn)
             for call in calls:
                 replayed = self.resume.tool_outputs.get(self.sequence.peek())
@@ -278,7 +310,11 @@ class Run:
         return mapping
 
     def _check_limits(
-        self, deadline_message: str, phase: EvaluationPhase = "deadline"
+        self,
+        deadline_message: str,
+        phase: EvaluationPhase = "deadline",
+        *,
+        before_request: bool = False,
     ) -> None:
         if self.heartbeat is not None:
             self.heartbeat()
@@ -287,13 +323,17 @@ class Run:
         if self.tracker is not None:
             try:
                 self.tracker.check()
+                if before_request:  # the money budget (costs.py)
+                    self.costs.check_before_request()
             except BudgetExceededError as error:
                 raise self._fail(str(error), "budget") from error
 
     def _account(self, data: Mapping[str, Any]) -> TokenUsage:
-        """Add a response's usage to the run's and collect its citations."""
+        """Add a response's usage and cost to the run's (``last_cost``) and
+        collect its citations."""
         usage = TokenUsage.from_payload(data.get("usage"))
         self.usage = self.usage + usage
+        self.last_cost = self.costs.provider_call(usage)
         if self.tracker is not None:
             self.tracker.record(usage)
         citations = citations_from_items(_items(data), earlier=self.all_items)
@@ -355,6 +395,7 @@ class Run:
                 unknown_item_types=unknown,
                 request_id=reply.request_id,
                 attempts=reply.attempts,
+                cost=self.last_cost,
                 session_id=self.session.session_id,
                 event_id=self.event_id("provider", turn),
             )
@@ -396,11 +437,11 @@ class Run:
         hosted = candidates[0]
         codec = self.adapter._codec(hosted, rendered.prompt_name)
         item_type = field(item, "type")
+        alike: list[str] = []  # the tools that may have run it (quotas.py)
         try:
-            for candidate in candidates:
-                if codec.matches(item, candidate):
-                    hosted = candidate
-                    break
+            matching = [c for c in candidates if codec.matches(item, c)]
+            alike = [c.name for c in matching]
+            hosted = self.quotas.attribute(matching or candidates, turn)
             # a kind whose call and output are separate items reads the response
             paired = getattr(codec, "parse_call_in", None)
             call = paired(item, output) if paired else codec.parse_call(item)
@@ -419,6 +460,7 @@ class Run:
                 params={},
                 result=ToolResult.error(message),
                 rendered_output="",
+                alike=alike,
             )
             return
         if call is None:
@@ -441,6 +483,8 @@ class Run:
             params=params,
             result=result,
             rendered_output=rendered_output,
+            raw_params=call.params,
+            alike=alike,
         )
 
     def _emit_native(
@@ -453,8 +497,17 @@ class Run:
         params: Any,
         result: ToolResult[Any],
         rendered_output: str,
+        raw_params: Mapping[str, Any] | None = None,
+        alike: Sequence[str] = (),
     ) -> None:
+        """Emit a native call's ``ToolInvoked`` with its fee, priced from
+        ``raw_params`` (the codec's reading of the call; ``params`` may be a
+        ``NativeTool``'s typed params)."""
         sequence = next(self.sequence)
+        cost = self.costs.native_call(
+            hosted, raw_params if raw_params is not None else _mapping(params)
+        )
+        self.quotas.count(hosted.name, turn, alike=alike)
         self.sink.emit(
             ToolInvoked(
                 prompt_name=rendered.prompt_name,
@@ -469,6 +522,7 @@ class Run:
                 kind=hosted.kind,
                 turn=turn,
                 sequence=sequence,
+                cost=cost,
                 session_id=self.session.session_id,
                 event_id=self.event_id("tool", sequence),
             )
@@ -550,6 +604,10 @@ def _has_surrogates(data: Any) -> bool:
 def _items(data: Mapping[str, Any]) -> list[Any]:
     output = data.get("output")
     return list(output) if isinstance(output, list) else []
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -108,8 +108,9 @@ def listed_tool_names(item: Any) -> tuple[str, ...]:
 class OpenAIMcpCodec:
     """``mcp``: one remote server per tool, told apart by ``server_label``.
 
-    Approval requests cannot be answered by this runtime: each one is
-    reported as a failed call (the tool did not run).
+    An ``mcp_approval_request`` is not a call: the run answers it with a
+    human's decision (``adapters/openai/approvals.py``) and the call, if
+    approved, comes back as an ``mcp_call`` on the next response.
     """
 
     kind = "mcp"
@@ -140,24 +141,8 @@ class OpenAIMcpCodec:
 
     def parse_call(self, item: Any) -> NativeCall | None:
         item_type = field(item, "type")
-        if item_type == "mcp_list_tools":
-            return None
-        if item_type == "mcp_approval_request":
-            request = mcp_approval_request(item)
-            message = (
-                f"MCP server '{request.server_label}' requested approval to call "
-                f"'{request.name}' (request {request.request_id}), so the call did "
-                "not run: this runtime cannot answer approval requests and only "
-                "supports require_approval 'never'."
-            )
-            params = {
-                "server_label": request.server_label,
-                "name": request.name,
-                "arguments": request.arguments,
-            }
-            return NativeCall(
-                request.request_id, params, request, False, message, message
-            )
+        if item_type in ("mcp_list_tools", "mcp_approval_request"):
+            return None  # a listing; a request a human answers (approvals.py)
         call = mcp_call(item)
         params = {
             "server_label": call.server_label,

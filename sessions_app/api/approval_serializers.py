@@ -1,0 +1,111 @@
+"""Serializers of the approval inbox API, one per use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from sessions_app import access, approvals
+from sessions_app.models import ApprovalRequest
+from tooling.api.input import StrictSerializer
+
+
+class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
+    """An approval request: the call that waits, why, and its decision."""
+
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    prompt = serializers.CharField(
+        source="session.prompt_ref",
+        read_only=True,
+        help_text='The prompt its session runs, as "namespace/key".',
+    )
+    decided_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who decided (null: pending, or expired without a decision).",
+    )
+
+    class Meta:
+        model = ApprovalRequest
+        fields = [
+            "id",
+            "session",
+            "prompt",
+            "kind",
+            "tool_name",
+            "call_id",
+            "sequence",
+            "turn",
+            "params",
+            "raw_arguments",
+            "server_label",
+            "policy_name",
+            "reason",
+            "approvers",
+            "status",
+            "requested_at",
+            "expires_at",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "text_altered",
+        ]
+        read_only_fields = fields
+
+
+class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
+    """An approval request on its session's timeline (the session is known)."""
+
+    class Meta(ApprovalRequestSerializer.Meta):
+        fields = [
+            name
+            for name in ApprovalRequestSerializer.Meta.fields
+            if name not in ("session", "prompt")
+        ]
+        read_only_fields = fields
+
+
+class ApprovalRequestDetailSerializer(ApprovalRequestSerializer):
+    """An approval request, and whether the requesting user may decide it."""
+
+    may_decide = serializers.SerializerMethodField(
+        help_text="Whether you may approve or deny it (while it is pending)."
+    )
+
+    class Meta(ApprovalRequestSerializer.Meta):
+        fields = [*ApprovalRequestSerializer.Meta.fields, "may_decide"]
+        read_only_fields = fields
+
+    def get_may_decide(self, approval: ApprovalRequest) -> bool:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        return bool(
+            approval.status == ApprovalRequest.Status.PENDING
+            and access.may_decide(user, approval)
+        )
+
+
+class TextOnlyField(serializers.CharField):
+    """Text, and only text: a number or a boolean is not a reason."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ApprovalDecisionSerializer(StrictSerializer):
+    """Input of ``approve/`` and ``deny/``: why (required to deny: the model
+    reads it)."""
+
+    reason = TextOnlyField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=approvals.MAX_REASON,
+        trim_whitespace=True,
+        help_text="Why you decide so. Required to deny: the model reads it as "
+        "the call's result.",
+    )

@@ -1,0 +1,159 @@
+"""The approval inbox pages: the list, and one approval with its decision form.
+
+Who may see them (``inbox.py``): logged-in users, each only the approvals they
+may decide or whose session they may see; anything else is a 404. Only a user
+who may decide an approval gets the form; a decision from anyone else is a
+403. Deciding goes through ``approvals.decide`` (one winner: a second decision
+is reported as "already decided", not as an error). Untrusted text (the call's
+arguments, reasons) is escaped, and bidi controls are shown neutralised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views import View
+from django.views.generic import ListView
+
+from sessions_app import access, approvals, inbox
+from sessions_app.approval_filters import ApprovalRequestFilterSet
+from sessions_app.bidi import NeutraliseBidiMixin
+from sessions_app.models import AgentSession, ApprovalRequest
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("deny", "Deny")],
+        widget=forms.HiddenInput,
+    )
+    reason = forms.CharField(
+        required=False,
+        max_length=approvals.MAX_REASON,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Required to deny; the model reads it.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("decision") == "deny" and not data.get("reason"):
+            self.add_error("reason", "Say why you deny it: the model reads the reason.")
+        return data
+
+
+def approval_url(approval_id: Any) -> str:
+    return reverse("sessions_app:approval-detail", args=[approval_id])
+
+
+class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
+    """The inbox: pending approvals first (soonest deadline first), then the
+    decided ones, newest first; 50 a page."""
+
+    template_name = "sessions_app/approval_list.html"
+    context_object_name = "approvals"
+    paginate_by = 50
+
+    def get_queryset(self) -> QuerySet[ApprovalRequest]:
+        queryset = inbox.visible_to(self.request.user).select_related(
+            "session", "decided_by"
+        )
+        self.filterset = ApprovalRequestFilterSet(self.request.GET, queryset=queryset)
+        if not self.filterset.is_valid():
+            return queryset.none()
+        return inbox.pending_first(self.filterset.qs)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        context.update(filter=self.filterset, query_string=query.urlencode())
+        return context
+
+
+class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
+    """``GET``: one approval; ``POST``: approve or deny it (POST, redirect,
+    GET)."""
+
+    def _approval(self, request: HttpRequest, pk: Any) -> ApprovalRequest:
+        approval = (
+            inbox.visible_to(request.user)
+            .select_related("session", "decided_by")
+            .filter(pk=pk)
+            .first()
+        )
+        if approval is None:
+            raise Http404("No such approval.")
+        return approval
+
+    def _render(
+        self,
+        request: HttpRequest,
+        approval: ApprovalRequest,
+        form: DecisionForm,
+        *,
+        status: int = 200,
+    ) -> HttpResponse:
+        may_decide = access.may_decide(request.user, approval)
+        sees_session = (
+            AgentSession.objects.visible_to(request.user)
+            .filter(pk=approval.session_id)
+            .exists()
+        )
+        return render(
+            request,
+            "sessions_app/approval_detail.html",
+            {
+                "approval": approval,
+                "form": form,
+                "may_decide": may_decide,
+                "is_pending": approval.status == ApprovalRequest.Status.PENDING,
+                "sees_session": sees_session,
+            },
+            status=status,
+        )
+
+    def get(self, request: HttpRequest, pk: Any) -> HttpResponse:
+        return self._render(request, self._approval(request, pk), DecisionForm())
+
+    def post(self, request: HttpRequest, pk: Any) -> HttpResponse:
+        approval = self._approval(request, pk)
+        if not access.may_decide(request.user, approval):
+            raise PermissionDenied("You may not decide this approval.")
+        form = DecisionForm(request.POST)
+        if not form.is_valid():
+            return self._render(request, approval, form, status=400)
+        approve = form.cleaned_data["decision"] == "approve"
+        try:
+            approvals.decide(
+                approval_id=approval.pk,
+                user=request.user,
+                approve=approve,
+                reason=form.cleaned_data["reason"],
+            )
+        except ApprovalRequest.DoesNotExist:
+            raise Http404("No such approval.") from None
+        except approvals.ApprovalClosed as closed:
+            messages.info(request, str(closed))
+            return HttpResponseRedirect(approval_url(approval.pk))
+        except ValidationError as error:
+            for text in error.messages:
+                form.add_error("reason", text)
+            return self._render(request, approval, form, status=400)
+        verb = "Approved" if approve else "Denied"
+        status = AgentSession.objects.values_list("status", flat=True).get(
+            pk=approval.session_id
+        )
+        messages.success(
+            request,
+            f"{verb}. The run goes on (its session is now "
+            f"{AgentSession.Status(status).label.lower()}).",
+        )
+        return HttpResponseRedirect(approval_url(approval.pk))

@@ -1,0 +1,171 @@
+"""Deciding approval requests, and resuming the runs that wait for them.
+
+A run pauses when a policy asks for a human decision (the sink records an
+``ApprovalRequest`` and moves the session to ``awaiting_approval`` in one
+transaction). Here the request is decided, once:
+
+- ``decide`` approves or denies it: one conditional update
+  ``pending -> approved | denied`` (of concurrent deciders exactly one wins;
+  the others get ``ApprovalClosed``), and in the same transaction the session
+  goes back to ``queued`` (``lifecycle.requeue``). After the commit the run is
+  dispatched: to a worker, or inline without a broker. The resumed run replays
+  its record, reaches the paused call with the decision
+  (``replay.load`` -> ``RunRecord.approvals``) and runs it, or answers the
+  model with the denial.
+- ``expire_overdue`` (called by the sweeper) denies automatically every
+  request left pending past its ``expires_at`` and resumes those runs.
+
+The run resumes exactly once: only the winning update requeues the session,
+only a queued session can be claimed, and a claim is one conditional update
+(``lifecycle.claim``); a worker that dies during the resumed run is recovered
+like any other (lease, sweeper), and the approved call, recorded with its
+``ToolInvocation`` in one step, never runs twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app import access, dispatch, lifecycle
+from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.storable import Scrubber
+from tooling.runtime import expiry_reason
+
+logger = logging.getLogger(__name__)
+
+Status = ApprovalRequest.Status
+
+MAX_REASON = 2000
+
+
+class ApprovalClosed(Exception):
+    """The approval was already decided, or expired: nothing to decide."""
+
+    def __init__(self, message: str, *, status: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str):
+        raise ValidationError({"reason": "The reason must be text."})
+    if required and not reason.strip():
+        raise ValidationError({"reason": "Say why the call is denied."})
+    if len(reason) > MAX_REASON:
+        raise ValidationError(
+            {"reason": f"The reason is at most {MAX_REASON} characters long."}
+        )
+    scrub = Scrubber()
+    return scrub.text(reason.strip()), scrub.altered
+
+
+def decide(
+    *, approval_id: Any, user: Any, approve: bool, reason: str
+) -> ApprovalRequest:
+    """Approve or deny a pending approval and resume its run.
+
+    Raises ``ApprovalRequest.DoesNotExist`` (unknown, or neither decidable
+    nor visible to ``user``), ``PermissionDenied`` (visible, not decidable),
+    ``ApprovalClosed`` (already decided or expired) and ``ValidationError``
+    (a deny without a reason, a reason that is not text or too long).
+    """
+    if not isinstance(approve, bool):
+        raise ValidationError({"approve": "Say true (approve) or false (deny)."})
+    try:
+        approval = ApprovalRequest.objects.visible_to(user).get(pk=approval_id)
+    except (TypeError, ValueError, ValidationError):  # not an approval's id at all
+        raise ApprovalRequest.DoesNotExist(approval_id) from None
+    if not access.may_decide(user, approval):
+        raise PermissionDenied("You may not decide this approval.")
+    text, altered = _clean_reason(reason, required=not approve)
+    now = timezone.now()
+    inline = False
+    with transaction.atomic():
+        lifecycle.lock(approval.session_id)
+        decided = ApprovalRequest.objects.filter(
+            pk=approval.pk, status=Status.PENDING, expires_at__gt=now
+        ).update(
+            status=Status.APPROVED if approve else Status.DENIED,
+            decided_by=user,
+            decided_at=now,
+            decision_reason=text,
+            text_altered=altered,
+        )
+        if decided:
+            inline = _requeue(approval.session_id, now=now)
+    if not decided:
+        raise _closed(approval.pk, now=now)
+    if inline:
+        _run_inline(approval.session_id)
+    return ApprovalRequest.objects.select_related("decided_by").get(pk=approval.pk)
+
+
+def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:
+    row = ApprovalRequest.objects.filter(pk=approval_id).values("status").get()
+    if row["status"] == Status.PENDING:  # overdue, not yet swept: expire it now
+        expire_overdue(now=now, ids=[approval_id])
+        row = ApprovalRequest.objects.filter(pk=approval_id).values("status").get()
+    status = row["status"]
+    label = Status(status).label.lower() if status in Status.values else status
+    return ApprovalClosed(f"This approval is already {label}.", status=status)
+
+
+def _requeue(session_id: Any, *, now: datetime) -> bool:
+    """Queue the waiting session again and dispatch it after the commit;
+    ``True`` when there is no broker and the caller must run it inline."""
+    if not lifecycle.requeue(session_id, now=now):
+        return False
+    row = AgentSession.objects.filter(pk=session_id).values(
+        "deadline_left_seconds", "deadline_seconds"
+    )[0]
+    seconds = row["deadline_left_seconds"]
+    seconds = row["deadline_seconds"] if seconds is None else seconds
+    return not dispatch.dispatch_run(session_id, deadline_seconds=max(1, seconds))
+
+
+def _run_inline(session_id: Any) -> None:
+    from sessions_app import services  # services sweeps through this module
+
+    services.run_session(session_id=session_id)
+
+
+def expire_overdue(
+    now: datetime | None = None, *, ids: list[Any] | None = None
+) -> list[str]:
+    """Deny automatically the approvals pending past their deadline and
+    resume their runs; the ids of those it expired."""
+    now = now or timezone.now()
+    overdue = ApprovalRequest.objects.filter(status=Status.PENDING, expires_at__lte=now)
+    if ids is not None:
+        overdue = overdue.filter(pk__in=ids)
+    expired: list[str] = []
+    inline: list[Any] = []
+    for pk, session_id, requested_at, expires_at in overdue.values_list(
+        "pk", "session_id", "requested_at", "expires_at"
+    ).order_by("expires_at"):
+        waited = round((expires_at - requested_at).total_seconds())
+        with transaction.atomic():
+            lifecycle.lock(session_id)
+            if not ApprovalRequest.objects.filter(pk=pk, status=Status.PENDING).update(
+                status=Status.EXPIRED,
+                decided_at=now,
+                decision_reason=expiry_reason(waited),
+            ):
+                continue  # decided meanwhile
+            if _requeue(session_id, now=now):
+                inline.append(session_id)
+        expired.append(str(pk))
+    for session_id in inline:
+        _run_inline(session_id)
+    if expired:
+        logger.info("Expired %d approval request(s)", len(expired))
+    return expired

@@ -1,0 +1,167 @@
+"""The cost page and its CSV export (``sessions_app.costs`` computes them).
+
+Who may see them: logged-in users (anonymous users go to the login page).
+Each sees the spend of the sessions ``access.py`` lets them see: their own,
+or every session with ``view_all_sessions``; so only the latter see other
+users in the "by user" breakdown.
+
+Input is a query string a person can type: a bad ``from``/``to`` shows a
+message on the page (and the default range) or, for the CSV, a 400 with the
+message; never a 500.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import urlencode
+from django.views import View
+from django.views.generic import TemplateView
+
+from sessions_app import access, cost_ranges, costs
+from sessions_app.bidi import NeutraliseBidiMixin, neutralise
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (OWASP "CSV injection"); a leading apostrophe makes it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> str:
+    """``value`` as a CSV cell no spreadsheet evaluates, its bidi controls
+    shown as marks as on the page (a spreadsheet would reorder the text)."""
+    text = f"{value:f}" if isinstance(value, Decimal) else neutralise(str(value))
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def requested_range(request: HttpRequest) -> cost_ranges.DateRange:
+    """``?from=&to=`` as a range; raises ``cost_ranges.InvalidRange``."""
+    return cost_ranges.date_range(
+        start=request.GET.get("from") or None, end=request.GET.get("to") or None
+    )
+
+
+# The session list's filter for a breakdown's key; by day the key narrows
+# the list's dates instead; by model and by tool the list has no filter.
+SESSION_FILTERS = {"prompt": "prompt_ref", "user": "user"}
+
+
+def session_links(spend: costs.Spend) -> list[str]:
+    """For each row, the session list filtered to its sessions ("" when the
+    list has no such filter, or the row is not one group)."""
+    if spend.group not in SESSION_FILTERS and spend.group != "day":
+        return ["" for _ in spend.rows]
+    base = reverse("sessions_app:session-list")
+    links = []
+    for row in spend.rows:
+        if row.kind != "group" or not row.key or not row.count:
+            links.append("")
+            continue
+        query: dict[str, str] = {}
+        period = spend.range
+        if spend.group == "day":
+            day = datetime.date.fromisoformat(row.key)
+            period = cost_ranges.DateRange(day, day)
+        else:
+            query[SESSION_FILTERS[spend.group]] = row.key
+        low, high = period.bounds()
+        # The list's range is inclusive: up to the last microsecond.
+        last = high - datetime.timedelta(microseconds=1)
+        query.update(
+            created_at_after=low.isoformat(), created_at_before=last.isoformat()
+        )
+        links.append(f"{base}?{urlencode(query)}")
+    return links
+
+
+class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
+    """``GET /audit/costs/?from=&to=``: spend by prompt, tool, model, user and
+    day, each as a table and a chart, with its CSV link."""
+
+    template_name = "sessions_app/cost_report.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        error = ""
+        try:
+            period = requested_range(self.request)
+        except cost_ranges.InvalidRange as invalid:
+            error = (
+                f"{invalid} Showing the last {cost_ranges.DEFAULT_DAYS} days instead."
+            )
+            period = cost_ranges.default_range()
+        user = self.request.user
+        breakdowns = [
+            costs.spend_by(group, user=user, start=period.start, end=period.end)
+            for group in costs.GROUPS
+        ]
+        dates = {"from": period.start.isoformat(), "to": period.end.isoformat()}
+        context.update(
+            range=period,
+            range_error=error,
+            breakdowns=[
+                (
+                    spend,
+                    "?" + urlencode({"group": spend.group, **dates}),
+                    list(zip(spend.rows, session_links(spend), strict=True)),
+                )
+                for spend in breakdowns
+            ],
+            total=breakdowns[0],
+            sees_all=access.sees_all(user),
+            max_days=cost_ranges.MAX_DAYS,
+            default_days=cost_ranges.DEFAULT_DAYS,
+            time_zone=timezone.get_current_timezone_name(),
+        )
+        return context
+
+
+class CostCsvView(LoginRequiredMixin, View):
+    """``GET /audit/costs.csv?group=&from=&to=``: one breakdown as CSV (an
+    attachment), every row the page shows."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        group = request.GET.get("group") or "prompt"
+        if group not in costs.GROUPS:
+            return HttpResponseBadRequest(
+                f"Choose a group: {', '.join(costs.GROUPS)}.",
+                content_type="text/plain; charset=utf-8",
+            )
+        try:
+            period = requested_range(request)
+        except cost_ranges.InvalidRange as invalid:
+            return HttpResponseBadRequest(
+                str(invalid), content_type="text/plain; charset=utf-8"
+            )
+        spend = costs.spend_by(
+            group, user=request.user, start=period.start, end=period.end
+        )
+        name = f"costs-{group}-{period.start.isoformat()}-{period.end.isoformat()}.csv"
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["Cache-Control"] = "no-store"
+        writer = csv.writer(response)
+        writer.writerow(
+            [group, "label", "cost_usd", spend.count_label, "unpriced_calls", "row"]
+        )
+        for row in spend.rows:
+            writer.writerow(
+                [
+                    csv_cell(cell)
+                    for cell in (
+                        row.key,
+                        row.label,
+                        row.cost,
+                        row.count,
+                        row.unpriced,
+                        row.kind,
+                    )
+                ]
+            )
+        return response

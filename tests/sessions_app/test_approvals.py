@@ -1,0 +1,617 @@
+"""Approval pauses and resumes on SQLite, inline (no broker): a run pauses
+when its approval policy asks, holds no worker while it waits, resumes exactly
+once when approved (the call runs) or denied (the model reads the denial),
+is denied automatically past its deadline, and can be cancelled while it
+waits."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
+
+from sessions_app import access, approvals, services
+from sessions_app.approvals import ApprovalClosed
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    PolicyDenial,
+    ProviderCall,
+    ToolInvocation,
+)
+from tests.sessions_app.factories import UserFactory
+from tooling.demo import seed_demo_catalog
+from tooling.models import PolicyDefinition, PromptTemplate
+
+pytestmark = pytest.mark.django_db
+
+Status = AgentSession.Status
+PROMPT = "demo/release"
+
+
+def add_approval(config: dict[str, Any] | None = None) -> PolicyDefinition:
+    """The demo release prompt, with ``deploy`` needing approval."""
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.create(
+        name="release-approval",
+        kind=PolicyDefinition.Kind.APPROVAL,
+        config=config or {"rules": [{"tool": "deploy"}]},
+    )
+    PromptTemplate.objects.get(namespace="demo", key="release").policies.add(policy)
+    return policy
+
+
+@pytest.fixture
+def approver(db):
+    user = UserFactory.create(username="alice")
+    user.user_permissions.add(Permission.objects.get(codename="decide_any_approval"))
+    return UserFactory._meta.model.objects.get(pk=user.pk)  # fresh permission cache
+
+
+@pytest.fixture
+def paused(django_capture_on_commit_callbacks) -> AgentSession:
+    add_approval()
+    author = UserFactory.create(username="author")
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.start_session(prompt_ref=PROMPT, user=author)
+    return session
+
+
+def deploys(session: AgentSession) -> list[ToolInvocation]:
+    return list(ToolInvocation.objects.filter(session=session, name="deploy"))
+
+
+def test_a_run_pauses_when_a_policy_asks(paused: AgentSession) -> None:
+    assert paused.status == Status.AWAITING_APPROVAL
+    (approval,) = ApprovalRequest.objects.filter(session=paused)
+    assert approval.status == ApprovalRequest.Status.PENDING
+    assert (approval.kind, approval.tool_name, approval.policy_name) == (
+        "function",
+        "deploy",
+        "release-approval",
+    )
+    assert approval.reason == "Tool 'deploy' needs a human decision."
+    assert approval.sequence is not None and approval.call_id
+    assert approval.params == {"environment": "staging"}
+    # no worker, lease or claim holds a waiting run; its attempts start over
+    assert (paused.claim_token, paused.lease_expires_at, paused.attempts) == (
+        None,
+        None,
+        0,
+    )
+    assert paused.pauses == 1 and paused.deadline_at is None
+    left = paused.deadline_left_seconds
+    assert left is not None and 0 < left <= paused.deadline_seconds
+    # the paused call is not recorded (the denied attempt before it is)
+    assert all(not call.success for call in deploys(paused))
+    assert not ToolInvocation.objects.filter(
+        session=paused, call_id=approval.call_id
+    ).exists()
+
+
+def test_the_approval_expires_after_the_default_timeout(
+    paused: AgentSession, settings
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    waited = approval.expires_at - approval.requested_at
+    assert waited == timedelta(seconds=settings.WINK_APPROVAL_TIMEOUT_SECONDS)
+
+
+def test_the_policy_deadline_overrides_the_default_timeout(
+    django_capture_on_commit_callbacks,
+) -> None:
+    add_approval({"rules": [{"tool": "deploy"}], "deadline_seconds": 600})
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.start_session(prompt_ref=PROMPT)
+    approval = ApprovalRequest.objects.get(session=session)
+    assert approval.expires_at - approval.requested_at == timedelta(seconds=600)
+
+
+def test_approvers_hear_of_the_request_once_it_is_committed(
+    monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    heard: list[Any] = []
+    monkeypatch.setattr("sessions_app.notifications.approval_requested", heard.append)
+    add_approval()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        session = services.start_session(prompt_ref=PROMPT)
+    assert heard == []
+    for callback in callbacks:
+        callback()
+    assert [approval.session_id for approval in heard] == [session.pk]
+
+
+def test_approve_resumes_the_run_once_and_it_finishes(
+    paused: AgentSession, approver
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    calls_before = ProviderCall.objects.filter(session=paused).count()
+
+    decided = approvals.decide(
+        approval_id=approval.pk, user=approver, approve=True, reason="ship it"
+    )
+
+    assert decided.status == ApprovalRequest.Status.APPROVED
+    assert (decided.decided_by, decided.decision_reason) == (approver, "ship it")
+    assert decided.decided_at is not None
+    paused.refresh_from_db()
+    assert paused.status == Status.SUCCEEDED
+    (ran,) = ToolInvocation.objects.filter(session=paused, call_id=approval.call_id)
+    assert ran.success and ran.sequence == approval.sequence
+    assert "Would deploy" in ran.message
+    # the paused turn was replayed, not requested again: one more request
+    assert ProviderCall.objects.filter(session=paused).count() == calls_before + 1
+    assert paused.pauses == 1 and paused.attempts == 1
+
+
+def test_deny_answers_the_model_with_the_denial(paused: AgentSession, approver) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+
+    approvals.decide(
+        approval_id=approval.pk, user=approver, approve=False, reason="not today"
+    )
+
+    paused.refresh_from_db()
+    assert paused.status == Status.SUCCEEDED
+    denial = PolicyDenial.objects.get(session=paused, call_id=approval.call_id)
+    assert denial.policy_name == "release-approval"
+    assert denial.reason == "Denied by alice: not today"
+    call = ToolInvocation.objects.get(session=paused, call_id=approval.call_id)
+    assert not call.success
+    assert call.model_output == "Denied by alice: not today"
+    # the (offline) model read the denial as a failure, not as a deploy
+    assert paused.output_text.endswith("deploy failed."), paused.output_text
+
+
+def test_deny_needs_a_reason(paused: AgentSession, approver) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    with pytest.raises(ValidationError) as raised:
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=False, reason="  "
+        )
+    assert raised.value.message_dict == {"reason": ["Say why the call is denied."]}
+    approval.refresh_from_db()
+    assert approval.status == ApprovalRequest.Status.PENDING
+
+
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("x" * 2001, "The reason is at most 2000 characters long."),
+        (["no"], "The reason must be text."),
+    ],
+)
+def test_a_reason_must_be_bounded_text(
+    paused: AgentSession, approver, reason: Any, message: str
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    with pytest.raises(ValidationError) as raised:
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=True, reason=reason
+        )
+    assert raised.value.message_dict == {"reason": [message]}
+
+
+def test_a_reason_is_stored_storable(paused: AgentSession, approver) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    decided = approvals.decide(
+        approval_id=approval.pk, user=approver, approve=True, reason="ok\x00\ud800"
+    )
+    assert decided.decision_reason == "ok\ufffd\ufffd"
+    assert decided.text_altered
+
+
+def test_a_second_decision_is_refused_and_resumes_nothing(
+    paused: AgentSession, approver
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    requests = ProviderCall.objects.filter(session=paused).count()
+
+    with pytest.raises(ApprovalClosed) as raised:
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=True, reason="again"
+        )
+    assert raised.value.status == "approved"
+    assert raised.value.message == "This approval is already approved."
+    assert ProviderCall.objects.filter(session=paused).count() == requests
+    assert len([c for c in deploys(paused) if c.success]) == 1
+
+
+def test_an_overdue_approval_expires_through_the_sweep(
+    paused: AgentSession,
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1),
+        requested_at=timezone.now() - timedelta(hours=1, seconds=1),
+    )
+
+    report = services.sweep_stale_sessions()
+
+    assert report.expired_approvals == [str(approval.pk)]
+    approval.refresh_from_db()
+    assert approval.status == ApprovalRequest.Status.EXPIRED
+    assert approval.decided_by is None
+    assert approval.decision_reason == "No decision within 1h; denied automatically."
+    paused.refresh_from_db()
+    assert paused.status == Status.SUCCEEDED
+    denial = PolicyDenial.objects.get(session=paused, call_id=approval.call_id)
+    assert denial.reason == "No decision within 1h; denied automatically."
+
+
+def test_deciding_an_overdue_approval_is_refused_and_expires_it(
+    paused: AgentSession, approver
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    with pytest.raises(ApprovalClosed) as raised:
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=True, reason=""
+        )
+    assert raised.value.status == "expired"
+    paused.refresh_from_db()
+    assert paused.status == Status.SUCCEEDED  # resumed with the automatic denial
+
+
+def test_sweep_leaves_approvals_within_their_deadline(paused: AgentSession) -> None:
+    assert services.sweep_stale_sessions().expired_approvals == []
+    paused.refresh_from_db()
+    assert paused.status == Status.AWAITING_APPROVAL
+
+
+def test_cancel_while_waiting_cancels_at_once_and_expires_the_approval(
+    paused: AgentSession,
+) -> None:
+    author = paused.created_by
+    assert services.cancel_session(session_id=paused.pk, user=author) == "cancelled"
+
+    paused.refresh_from_db()
+    assert paused.status == Status.CANCELLED
+    assert paused.error_message == "Cancelled by author."
+    approval = ApprovalRequest.objects.get(session=paused)
+    assert approval.status == ApprovalRequest.Status.EXPIRED
+    assert approval.decision_reason == "The session was cancelled. Cancelled by author."
+
+
+def test_a_decision_after_cancel_is_refused(paused: AgentSession, approver) -> None:
+    services.cancel_session(session_id=paused.pk, user=paused.created_by)
+    approval = ApprovalRequest.objects.get(session=paused)
+    with pytest.raises(ApprovalClosed):
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=True, reason=""
+        )
+    paused.refresh_from_db()
+    assert paused.status == Status.CANCELLED
+
+
+def test_waiting_does_not_use_up_the_deadline(paused: AgentSession, approver) -> None:
+    # the run waited far longer than its whole deadline
+    left = paused.deadline_left_seconds
+    assert left is not None
+    ApprovalRequest.objects.filter(session=paused).update(
+        requested_at=timezone.now() - timedelta(seconds=paused.deadline_seconds * 3)
+    )
+    started = timezone.now()
+    approval = ApprovalRequest.objects.get(session=paused)
+
+    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+
+    paused.refresh_from_db()
+    assert paused.status == Status.SUCCEEDED
+    assert paused.deadline_left_seconds is None
+    # the resumed claim's deadline: the time left at the pause, from the resume
+    assert paused.deadline_at is not None
+    assert paused.deadline_at >= started + timedelta(seconds=left)
+
+
+def test_a_resumed_run_that_pauses_again_waits_again(
+    django_capture_on_commit_callbacks, approver
+) -> None:
+    add_approval({"rules": [{"tool": "deploy"}, {"tool": "test"}]})
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.start_session(prompt_ref=PROMPT)
+    first = ApprovalRequest.objects.get(session=session)
+    assert first.tool_name == "test"
+    with django_capture_on_commit_callbacks(execute=True):
+        approvals.decide(approval_id=first.pk, user=approver, approve=True, reason="")
+    session.refresh_from_db()
+    assert session.status == Status.AWAITING_APPROVAL
+    assert session.pauses == 2
+    second = ApprovalRequest.objects.get(session=session, status="pending")
+    assert second.tool_name == "deploy"
+    with django_capture_on_commit_callbacks(execute=True):
+        approvals.decide(approval_id=second.pk, user=approver, approve=True, reason="")
+    session.refresh_from_db()
+    assert session.status == Status.SUCCEEDED
+    assert (
+        ToolInvocation.objects.filter(session=session, call_id=first.call_id)
+        .get()
+        .success
+    )
+
+
+def test_with_a_broker_a_decision_dispatches_the_run_after_commit(
+    paused: AgentSession, approver, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    approval = ApprovalRequest.objects.get(session=paused)
+    with django_capture_on_commit_callbacks() as sent:
+        approvals.decide(
+            approval_id=approval.pk, user=approver, approve=True, reason=""
+        )
+    assert len(sent) == 1  # the run goes to the broker once committed
+    paused.refresh_from_db()
+    assert paused.status == Status.QUEUED
+    assert paused.dispatched_at is not None
+
+
+# -- who may decide ---------------------------------------------------------------
+
+
+def test_a_user_who_may_not_see_it_gets_does_not_exist(paused: AgentSession) -> None:
+    stranger = UserFactory.create()
+    approval = ApprovalRequest.objects.get(session=paused)
+    with pytest.raises(ApprovalRequest.DoesNotExist):
+        approvals.decide(
+            approval_id=approval.pk, user=stranger, approve=True, reason=""
+        )
+
+
+@pytest.mark.parametrize("approval_id", ["not-a-uuid", 42, None, "\x00"])
+def test_a_malformed_id_is_an_unknown_approval(
+    paused: AgentSession, approver, approval_id: Any
+) -> None:
+    with pytest.raises(ApprovalRequest.DoesNotExist):
+        approvals.decide(
+            approval_id=approval_id, user=approver, approve=True, reason=""
+        )
+
+
+def test_approve_must_be_a_boolean(paused: AgentSession, approver) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    with pytest.raises(ValidationError):
+        approvals.decide(
+            approval_id=approval.pk,
+            user=approver,
+            approve="false",  # type: ignore[arg-type]
+            reason="",
+        )
+    approval.refresh_from_db()
+    assert approval.status == ApprovalRequest.Status.PENDING
+
+
+def test_the_author_sees_but_may_not_decide(paused: AgentSession) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    assert ApprovalRequest.objects.visible_to(paused.created_by).count() == 1
+    with pytest.raises(PermissionDenied):
+        approvals.decide(
+            approval_id=approval.pk, user=paused.created_by, approve=True, reason=""
+        )
+
+
+def test_the_named_group_and_permission_decide(
+    django_capture_on_commit_callbacks,
+) -> None:
+    add_approval(
+        {
+            "rules": [{"tool": "deploy"}],
+            "approvers": {
+                "group": "Release managers",
+                "permission": "sessions_app.cancel_any_session",
+            },
+        }
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.start_session(prompt_ref=PROMPT)
+    approval = ApprovalRequest.objects.get(session=session)
+    assert approval.approvers == {
+        "group": "Release managers",
+        "permission": "sessions_app.cancel_any_session",
+    }
+    member = UserFactory.create()
+    member.groups.add(Group.objects.create(name="Release managers"))
+    holder = UserFactory.create()
+    holder.user_permissions.add(Permission.objects.get(codename="cancel_any_session"))
+    nobody = UserFactory.create()
+    for user, expected in ((member, True), (holder, True), (nobody, False)):
+        user = type(user).objects.get(pk=user.pk)
+        assert access.may_decide(user, approval) is expected
+        assert ApprovalRequest.objects.decidable_by(user).exists() is expected
+
+
+def test_default_approvers_hold_decide_any_approval(paused: AgentSession) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    in_group = UserFactory.create()
+    in_group.groups.add(Group.objects.get(name="Approvers"))
+    superuser = UserFactory.create(is_superuser=True)
+    anonymous_like = UserFactory.create(is_active=False, is_superuser=True)
+    assert access.may_decide(in_group, approval)
+    assert access.may_decide(superuser, approval)
+    assert not access.may_decide(anonymous_like, approval)
+    assert not access.may_decide(paused.created_by, approval)
+    assert list(ApprovalRequest.objects.decidable_by(in_group)) == [approval]
+    assert not ApprovalRequest.objects.decidable_by(paused.created_by).exists()
+
+
+# -- the catalog: approval policies in the admin form ----------------------------
+
+
+def test_policy_form_accepts_an_approval_policy() -> None:
+    from tooling.forms.catalog import PolicyDefinitionForm
+
+    form = PolicyDefinitionForm(
+        data={
+            "name": "prod-approval",
+            "kind": "approval",
+            "config": '{"rules": [{"tool": "deploy", "when": {"environment": '
+            '"production"}}], "approvers": {"group": "Not yet created"}, '
+            '"deadline_seconds": 3600}',
+        }
+    )
+    assert form.is_valid(), form.errors
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{}", 'An approval policy needs "rules"'),
+        ('{"rules": []}', "needs at least one rule"),
+        (
+            '{"rules": [{"tool": "deploy"}], "who": 1}',
+            "Unknown approval option(s): who",
+        ),
+        ('{"rules": [{"tool": "deploy", "when": {"a": {}}}]}', "must be a string"),
+        (
+            '{"rules": [{"tool": "deploy"}], "approvers": {"permission": "x.nope"}}',
+            "approvers.permission 'x.nope' is not a permission of this site.",
+        ),
+        ('{"rules": [{"tool": "deploy"}], "deadline_seconds": -5}', "deadline_seconds"),
+    ],
+)
+def test_policy_form_refuses_malformed_approval_configs(
+    config: str, message: str
+) -> None:
+    from tooling.forms.catalog import PolicyDefinitionForm
+
+    form = PolicyDefinitionForm(
+        data={"name": "prod-approval", "kind": "approval", "config": config}
+    )
+    assert not form.is_valid()
+    assert message in " ".join(map(str, form.errors["config"])), form.errors
+
+
+# -- PostgreSQL: the session trigger knows the approval moves ----------------------
+
+
+def _raw_status(session: AgentSession, status: str) -> None:
+    from django.db import connection, transaction
+
+    table = AgentSession._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = %s WHERE id = %s", [status, session.pk]
+        )
+
+
+def test_trigger_allows_the_approval_moves_and_refuses_others() -> None:
+    from django.db import DatabaseError, connection
+
+    from tests.sessions_app.factories import AgentSessionFactory
+
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            "the trigger is PostgreSQL's (run with DATABASE_URL=postgres://...)"
+        )
+    running = AgentSessionFactory.create(status=Status.RUNNING)
+    _raw_status(running, Status.AWAITING_APPROVAL)
+    _raw_status(running, Status.QUEUED)  # a decision resumes it
+    _raw_status(running, Status.RUNNING)
+    _raw_status(running, Status.AWAITING_APPROVAL)
+    _raw_status(running, Status.CANCELLED)
+    queued = AgentSessionFactory.create(status=Status.QUEUED)
+    with pytest.raises(DatabaseError, match="cannot move from queued to awaiting"):
+        _raw_status(queued, Status.AWAITING_APPROVAL)
+    waiting = AgentSessionFactory.create(status=Status.RUNNING)
+    _raw_status(waiting, Status.AWAITING_APPROVAL)
+    with pytest.raises(DatabaseError, match="from awaiting_approval to running"):
+        _raw_status(waiting, Status.RUNNING)
+    with pytest.raises(DatabaseError, match="from awaiting_approval to succeeded"):
+        _raw_status(waiting, Status.SUCCEEDED)
+    done = AgentSessionFactory.create(status=Status.SUCCEEDED)
+    with pytest.raises(DatabaseError, match="cannot move from succeeded to awaiting"):
+        _raw_status(done, Status.AWAITING_APPROVAL)
+
+
+def test_a_call_id_too_long_to_store_fails_the_run_instead_of_pausing() -> None:
+    from tests.runtime.fakes import FakeProvider, function_call, response
+
+    add_approval({"rules": [{"tool": "lint"}]})
+    long_id = "c" * 150
+    provider = FakeProvider(response(function_call("lint", "{}", long_id)))
+
+    session = services.start_session(prompt_ref=PROMPT, client=provider.client)
+
+    assert session.status == Status.FAILED
+    assert session.error_phase == "response"
+    assert "longer than 100 characters" in session.error_message
+    assert not ApprovalRequest.objects.filter(session=session).exists()
+    assert not ToolInvocation.objects.filter(session=session, name="lint").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_and_approve_at_the_same_moment_never_deadlock(
+    monkeypatch, settings
+) -> None:
+    """PostgreSQL: both lock the session before the approval, so one waits for
+    the other; whichever wins, the session and its approval agree."""
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's (run with DATABASE_URL=postgres://...)")
+    add_approval()
+    author = UserFactory.create(username="author")
+    alice = UserFactory.create(username="alice")
+    alice.user_permissions.add(Permission.objects.get(codename="decide_any_approval"))
+    alice = type(alice).objects.get(pk=alice.pk)
+    sessions = [
+        services.start_session(prompt_ref=PROMPT, user=author) for _ in range(4)
+    ]
+    assert {s.status for s in sessions} == {Status.AWAITING_APPROVAL}
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # a decision only queues the run
+    monkeypatch.setattr(
+        "sessions_app.dispatch.dispatch_run", lambda *args, **kwargs: True
+    )
+    errors: list[BaseException] = []
+
+    for session in sessions:
+        approval = ApprovalRequest.objects.get(session=session)
+        barrier = threading.Barrier(2)
+
+        def approve(
+            approval: ApprovalRequest = approval,
+            barrier: threading.Barrier = barrier,
+        ) -> None:
+            try:
+                barrier.wait(timeout=10)
+                approvals.decide(
+                    approval_id=approval.pk, user=alice, approve=True, reason=""
+                )
+            except ApprovalClosed:
+                pass
+            except BaseException as error:
+                errors.append(error)
+            finally:
+                connection.close()
+
+        def cancel(
+            session: AgentSession = session, barrier: threading.Barrier = barrier
+        ) -> None:
+            try:
+                barrier.wait(timeout=10)
+                services.cancel_session(session_id=session.pk, user=author)
+            except BaseException as error:
+                errors.append(error)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=approve), threading.Thread(target=cancel)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        session.refresh_from_db()
+        approval.refresh_from_db()
+        # cancelled either way (a queued run is cancelled at once); the
+        # approval was decided before the cancel, or expired with it
+        assert session.status == Status.CANCELLED
+        assert approval.status in ("approved", "expired")
+    assert errors == []

@@ -1,0 +1,142 @@
+"""The price list's admin: it refuses prices the runtime would never charge
+(a unit not the kind's, a variant no call can have), negative and malformed
+amounts, and a second price for the same model (or kind and variant) on the
+same day, each as a form error; and the user budgets' admin."""
+
+from __future__ import annotations
+
+import importlib
+from decimal import Decimal
+
+import pytest
+from django.apps import apps
+from django.urls import reverse
+
+from tooling.assembly import pricing as sheets
+from tooling.models import HostedToolPrice, ModelPrice
+
+pytestmark = pytest.mark.django_db
+
+D = Decimal
+
+
+@pytest.fixture(autouse=True)
+def _seeded_prices():
+    importlib.import_module("tooling.migrations.0011_seed_prices").seed(apps, None)
+    sheets.clear_cache()
+
+
+# -- the price list's admin --------------------------------------------------------
+
+
+def _model_price(admin_client, **overrides):
+    data = {
+        "model": "gpt-5",
+        "effective_from": "2025-01-01",
+        "input_per_mtok": "1",
+        "cached_input_per_mtok": "0.1",
+        "cache_write_per_mtok": "1",
+        "output_per_mtok": "8",
+        "reasoning_per_mtok": "",
+        "source": "test",
+        **overrides,
+    }
+    return admin_client.post(reverse("admin:tooling_modelprice_add"), data)
+
+
+def _hosted_price(admin_client, **overrides):
+    data = {
+        "kind": "web_search",
+        "unit": "call",
+        "variant": "",
+        "price": "0.01",
+        "effective_from": "2026-01-01",
+        "source": "test",
+        **overrides,
+    }
+    return admin_client.post(reverse("admin:tooling_hostedtoolprice_add"), data)
+
+
+def test_budgets_admin_duplicate_model_price_is_a_form_error(admin_client):
+    response = _model_price(admin_client)  # gpt-5 from 2025-01-01 is seeded
+    assert response.status_code == 200
+    assert b"already exists" in response.content
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("input_per_mtok", "-1", b"greater than or equal to 0"),
+        ("output_per_mtok", "NaN", b"Enter a number"),
+        ("cached_input_per_mtok", "1e20", b"Ensure that there are no more than"),
+        ("model", "gpt 5", b"A model name is one word"),
+        ("source", "bad\x00source", b"Null characters are not allowed"),
+    ],
+)
+def test_budgets_admin_refuses_bad_model_prices(admin_client, field, value, message):
+    response = _model_price(
+        admin_client, **{field: value, "effective_from": "2031-01-01"}
+    )
+    assert response.status_code == 200
+    assert message in response.content
+    assert not ModelPrice.objects.filter(effective_from="2031-01-01").exists()
+
+
+def test_budgets_admin_adds_a_new_model_price(admin_client):
+    response = _model_price(admin_client, effective_from="2031-01-01")
+    assert response.status_code == 302
+    assert ModelPrice.objects.get(model="gpt-5", effective_from="2031-01-01")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"unit": "image"}, b"web_search is billed per call, not per image."),
+        ({"variant": "1g"}, b"leave the variant empty"),
+        (
+            {"kind": "code_interpreter", "unit": "container", "variant": "2g"},
+            b"memory limit: one of 1g, 4g, 16g, 64g",
+        ),
+        (
+            {"kind": "image_generation", "unit": "image", "variant": "auto"},
+            b"quality one of low, medium, high",
+        ),
+        ({"kind": "mcp"}, b"cost only their tokens"),
+        ({"price": "-0.01"}, b"greater than or equal to 0"),
+    ],
+)
+def test_budgets_admin_refuses_prices_never_charged(admin_client, overrides, message):
+    response = _hosted_price(admin_client, **overrides)
+    assert response.status_code == 200
+    assert message in response.content
+    assert not HostedToolPrice.objects.filter(effective_from="2026-01-01").exists()
+
+
+def test_budgets_admin_normalises_an_image_variant(admin_client):
+    response = _hosted_price(
+        admin_client,
+        kind="image_generation",
+        unit="image",
+        variant=" High:1024X1536 ",
+        price="0.3",
+    )
+    assert response.status_code == 302
+    assert HostedToolPrice.objects.get(effective_from="2026-01-01").variant == (
+        "high:1024x1536"
+    )
+
+
+def test_budgets_admin_user_budget_refuses_a_negative_limit(admin_client, user):
+    response = admin_client.post(
+        reverse("admin:tooling_userbudget_add"),
+        {"user": user.pk, "daily_limit": "-5"},
+    )
+    assert response.status_code == 200
+    assert b"greater than or equal to 0" in response.content
+
+
+@pytest.mark.parametrize(
+    "name", ["tooling_modelprice", "tooling_hostedtoolprice", "tooling_userbudget"]
+)
+def test_budgets_admin_changelists_load(admin_client, name):
+    assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200

@@ -1,0 +1,391 @@
+"""Approval as a policy outcome: calls a human must allow before they run.
+
+``ApprovalPolicy`` names the tools that need a human "yes", optionally only
+when their arguments match a condition (``{"tool": "deploy", "when":
+{"environment": "production"}}``). Its check *asks* (``PolicyDecision.ask``)
+and the executor pauses the run (``ApprovalPending``); the host stores the
+request, lets a human decide, and resumes the run with the decision in
+``RunRecord.approvals``. The resumed run reaches the same call again and finds
+the decision in ``ToolContext.approval``: approved, the policy allows; denied
+or expired, it denies with a reason naming who decided and why, which the
+model reads as the call's result.
+
+Conditions: keys are argument names, dotted for nested objects
+(``"target.region"``); a value matches when it is equal to the argument (JSON
+types compared strictly: ``true`` is not ``1``); a list matches any of its
+values; every key must match; an argument the call lacks never matches. No
+``when`` asks about every call of the tool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import PromptValidationError
+from .policies import PolicyDecision
+from .serde import dump
+from .text import storable_text
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+    from .results import ToolResult
+    from .tools import Tool
+
+DecisionStatus = Literal["approved", "denied", "expired"]
+DECISION_STATUSES: tuple[str, ...] = ("approved", "denied", "expired")
+APPROVER_KEYS = ("permission", "group")
+MAX_DEADLINE_SECONDS = 366 * 24 * 3600
+_RULE_KEYS = frozenset({"tool", "when"})
+_SCALARS = (str, int, float, bool, type(None))
+_MISSING = object()
+
+
+def format_duration(seconds: int) -> str:
+    """``90`` -> ``"1m 30s"``, ``3600`` -> ``"1h"``, ``90000`` -> ``"1d 1h"``."""
+    parts: list[str] = []
+    remaining = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if remaining >= size:
+            parts.append(f"{remaining // size}{unit}")
+            remaining %= size
+    return " ".join(parts[:2]) or "0s"
+
+
+def mismatch_reason(call_id: str) -> str:
+    """What the model reads for a call whose id carries a decision made for
+    another call (the id was reused, or the response differs from the one
+    the human saw): it does not run, fail closed."""
+    return (
+        f"The call id '{call_id[:100]}' carries a human decision made for a "
+        "different call (another tool, turn or arguments); this call was not run."
+    )
+
+
+def expiry_reason(seconds: int) -> str:
+    """What the model reads when nobody decided in time."""
+    return f"No decision within {format_duration(seconds)}; denied automatically."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """A human's decision on one paused call (or the automatic denial of an
+    expired request), handed back to the runtime by the host.
+
+    ``decided_by`` is the approver's user name (empty for an expiry);
+    ``reason`` what they wrote (for an expiry: ``expiry_reason``).
+
+    ``kind``, ``tool_name``, ``arguments`` (the raw arguments, as stored) and
+    ``turn`` bind the decision to the call the human saw (``None``: not
+    bound). The decisions are keyed by call id, an id the provider chose: a
+    resumed run applies one only to the very call it was made for
+    (``applies_to``), so a reused or colliding id, or a response that differs
+    from the one recorded, can never run a call nobody approved.
+    """
+
+    approved: bool
+    decided_by: str = ""
+    reason: str = ""
+    status: DecisionStatus = "approved"
+    kind: str | None = None
+    tool_name: str | None = None
+    arguments: str | None = None
+    turn: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in DECISION_STATUSES:
+            raise ValueError(
+                f"status must be one of {', '.join(DECISION_STATUSES)}, "
+                f"not {self.status!r}."
+            )
+        if self.approved != (self.status == "approved"):
+            raise ValueError("approved must be true exactly when status is 'approved'.")
+
+    def applies_to(
+        self, *, kind: str, tool_name: str, arguments: str, turn: int
+    ) -> bool:
+        """Whether this decision was made for this call: every bound field
+        equals the call's (texts compared as the host stores them: NUL bytes
+        and lone surrogates replaced)."""
+        return (
+            (self.kind is None or self.kind == kind)
+            and (self.turn is None or self.turn == turn)
+            and (
+                self.tool_name is None or self.tool_name == storable_text(tool_name)[0]
+            )
+            and (
+                self.arguments is None or self.arguments == storable_text(arguments)[0]
+            )
+        )
+
+    def denial(self) -> str:
+        """The text the model reads for a call that was not approved."""
+        if self.status == "expired":
+            return self.reason or "No decision in time; denied automatically."
+        who = self.decided_by or "an approver"
+        reason = self.reason.strip()
+        return f"Denied by {who}: {reason}" if reason else f"Denied by {who}."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    """One tool that needs approval, and when (``when`` empty: always)."""
+
+    tool: str
+    when: Mapping[str, tuple[Any, ...]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    def matches(self, arguments: Mapping[str, Any]) -> bool:
+        return all(
+            _matches_any(_lookup(arguments, key), accepted)
+            for key, accepted in self.when.items()
+        )
+
+    def describe(self) -> str:
+        if not self.when:
+            return ""
+        parts = [
+            f"{key} is {_show(values[0])}"
+            if len(values) == 1
+            else f"{key} is one of {', '.join(_show(v) for v in values)}"
+            for key, values in self.when.items()
+        ]
+        return " and ".join(parts)
+
+
+def _show(value: Any) -> str:
+    """A condition value as the operator wrote it (JSON: ``true``, ``null``)."""
+    return f"'{value}'" if isinstance(value, str) else json.dumps(value)
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equality on JSON values without Python's ``True == 1``."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left is right
+    if isinstance(left, str) or isinstance(right, str):
+        return isinstance(left, str) and isinstance(right, str) and left == right
+    return bool(left == right)
+
+
+def _matches_any(value: Any, accepted: tuple[Any, ...]) -> bool:
+    if value is _MISSING:
+        return False
+    return any(_same(value, candidate) for candidate in accepted)
+
+
+def _lookup(arguments: Mapping[str, Any], key: str) -> Any:
+    value: Any = arguments
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _check_rule(index: int, raw: object) -> ApprovalRule:
+    where = f"Approval rule {index + 1}"
+    if not isinstance(raw, Mapping):
+        raise PromptValidationError(
+            f'{where} must be an object such as {{"tool": "deploy"}}.',
+            placeholder="rules",
+        )
+    unknown = sorted(str(key) for key in raw if key not in _RULE_KEYS)
+    if unknown:
+        raise PromptValidationError(
+            f"{where} has unknown key(s): {', '.join(unknown)} (allowed: tool, when).",
+            placeholder="rules",
+        )
+    tool = raw.get("tool")
+    if not isinstance(tool, str) or not tool.strip():
+        raise PromptValidationError(
+            f'{where} needs "tool": the name of a tool of the prompt.',
+            placeholder="rules",
+        )
+    if "when" not in raw:
+        return ApprovalRule(tool.strip())
+    when = raw["when"]
+    if not isinstance(when, Mapping) or not when:
+        raise PromptValidationError(
+            f'{where}: "when" must be an object of argument conditions, such as '
+            '{"environment": "production"}; leave it out to ask about every call.',
+            placeholder="rules",
+        )
+    conditions: dict[str, tuple[Any, ...]] = {}
+    for key, value in when.items():
+        if (
+            not isinstance(key, str)
+            or not key.strip()
+            or any(not part.strip() for part in key.split("."))
+        ):
+            raise PromptValidationError(
+                f"{where}: condition keys must be argument names (dotted for "
+                f"nested arguments), not {key!r}.",
+                placeholder="rules",
+            )
+        values = tuple(value) if isinstance(value, list | tuple) else (value,)
+        if not values:
+            raise PromptValidationError(
+                f"{where}: the list of values for '{key}' is empty.",
+                placeholder="rules",
+            )
+        for candidate in values:
+            if not isinstance(candidate, _SCALARS) or (
+                isinstance(candidate, float) and candidate != candidate
+            ):
+                raise PromptValidationError(
+                    f"{where}: the value of '{key}' must be a string, number, "
+                    "boolean or null, or a list of them.",
+                    placeholder="rules",
+                )
+        conditions[key.strip()] = values
+    return ApprovalRule(tool.strip(), MappingProxyType(conditions))
+
+
+def _check_approvers(approvers: object) -> Mapping[str, str]:
+    if approvers is None:
+        return MappingProxyType({})
+    if not isinstance(approvers, Mapping):
+        raise PromptValidationError(
+            'approvers must be an object: {"permission": "app_label.codename"} '
+            'and/or {"group": "name"}.',
+            placeholder="approvers",
+        )
+    unknown = sorted(str(key) for key in approvers if key not in APPROVER_KEYS)
+    if unknown:
+        raise PromptValidationError(
+            f"approvers has unknown key(s): {', '.join(unknown)} "
+            "(allowed: permission, group).",
+            placeholder="approvers",
+        )
+    checked: dict[str, str] = {}
+    for key in APPROVER_KEYS:
+        value = approvers.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 150:
+            raise PromptValidationError(
+                f"approvers.{key} must be a non-blank name of at most 150 characters.",
+                placeholder="approvers",
+            )
+        value = value.strip()
+        if key == "permission" and (value.count(".") != 1 or not all(value.split("."))):
+            raise PromptValidationError(
+                f"approvers.permission '{value}' must be 'app_label.codename', "
+                "for example 'sessions_app.decide_any_approval'.",
+                placeholder="approvers",
+            )
+        checked[key] = value
+    return MappingProxyType(checked)
+
+
+def _check_deadline(seconds: object) -> int | None:
+    if seconds is None:
+        return None
+    if (
+        not isinstance(seconds, int)
+        or isinstance(seconds, bool)
+        or not 1 <= seconds <= MAX_DEADLINE_SECONDS
+    ):
+        raise PromptValidationError(
+            "deadline_seconds must be a whole number of seconds from 1 to "
+            f"{MAX_DEADLINE_SECONDS} (a year), or left out for the default.",
+            placeholder="deadline_seconds",
+        )
+    return seconds
+
+
+class ApprovalPolicy:
+    """Calls matching a rule wait for a human decision before they run.
+
+    ``approvers`` (``{"permission": ...}`` and/or ``{"group": ...}``; empty:
+    the host's default approvers) and ``deadline_seconds`` (``None``: the
+    host's default) travel with the request. A call this policy does not
+    match is allowed; the other policies of the tool still apply.
+    """
+
+    def __init__(
+        self,
+        rules: Sequence[Mapping[str, Any]],
+        *,
+        approvers: Mapping[str, str] | None = None,
+        deadline_seconds: int | None = None,
+        name: str = "approval",
+    ) -> None:
+        if isinstance(rules, str | bytes | Mapping) or not isinstance(rules, Sequence):
+            raise PromptValidationError(
+                'rules must be a list such as [{"tool": "deploy", "when": '
+                '{"environment": "production"}}].',
+                placeholder="rules",
+            )
+        if not rules:
+            raise PromptValidationError(
+                "An approval policy needs at least one rule naming a tool.",
+                placeholder="rules",
+            )
+        self._name = name
+        self.rules = tuple(_check_rule(index, raw) for index, raw in enumerate(rules))
+        self.approvers = _check_approvers(approvers)
+        self.deadline_seconds = _check_deadline(deadline_seconds)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def referenced_tools(self) -> frozenset[str]:
+        return frozenset(rule.tool for rule in self.rules)
+
+    def matching_rule(self, tool_name: str, params: Any) -> ApprovalRule | None:
+        rules = [rule for rule in self.rules if rule.tool == tool_name]
+        if not rules:
+            return None
+        arguments = dump(params) if params is not None else {}
+        if not isinstance(arguments, Mapping):
+            arguments = {}
+        for rule in rules:
+            if rule.matches(arguments):
+                return rule
+        return None
+
+    def check(
+        self, tool: Tool[Any, Any], params: Any, *, context: ToolContext
+    ) -> PolicyDecision:
+        decision = context.approval
+        rule = self.matching_rule(tool.name, params)
+        if rule is None:
+            return PolicyDecision.allow()
+        if decision is not None:
+            if decision.approved:
+                return PolicyDecision.allow()
+            return PolicyDecision.deny(decision.denial())
+        condition = rule.describe()
+        reason = f"Tool '{tool.name}' needs a human decision" + (
+            f" when {condition}." if condition else "."
+        )
+        return PolicyDecision.ask(
+            reason, approvers=self.approvers, deadline_seconds=self.deadline_seconds
+        )
+
+    def on_result(
+        self,
+        tool: Tool[Any, Any],
+        params: Any,
+        result: ToolResult[Any],
+        *,
+        context: ToolContext,
+    ) -> None:
+        return None
+
+
+__all__ = [
+    "DECISION_STATUSES",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ApprovalRule",
+    "expiry_reason",
+    "format_duration",
+    "mismatch_reason",
+]
