@@ -29,7 +29,7 @@ _OWN_ENV = re.compile(
     r"CELERY_BROKER_URL|CELERY_RESULT_BACKEND|OPENAI_API_KEY|OPENAI_BASE_URL|"
     r"WINK_PROVIDER|STATIC_ROOT|SECURE_\w+|SESSION_COOKIE_SECURE|"
     r"CSRF_COOKIE_SECURE|GUNICORN_\w+|WEB_CONCURRENCY|HOST|PORT|"
-    r"FORWARDED_ALLOW_IPS)$"
+    r"FORWARDED_ALLOW_IPS|WINK_BASE_URL)$"
 )
 
 
@@ -50,6 +50,7 @@ def production_env(**overrides: str) -> dict[str, str]:
         "OPENAI_API_KEY": "sk-placeholder",
         "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO",
         "SECURE_HSTS_PRELOAD": "0",
+        "WINK_BASE_URL": "https://example.com",
     }
     return _env(**{**documented, **overrides})
 

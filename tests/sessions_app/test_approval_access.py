@@ -7,10 +7,12 @@ Complements ``test_approval_inbox.py`` (the happy paths) and the access matrix
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, Permission
+from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -307,20 +309,23 @@ def test_two_approvers_clicking_at_once_get_one_decision_and_clean_messages(
 ):
     """PostgreSQL, two requests at the same moment: one approves, the other is
     told it is already approved; no error page, one resume."""
-    import threading
-
-    from django.db import connection
-
     if connection.vendor != "postgresql":
         pytest.skip("concurrent requests need PostgreSQL (DATABASE_URL=postgres://...)")
     settings.CELERY_TASK_ALWAYS_EAGER = False  # a decision only queues the run
     queued: list[Any] = []
-    monkeypatch.setattr(
-        "sessions_app.dispatch.dispatch_run",
-        lambda session_id, **kwargs: queued.append(session_id) or True,
-    )
+
+    def dispatch_run(session_id: Any, **kwargs: Any) -> bool:
+        queued.append(session_id)
+        return True  # queued for a worker: nothing runs inline
+
+    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", dispatch_run)
     approval = ApprovalRequestFactory.create()
-    users = [member(f"approver{n}", "Approvers") for n in range(2)]
+    # Not the "Approvers" group: a transactional test's flush removes the rows
+    # migrations made (groups); the permissions are made again after it.
+    decide_any = Permission.objects.get(codename="decide_any_approval")
+    users = [UserFactory.create(username=f"approver{n}") for n in range(2)]
+    for user in users:
+        user.user_permissions.add(decide_any)
     barrier = threading.Barrier(2)
     said: list[list[str]] = []
     errors: list[BaseException] = []
