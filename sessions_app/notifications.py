@@ -3,10 +3,12 @@ webhook (docs/approvals.md, "Notifications").
 
 ``approval_requested`` is called by the sink once the pause has committed.
 Notifying must never fail the pause nor hold it up: every error is logged
-(never raised), the webhook and the mail server get a short timeout, and on a
-Celery setup both are sent from a task (``tasks.notify_approval_requested``),
-so the worker that paused the run is free at once. Secrets (the webhook's
-signing key, its URL's query) are never logged.
+(never raised), the webhook and the emails each get a time budget in all
+(``_within``), and on a Celery setup both are sent from a task
+(``tasks.notify_approval_requested``), so the worker that paused the run is
+free at once. Each approver gets a message of their own (no approver learns
+another's address). Secrets (the webhook's signing key, its URL's query) are
+never logged.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -33,10 +36,14 @@ from sessions_app import access, dispatch
 from sessions_app.models import ApprovalRequest
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 NOTIFY_TASK = "sessions_app.notify_approval_requested"
 EVENT = "approval.requested"
 WEBHOOK_TIMEOUT_SECONDS = 5.0
+# The most the emails of one approval may take in all (EMAIL_TIMEOUT bounds
+# each step with the mail server, not their sum).
+EMAIL_BUDGET_SECONDS = 30.0
 # How much of a call's arguments a notification quotes.
 ARGUMENTS_EXCERPT = 1000
 # At most this many approvers are emailed (one message each, over one
@@ -170,12 +177,11 @@ def send_email(approval: ApprovalRequest) -> int:
             recipients = recipients[:MAX_RECIPIENTS]
         subject, body = message(approval)
         connection = get_connection()
-        sent = connection.send_messages(
-            [
-                EmailMessage(subject, body, None, [address], connection=connection)
-                for address in recipients
-            ]
-        )
+        messages = [
+            EmailMessage(subject, body, None, [address], connection=connection)
+            for address in recipients
+        ]
+        sent = _within(EMAIL_BUDGET_SECONDS, lambda: connection.send_messages(messages))
     except Exception as error:
         logger.warning(
             "Could not email the approvers of approval %s: %s",
@@ -225,7 +231,16 @@ def send_webhook(approval: ApprovalRequest) -> bool:
                 settings.WINK_APPROVAL_WEBHOOK_SECRET, timestamp, body
             ),
         }
-        response = _post_within(url, body, headers, WEBHOOK_TIMEOUT_SECONDS)
+        response = _within(
+            WEBHOOK_TIMEOUT_SECONDS,
+            lambda: httpx.post(
+                url,
+                content=body,
+                headers=headers,
+                timeout=WEBHOOK_TIMEOUT_SECONDS,
+                follow_redirects=False,
+            ),
+        )
     except Exception as error:
         logger.warning(
             "Approval webhook to %s failed for approval %s: %s",
@@ -245,37 +260,30 @@ def send_webhook(approval: ApprovalRequest) -> bool:
     return True
 
 
-class WebhookTimeout(Exception):
-    """The receiver took longer than the webhook's whole time budget."""
+class NotificationTimeout(Exception):
+    """A mail server or webhook receiver took longer than its budget."""
 
 
-def _post_within(
-    url: str, body: bytes, headers: dict[str, str], seconds: float
-) -> httpx.Response:
-    """POST, waiting ``seconds`` in all. httpx bounds each network step, not
-    the sum: a receiver that sends its answer a byte at a time would hold the
-    caller (and the run that paused) for ever. The request runs in a daemon
-    thread that its own timeouts end; the caller stops waiting at the
-    deadline."""
+def _within(seconds: float, work: Callable[[], T]) -> T:
+    """``work()``, waited for ``seconds`` in all. httpx and smtplib bound each
+    network step, not the sum: a receiver that answers a byte at a time would
+    hold the caller (without a broker, the request whose run paused) for
+    ever. ``work`` runs in a daemon thread, which its own per-step timeouts
+    end; the caller stops waiting at the deadline. ``work`` must not use the
+    database (the thread has a connection of its own)."""
     outcome: dict[str, Any] = {}
 
-    def post() -> None:
+    def run() -> None:
         try:
-            outcome["response"] = httpx.post(
-                url,
-                content=body,
-                headers=headers,
-                timeout=seconds,
-                follow_redirects=False,
-            )
+            outcome["result"] = work()
         except Exception as error:
             outcome["error"] = error
 
-    worker = threading.Thread(target=post, name="wink-webhook", daemon=True)
+    worker = threading.Thread(target=run, name="wink-notification", daemon=True)
     worker.start()
     worker.join(seconds)
     if "error" in outcome:
         raise outcome["error"]
-    if "response" not in outcome:
-        raise WebhookTimeout
-    return outcome["response"]
+    if "result" not in outcome:
+        raise NotificationTimeout
+    return cast(T, outcome["result"])

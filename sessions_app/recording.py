@@ -40,6 +40,7 @@ from tooling.runtime import (
     StateChanged,
     ToolInvoked,
 )
+from tooling.runtime.approvals import MAX_DEADLINE_SECONDS
 from tooling.runtime.citations import Citation as RuntimeCitation
 from tooling.runtime.serde import dump
 
@@ -277,9 +278,14 @@ def record_approval_requested(
 ) -> ApprovalRequest:
     """The pending approval of a paused call (unsaved: the sink saves it with
     the session's pause). It expires after the policy's deadline, else
-    ``WINK_APPROVAL_TIMEOUT_SECONDS``."""
+    ``WINK_APPROVAL_TIMEOUT_SECONDS``; a deadline from a policy other than
+    ``ApprovalPolicy`` (which validates its own) is kept within 1 second and
+    a year, so it can neither expire at once nor overflow the date."""
     scrub = Scrubber()
     seconds = event.deadline_seconds or settings.WINK_APPROVAL_TIMEOUT_SECONDS
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        seconds = settings.WINK_APPROVAL_TIMEOUT_SECONDS
+    seconds = min(max(1, seconds), MAX_DEADLINE_SECONDS)
     approvers = {
         key: value
         for key, value in dict(event.approvers).items()

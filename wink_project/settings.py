@@ -277,6 +277,11 @@ WINK_RUN_DURABLE_COMMITS = env_bool("WINK_RUN_DURABLE_COMMITS", False)
 WINK_APPROVAL_TIMEOUT_SECONDS = int(
     env_number("WINK_APPROVAL_TIMEOUT_SECONDS", 86400, minimum=1)
 )
+if WINK_APPROVAL_TIMEOUT_SECONDS > 366 * 24 * 3600:  # as a policy's deadline_seconds
+    raise ImproperlyConfigured(
+        "WINK_APPROVAL_TIMEOUT_SECONDS must be at most 31622400 (a year); got "
+        f"{WINK_APPROVAL_TIMEOUT_SECONDS}."
+    )
 # The most each user's runs may spend per day (USD, the project's time zone),
 # for users without their own budget (admin: user budgets). Unset: no limit.
 WINK_DAILY_BUDGET_USD = env_usd("WINK_DAILY_BUDGET_USD")

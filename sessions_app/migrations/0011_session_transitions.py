@@ -4,8 +4,9 @@ A run that pauses for a human decision moves ``running -> awaiting_approval``;
 a decision (or its expiry) moves it ``awaiting_approval -> queued``, and a
 cancel ``awaiting_approval -> cancelled``. Nothing else leaves
 ``awaiting_approval`` (no worker holds a waiting run: it cannot start running,
-succeed or fail without being queued first). Every other move is as before: forward only (``queued < running < finished``), nothing
-changes on a finished session, and deletes happen only in a purge.
+succeed or fail without being queued first). Every other move is as before:
+forward only (``queued < running < finished``), nothing changes on a finished
+session, and deletes happen only in a purge.
 """
 
 import importlib

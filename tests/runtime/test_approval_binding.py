@@ -109,6 +109,24 @@ def test_a_decision_for_another_turn_or_tool_or_kind_never_runs_the_call() -> No
         assert sink.of_type(PolicyDenied) == []  # rejected before any policy
 
 
+def test_a_call_id_reused_in_a_later_turn_never_inherits_the_decision() -> None:
+    turn_1 = response(function_call("deploy", PROD, "c1"), id="resp_1")
+    again = response(
+        function_call("deploy", {"environment": "production", "replicas": 9}, "c1"),
+        id="resp_2",
+    )
+    decision = approved(
+        kind="function", tool_name="deploy", arguments=json.dumps(PROD), turn=1
+    )
+    sink, provider = run(
+        turn_1, again, response(message("ok"), id="r3"), approvals={"c1": decision}
+    )
+    assert deployed == ["production"]  # turn 1's call only, once
+    assert [e.success for e in sink.of_type(ToolInvoked)] == [True, False]
+    assert sink.of_type(ApprovalRequested) == []
+    assert "already used" in outputs(provider)[-1]
+
+
 def test_arguments_are_compared_as_the_host_stores_them() -> None:
     # a lone surrogate is stored as U+FFFD: the stored arguments still bind
     raw = '{"environment": "prod\ud800"}'

@@ -1,7 +1,7 @@
-"""Approval as a policy outcome: ``ApprovalPolicy`` asks, the executor pauses
-the run (``ApprovalRequested`` + ``ApprovalPending``, nothing recorded for the
-call), and a run resumed with the human's decision allows or denies the call;
-provider-side MCP approval requests round-trip through the offline provider."""
+"""Approval as a policy outcome: ``PolicyDecision.ask``, and ``ApprovalPolicy``
+(its conditions, its decisions, its validation). The executor's pause and
+resume: test_approval_pause.py; MCP: test_approval_mcp.py; decisions bound to
+their call: test_approval_binding.py."""
 
 import dataclasses
 from typing import Any

@@ -788,8 +788,10 @@ def test_seed_demo_leaves_the_ship_run_in_the_admins_inbox(
         django_capture_on_commit_callbacks(execute=True),
     ):
         call_command("seed_demo", stdout=quiet)
+        call_command("seed_demo", stdout=quiet)  # idempotent: nothing new
 
     session = AgentSession.objects.get(prompt_ref="demo/ship")
+    assert ApprovalRequest.objects.count() == 1
     assert session.status == Status.AWAITING_APPROVAL
     admin = get_user_model().objects.get(username="admin")
     assert admin.groups.filter(name="Approvers").exists()

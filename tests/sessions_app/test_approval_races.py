@@ -1,48 +1,30 @@
-"""Hostile interleavings around a paused run (SQLite inline; the trigger
-matrix on PostgreSQL): a stale message never runs a waiting session, a claim
-that read the session before it paused never hands the resumed run its whole
-deadline again, every run resumes once however many messages claim it, a
-call id the database cannot hold fails the run instead of pausing it for
-ever, and the session trigger allows exactly the documented moves."""
+"""Hostile interleavings around a paused run (SQLite inline; the concurrent
+ones and the trigger are in test_approval_postgres.py): a stale message never
+runs a waiting session, a claim that read the session before it paused never
+hands the resumed run its whole deadline again, every run resumes once
+however many messages claim it, each decision applies to its own call, a call
+id the database cannot hold fails the run instead of pausing it for ever, the
+pause commits durably, and a custom policy's deadline stays within bounds."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth.models import Permission
-from django.db import DatabaseError, connection, transaction
 
 from sessions_app import approvals, lifecycle, replay, services
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
+from sessions_app.recording import record_approval_requested
 from tests.runtime.fakes import FakeProvider, function_call, response
-from tests.sessions_app.factories import AgentSessionFactory, UserFactory
-from tests.sessions_app.test_approvals import PROMPT, add_approval
+from tests.sessions_app.approval_setup import PROMPT, add_approval, deploys
+from tests.sessions_app.factories import AgentSessionFactory
+from tooling.runtime import ApprovalRequested
 
 pytestmark = pytest.mark.django_db
 
 Status = AgentSession.Status
-
-
-@pytest.fixture
-def approver(db):
-    user = UserFactory.create(username="alice")
-    user.user_permissions.add(Permission.objects.get(codename="decide_any_approval"))
-    return UserFactory._meta.model.objects.get(pk=user.pk)
-
-
-@pytest.fixture
-def paused(django_capture_on_commit_callbacks) -> AgentSession:
-    add_approval()
-    with django_capture_on_commit_callbacks(execute=True):
-        return services.start_session(prompt_ref=PROMPT, user=UserFactory.create())
-
-
-def deploys(session: AgentSession) -> list[ToolInvocation]:
-    return list(ToolInvocation.objects.filter(session=session, name="deploy"))
 
 
 def test_a_redelivered_message_never_runs_a_waiting_session(paused) -> None:
@@ -189,50 +171,39 @@ def test_any_malformed_id_is_an_unknown_approval(
         )
 
 
-# -- PostgreSQL: every allowed move, and nothing more ------------------------------
+def test_a_call_id_too_long_to_store_fails_the_run_instead_of_pausing() -> None:
+    add_approval({"rules": [{"tool": "lint"}]})
+    long_id = "c" * 150
+    provider = FakeProvider(response(function_call("lint", "{}", long_id)))
 
-STATUSES = [
-    Status.QUEUED,
-    Status.RUNNING,
-    Status.AWAITING_APPROVAL,
-    Status.SUCCEEDED,
-    Status.FAILED,
-    Status.CANCELLED,
-]
-FINISHED = {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED}
-ALLOWED = {
-    (Status.QUEUED, Status.RUNNING),
-    (Status.QUEUED, Status.SUCCEEDED),
-    (Status.QUEUED, Status.FAILED),
-    (Status.QUEUED, Status.CANCELLED),
-    (Status.RUNNING, Status.AWAITING_APPROVAL),
-    (Status.RUNNING, Status.SUCCEEDED),
-    (Status.RUNNING, Status.FAILED),
-    (Status.RUNNING, Status.CANCELLED),
-    (Status.AWAITING_APPROVAL, Status.QUEUED),
-    (Status.AWAITING_APPROVAL, Status.CANCELLED),
-} | {(status, status) for status in STATUSES}
+    session = services.start_session(prompt_ref=PROMPT, client=provider.client)
+
+    assert session.status == Status.FAILED
+    assert session.error_phase == "response"
+    assert "longer than 100 characters" in session.error_message
+    assert not ApprovalRequest.objects.filter(session=session).exists()
+    assert not ToolInvocation.objects.filter(session=session, name="lint").exists()
 
 
-def _moves(source: str, target: str) -> bool:
-    session = AgentSessionFactory.create(status=source)
-    table = AgentSession._meta.db_table
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET status = %s WHERE id = %s", [target, session.pk]
-            )
-    except DatabaseError:
-        return False
-    return True
-
-
-def test_the_trigger_allows_exactly_the_documented_moves() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("the trigger is PostgreSQL's (run with DATABASE_URL=postgres://)")
-    moved = {
-        (source, target)
-        for source, target in itertools.product(STATUSES, STATUSES)
-        if _moves(source, target)
-    }
-    assert moved == ALLOWED
+@pytest.mark.parametrize(
+    ("deadline", "expected"),
+    [(-5, 1), (10**15, 366 * 24 * 3600), (True, 86400), (30, 30)],
+)
+def test_a_custom_policy_deadline_is_kept_within_bounds(
+    deadline: Any, expected: int, settings
+) -> None:
+    """A policy other than ApprovalPolicy may ask with any deadline: the
+    request neither expires at once nor overflows its date."""
+    settings.WINK_APPROVAL_TIMEOUT_SECONDS = 86400
+    session = AgentSessionFactory.create(status=Status.RUNNING)
+    event = ApprovalRequested(
+        prompt_name="p",
+        kind="function",
+        tool_name="deploy",
+        call_id="c1",
+        turn=1,
+        reason="custom",
+        deadline_seconds=deadline,
+    )
+    row = record_approval_requested(session=session, event=event)
+    assert (row.expires_at - row.requested_at).total_seconds() == expected

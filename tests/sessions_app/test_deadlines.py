@@ -70,7 +70,9 @@ def test_the_global_cap_bounds_a_template_without_a_deadline(
         reverse("sessions_api:session-list"), {"prompt": prompt.ref}, format="json"
     )
 
-    assert time.monotonic() - started < 3
+    # the cap, not the provider's 40 s, ends it (2 s of slack: the start's own
+    # work runs before the deadline's clock does)
+    assert time.monotonic() - started < 4
     assert response.json()["status"] == "failed"
     assert response.json()["error_phase"] == "deadline"
     assert response.json()["deadline_seconds"] == 2

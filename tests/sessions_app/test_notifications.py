@@ -183,6 +183,24 @@ def test_notify_never_raises_when_the_mail_server_fails(monkeypatch, caplog):
     assert "ConnectionRefusedError" in caplog.text
 
 
+def test_notify_gives_up_on_a_mail_server_slower_than_the_budget(monkeypatch, caplog):
+    approver("alice")
+    monkeypatch.setattr(notifications, "EMAIL_BUDGET_SECONDS", 0.3)
+
+    class Tarpit:
+        def send_messages(self, messages: Any) -> int:
+            time.sleep(3)  # each step within EMAIL_TIMEOUT, the sum far beyond
+            return len(messages)
+
+    monkeypatch.setattr(notifications, "get_connection", Tarpit)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+        notifications.approval_requested(ApprovalRequestFactory.create())
+
+    assert time.monotonic() - started < 1.5
+    assert "NotificationTimeout" in caplog.text
+
+
 # -- the webhook ---------------------------------------------------------------------
 
 
@@ -400,7 +418,7 @@ def test_webhook_gives_up_on_a_receiver_that_answers_a_byte_at_a_time(
         server.server_close()
 
     assert elapsed < 1.5
-    assert "WebhookTimeout" in caplog.text
+    assert "NotificationTimeout" in caplog.text
 
 
 def test_email_subject_stays_one_line_whatever_the_tool_name():
