@@ -38,74 +38,29 @@ from sessions_app.models import (
     ToolInvocation,
 )
 from tests.integration.workers import (
-    WorkerProcess,
-    broker_configured,
+    OfflineWorkers,
     needs_broker,
-    require_postgresql,
-    worker_env,
+    offline_workers,
 )
 from tests.sessions_app.factories import UserFactory
 from tooling.demo import seed_demo_catalog
 from tooling.models import PolicyDefinition, PromptTemplate
-from tooling.offline import OfflineServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_broker]
 
 Status = AgentSession.Status
 PROMPT = "demo/release"
 REPLY_DELAY = 1.0  # seconds the offline provider holds back every reply
-WORKER_TIMINGS = {
-    "WINK_RUN_LEASE_SECONDS": "4",
-    "WINK_RUN_HEARTBEAT_SECONDS": "1",
-    "WINK_SWEEP_INTERVAL": "1",
-    "WINK_RUN_MAX_ATTEMPTS": "5",
-}
 # a run task's end as the worker logs it, with the status it left the session in
 RUN_TASK_DONE = re.compile(
     r"Task sessions_app\.run_session\[[^\]]+\] succeeded in [0-9.]+s: '(\w+)'"
 )
 
 
-class Workers:
-    """The offline provider over HTTP and the workers of one test."""
-
-    def __init__(self, server: OfflineServer) -> None:
-        self.server = server
-        self.started: list[WorkerProcess] = []
-
-    def start(self, name: str, *, beat: bool = False) -> WorkerProcess:
-        env = worker_env(
-            WINK_PROVIDER="openai",
-            OPENAI_API_KEY="sk-offline",
-            OPENAI_BASE_URL=self.server.base_url,
-            WINK_OPENAI_MAX_RETRIES="0",
-            **WORKER_TIMINGS,
-        )
-        worker = WorkerProcess(env, beat=beat, loglevel="INFO", name=name)
-        self.started.append(worker)
-        return worker
-
-    def output(self) -> str:
-        return "\n".join(
-            f"----- {worker.name} (pid {worker.pid}) -----\n{worker.output()}"
-            for worker in self.started
-        )
-
-
 @pytest.fixture
 def workers(settings):
-    require_postgresql()
-    server = OfflineServer(delay=REPLY_DELAY).start()
-    started = Workers(server)
-    try:
-        with broker_configured(settings):
-            try:
-                yield started
-            finally:
-                for worker in started.started:
-                    worker.cleanup()
-    finally:
-        server.stop()
+    with offline_workers(settings, delay=REPLY_DELAY) as started:
+        yield started
 
 
 def _release_with_approval() -> None:
@@ -125,7 +80,10 @@ def _approver(name: str) -> Any:
 
 
 def _wait_status(
-    session: AgentSession, statuses: tuple[str, ...], workers: Workers, seconds: float
+    session: AgentSession,
+    statuses: tuple[str, ...],
+    workers: OfflineWorkers,
+    seconds: float,
 ) -> AgentSession:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -139,7 +97,7 @@ def _wait_status(
     )
 
 
-def _paused_session(workers: Workers) -> tuple[AgentSession, ApprovalRequest]:
+def _paused_session(workers: OfflineWorkers) -> tuple[AgentSession, ApprovalRequest]:
     _release_with_approval()
     session = services.start_session(prompt_ref=PROMPT, params={})
     assert session.status == Status.QUEUED
@@ -218,7 +176,7 @@ def test_a_worker_killed_during_the_resumed_run_runs_the_approved_call_once(work
     session.refresh_from_db()
     assert session.status == Status.RUNNING, session.status
     assert ProviderCall.objects.filter(session=session).count() == turns_at_pause
-    workers.started[-1].kill()
+    workers.worker.kill()
 
     workers.start("after-kill", beat=True)
     finished = _wait_status(session, (Status.SUCCEEDED, Status.FAILED), workers, 120)

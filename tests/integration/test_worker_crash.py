@@ -20,7 +20,6 @@ reply. Needs PostgreSQL and a broker in ``CELERY_TEST_BROKER_URL``, like
 from __future__ import annotations
 
 import collections
-import dataclasses
 import os
 import signal
 import time
@@ -39,14 +38,13 @@ from sessions_app.models import (
 )
 from tests.integration.workers import (
     BROKER,
+    OfflineWorkers,
     WorkerProcess,
-    broker_configured,
     needs_broker,
-    require_postgresql,
-    worker_env,
+    offline_workers,
 )
 from tooling.demo import seed_demo_catalog
-from tooling.offline import OfflineServer, Served
+from tooling.offline import Served
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_broker]
 
@@ -58,69 +56,14 @@ SESSIONS = 10
 CONCURRENCY = 2
 REPLY_DELAY = 0.3  # seconds the offline provider holds back every reply
 FINISH_SECONDS = 120
-# Short leases so a dead worker's runs are picked up again within seconds: the
-# lease must outlive two heartbeats; beat runs the sweeper every second.
-WORKER_TIMINGS = {
-    "WINK_RUN_LEASE_SECONDS": "4",
-    "WINK_RUN_HEARTBEAT_SECONDS": "1",
-    "WINK_SWEEP_INTERVAL": "1",
-    "WINK_RUN_MAX_ATTEMPTS": "5",
-}
 # Output items that are neither a call the runtime runs nor a native call.
 NOT_CALLS = frozenset({"message", "reasoning"})
 
 
-@dataclasses.dataclass
-class Crash:
-    """The offline provider and the workers of one test (all cleaned up)."""
-
-    server: OfflineServer
-    workers: list[WorkerProcess] = dataclasses.field(default_factory=list)
-
-    def start_worker(self, name: str) -> WorkerProcess:
-        env = worker_env(
-            WINK_PROVIDER="openai",
-            OPENAI_API_KEY="sk-offline",
-            OPENAI_BASE_URL=self.server.base_url,
-            WINK_OPENAI_MAX_RETRIES="0",
-            **WORKER_TIMINGS,
-        )
-        worker = WorkerProcess(
-            env,
-            pool="prefork",
-            concurrency=CONCURRENCY,
-            beat=True,
-            loglevel="INFO",
-            name=name,
-        )
-        self.workers.append(worker)
-        return worker
-
-    @property
-    def worker(self) -> WorkerProcess:
-        return self.workers[-1]
-
-    def output(self) -> str:
-        return "\n".join(
-            f"----- {worker.name} (pid {worker.pid}) -----\n{worker.output()}"
-            for worker in self.workers
-        )
-
-
 @pytest.fixture
 def crash(settings):
-    require_postgresql()
-    server = OfflineServer(delay=REPLY_DELAY).start()
-    crash = Crash(server)
-    try:
-        with broker_configured(settings):
-            try:
-                yield crash
-            finally:
-                for worker in crash.workers:
-                    worker.cleanup()
-    finally:
-        server.stop()
+    with offline_workers(settings, delay=REPLY_DELAY) as workers:
+        yield workers
 
 
 def _reference_runs(settings, params: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -210,7 +153,7 @@ def _awaiting_provider(session: CountedSession) -> bool:
 
 
 def _wait_mid_run(
-    ids: list[Any], crash: Crash, moment: str, seconds: float = 60
+    ids: list[Any], crash: OfflineWorkers, moment: str, seconds: float = 60
 ) -> CountedSession:
     """A session that is running, has run a tool and has not finished; for
     ``awaiting_provider``, one whose next provider request is under way."""
@@ -241,7 +184,7 @@ def _wait_mid_run(
     )
 
 
-def _wait_all_final(ids: list[Any], crash: Crash, seconds: float) -> None:
+def _wait_all_final(ids: list[Any], crash: OfflineWorkers, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if AgentSession.objects.filter(pk__in=ids, status__in=FINAL).count() == len(
@@ -382,7 +325,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
     references = _reference_runs(settings, params)
     assert all(ref.status == Status.SUCCEEDED for ref in references.values())
 
-    worker = crash.start_worker("first")
+    worker = crash.start("first", pool="prefork", concurrency=CONCURRENCY, beat=True)
     began = time.monotonic()
     ids = [
         services.start_session(prompt_ref=PROMPT, params=value).pk for value in params
@@ -395,7 +338,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
         worker.kill()
         assert not worker.alive()
         bound = CONCURRENCY  # every run the worker had was cut
-        crash.start_worker("second")
+        crash.start("second", pool="prefork", concurrency=CONCURRENCY, beat=True)
     else:
         _kill_pool_child(worker, victim)
         bound = 1  # only the killed child's run was cut

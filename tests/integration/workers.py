@@ -198,3 +198,66 @@ class WorkerProcess:
     def cleanup(self) -> None:
         self.stop()
         self._dir.cleanup()
+
+
+# Short leases so a dead worker's runs are picked up again within seconds: the
+# lease must outlive two heartbeats; beat runs the sweeper every second.
+SHORT_LEASES = {
+    "WINK_RUN_LEASE_SECONDS": "4",
+    "WINK_RUN_HEARTBEAT_SECONDS": "1",
+    "WINK_SWEEP_INTERVAL": "1",
+    "WINK_RUN_MAX_ATTEMPTS": "5",
+}
+
+
+class OfflineWorkers:
+    """The offline provider over HTTP and the workers a test starts against it,
+    with short leases (``SHORT_LEASES``); ``offline_workers`` cleans up."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.workers: list[WorkerProcess] = []
+
+    def start(self, name: str, **options: Any) -> WorkerProcess:
+        env = worker_env(
+            WINK_PROVIDER="openai",
+            OPENAI_API_KEY="sk-offline",
+            OPENAI_BASE_URL=self.server.base_url,
+            WINK_OPENAI_MAX_RETRIES="0",
+            **SHORT_LEASES,
+        )
+        worker = WorkerProcess(env, loglevel="INFO", name=name, **options)
+        self.workers.append(worker)
+        return worker
+
+    @property
+    def worker(self) -> WorkerProcess:
+        """The last worker started."""
+        return self.workers[-1]
+
+    def output(self) -> str:
+        return "\n".join(
+            f"----- {worker.name} (pid {worker.pid}) -----\n{worker.output()}"
+            for worker in self.workers
+        )
+
+
+@contextlib.contextmanager
+def offline_workers(settings: Any, *, delay: float) -> Iterator[OfflineWorkers]:
+    """PostgreSQL required, the offline provider answering after ``delay``
+    seconds, this process's Celery app on the test broker; every worker the
+    test started is stopped afterwards, then the provider."""
+    from tooling.offline import OfflineServer
+
+    require_postgresql()
+    server = OfflineServer(delay=delay).start()
+    started = OfflineWorkers(server)
+    try:
+        with broker_configured(settings):
+            try:
+                yield started
+            finally:
+                for worker in started.workers:
+                    worker.cleanup()
+    finally:
+        server.stop()

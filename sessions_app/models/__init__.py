@@ -1,0 +1,68 @@
+"""The audit trail of agent runs.
+
+``AgentSession`` moves through its lifecycle (queued, running, then
+succeeded, failed or cancelled, or awaiting_approval and queued again;
+``sessions_app.lifecycle`` makes every move with one conditional update). Every row below it is append-only
+(``tooling.append_only``): recorders create them, nothing updates or deletes
+them, and on PostgreSQL a trigger refuses it too. The one sanctioned removal
+is ``AgentSession.objects.purge()``, used by the retention command, which
+records what it removed (``SessionPurge``).
+
+``SessionStateEntry`` and ``VirtualFile`` are the session's working state
+(what tools change), kept apart from the audit rows so a tool's rollback never
+touches the record. ``ApprovalRequest`` is a workflow row, decided once
+(``sessions_app.approvals``).
+
+The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
+``state.py``; import them from here.
+"""
+
+from sessions_app.models.approvals import ApprovalRequest, ApprovalRequestQuerySet
+from sessions_app.models.audit import (
+    Citation,
+    CitationQuerySet,
+    PolicyDenial,
+    ProviderCall,
+    QuotaDecision,
+    SessionPurge,
+    StateChange,
+    ToolInvocation,
+)
+from sessions_app.models.sessions import (
+    SESSION_BODY_FIELDS,
+    AgentSession,
+    AgentSessionQuerySet,
+    AuditQuerySet,
+    VisibleQuerySetMixin,
+    cost_field,
+    count_of,
+    event_id_field,
+    session_url,
+    text_altered_field,
+)
+from sessions_app.models.state import SessionStateEntry, VirtualFile
+
+__all__ = [
+    "SESSION_BODY_FIELDS",
+    "AgentSession",
+    "AgentSessionQuerySet",
+    "ApprovalRequest",
+    "ApprovalRequestQuerySet",
+    "AuditQuerySet",
+    "Citation",
+    "CitationQuerySet",
+    "PolicyDenial",
+    "ProviderCall",
+    "QuotaDecision",
+    "SessionPurge",
+    "SessionStateEntry",
+    "StateChange",
+    "ToolInvocation",
+    "VirtualFile",
+    "VisibleQuerySetMixin",
+    "cost_field",
+    "count_of",
+    "event_id_field",
+    "session_url",
+    "text_altered_field",
+]
