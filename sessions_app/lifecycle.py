@@ -33,20 +33,16 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import (
-    Count,
     DateTimeField,
-    DecimalField,
     Exists,
     F,
     OuterRef,
     Q,
-    Sum,
     Value,
 )
 from django.db.models.functions import Coalesce
@@ -56,11 +52,8 @@ from sessions_app import steps
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
-    ProviderCall,
-    ToolInvocation,
 )
-from sessions_app.recording import MAX_COST
-from sessions_app.storable import Scrubber
+from sessions_app.totals import ending_fields, totals
 from tooling.runtime import RunAborted
 
 logger = logging.getLogger(__name__)
@@ -271,81 +264,6 @@ def requeue(session_id: Any, *, now: datetime) -> bool:
     )
 
 
-def _cost_sum() -> Coalesce:
-    return Coalesce(Sum("cost"), Value(Decimal(0)), output_field=DecimalField())
-
-
-def totals(session_id: Any) -> dict[str, Any]:
-    """Usage, turns and cost summed from the session's provider calls and
-    native calls (two queries)."""
-    sums = ProviderCall.objects.filter(session_id=session_id).aggregate(
-        input_tokens=Coalesce(Sum("input_tokens"), 0),
-        output_tokens=Coalesce(Sum("output_tokens"), 0),
-        cached_tokens=Coalesce(Sum("cached_tokens"), 0),
-        reasoning_tokens=Coalesce(Sum("reasoning_tokens"), 0),
-        turns=Count("id", filter=Q(response__isnull=False)),
-        calls_cost=_cost_sum(),
-        # a failed request has no usage: nothing to price
-        calls_unpriced=Count("id", filter=Q(cost__isnull=True, response__isnull=False)),
-    )
-    # (aliases other than "cost": an alias named like the field it filters on
-    # makes Django read the filter as the aggregate)
-    fees = ToolInvocation.objects.filter(session_id=session_id, native=True).aggregate(
-        fees_cost=_cost_sum(), fees_unpriced=Count("id", filter=Q(cost__isnull=True))
-    )
-    turns = sums.pop("turns")
-    cost = sums.pop("calls_cost") + fees["fees_cost"]
-    unpriced = sums.pop("calls_unpriced") + fees["fees_unpriced"]
-    return as_totals(sums, turns, cost=cost, unpriced=unpriced)
-
-
-def as_totals(
-    sums: Mapping[str, int],
-    turns: int,
-    *,
-    cost: Decimal = Decimal(0),
-    unpriced: int = 0,
-) -> dict[str, Any]:
-    """The session's ``usage``, ``turns``, ``cost`` and ``unpriced_calls`` from
-    its summed token counts and amounts."""
-    usage = {key: int(value) for key, value in sums.items()}
-    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-    cost = min(cost, MAX_COST)  # absurd usage: capped, as each row's is
-    return {"usage": usage, "turns": turns, "cost": cost, "unpriced_calls": unpriced}
-
-
-def _ending(
-    *,
-    status: str,
-    phase: str = "",
-    message: str = "",
-    payload: Mapping[str, Any] | None = None,
-    output_text: str | None = None,
-    output: Any = None,
-    session_id: Any,
-    now: datetime | None = None,
-    summed: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The columns a session's final update writes, made storable. ``summed``
-    is the run's ``totals``, when its caller kept them."""
-    scrub = Scrubber()
-    fields: dict[str, Any] = {
-        "status": status,
-        "error_phase": scrub.text(phase, 20),
-        "error_message": scrub.text(message),
-        "error_payload": scrub.json(dict(payload or {})),
-        "finished_at": now or timezone.now(),
-        "lease_expires_at": None,
-        **(summed if summed is not None else totals(session_id)),
-    }
-    if output_text is not None:
-        fields["output_text"] = scrub.text(output_text)
-    if output is not None:
-        fields["output"] = scrub.json(output)
-    fields["text_altered"] = scrub.altered
-    return fields
-
-
 def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     """End the claimed run; ``LeaseLost`` if this worker no longer holds it.
 
@@ -353,7 +271,7 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     run's steps did not wait for the disk (``steps.durable_commits``): by
     default PostgreSQL then flushes its log up to the end, so a finished run
     (and the answer given for it) is on disk with every step."""
-    fields = _ending(status=status, session_id=claim.session_id, **ending)
+    fields = ending_fields(status=status, session_id=claim.session_id, **ending)
     steps.durable_commits()
     if not AgentSession.objects.filter(claim.mine()).update(**fields):
         raise LeaseLost("Another worker holds this session now.")
@@ -389,7 +307,7 @@ def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
     at once; a pending approval of it expires with it."""
     user_id = getattr(user, "pk", None)
     message = _cancel_message(user_id)
-    fields = _ending(
+    fields = ending_fields(
         status=Status.CANCELLED, message=message, session_id=session_id, now=now
     )
     with transaction.atomic():
@@ -431,7 +349,7 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
     )
     if row is None:
         return None
-    fields = _ending(
+    fields = ending_fields(
         status=Status.CANCELLED,
         message=_cancel_message(row["cancelled_by"]),
         session_id=session_id,
@@ -444,7 +362,7 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
     ):
         return Status.CANCELLED
     attempts = row["attempts"]
-    fields = _ending(
+    fields = ending_fields(
         status=Status.FAILED,
         phase="interrupted",
         message=(

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app import lifecycle, notifications, recording, steps
+from sessions_app import lifecycle, notifications, recording, steps, totals
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -95,7 +95,7 @@ class DatabaseSink:
     def _summed(self) -> dict[str, Any] | None:
         if self.usage is None:
             return None
-        return lifecycle.as_totals(
+        return totals.as_totals(
             self.usage, self.turns, cost=self.cost, unpriced=self.unpriced
         )
 

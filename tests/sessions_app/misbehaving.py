@@ -100,7 +100,7 @@ def rows(session: AgentSession) -> tuple[list[ProviderCall], list[ToolInvocation
 
 
 def usage(input_tokens: int, output_tokens: int, **extra: int) -> dict[str, int]:
-    """A session's ``usage`` as ``lifecycle.totals`` writes it."""
+    """A session's ``usage`` as ``totals.totals`` writes it."""
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,

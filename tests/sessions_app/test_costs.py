@@ -16,9 +16,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import lifecycle, services
+from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 from sessions_app.recording import MAX_COST
+from sessions_app.totals import totals as session_totals
 from tests.sessions_app.clients import CountingProvider
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -351,7 +352,7 @@ def test_costs_totals_sum_calls_and_fees_from_the_rows():
     ToolInvocationFactory.create(session=session, web_search=True)  # $0.01
     ToolInvocationFactory.create(session=session, web_search=True, cost=None)
     ToolInvocationFactory.create(session=session)  # local: no fee, not unpriced
-    totals = lifecycle.totals(session.pk)
+    totals = session_totals(session.pk)
     assert totals["cost"] == D("0.0115")
     assert totals["unpriced_calls"] == 2
 
