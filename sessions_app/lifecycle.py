@@ -54,6 +54,7 @@ from sessions_app.models import (
     ApprovalRequest,
 )
 from sessions_app.totals import ending_fields, totals
+from tooling.models import generation_token
 from tooling.runtime import RunAborted
 
 logger = logging.getLogger(__name__)
@@ -201,7 +202,12 @@ def claim(
         session.started_at = now
         session.deadline_at = session.deadline_at or deadline
     else:
-        session = AgentSession.objects.select_related("revision").get(pk=session_id)
+        session = (
+            AgentSession.objects.select_related("revision")
+            # read before the price rows: cached price sheets (assembly.pricing)
+            .annotate(catalog_token=generation_token())
+            .get(pk=session_id)
+        )
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 
 

@@ -291,7 +291,8 @@ def _evaluate(
     # a run is priced as of the day it started, however long it waits
     if pricing is None:
         started = timezone.localdate(session.created_at, default_timezone())
-        pricing = assembly.price_sheet(on=started)
+        token = getattr(session, "catalog_token", None)  # read by the claim
+        pricing = assembly.price_sheet(on=started, token=token)
     writer = steps.StepWriter()
     sink = DatabaseSink(
         session,

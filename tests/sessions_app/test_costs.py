@@ -317,6 +317,24 @@ def test_costs_an_inline_run_on_an_unchanged_catalog_reads_no_price():
     assert _price_reads(second) == []
 
 
+def test_costs_a_worker_run_on_an_unchanged_catalog_reads_no_price(settings):
+    # the claim reads the catalog generation with the session: the sheet is
+    # cached per generation and day on workers too
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # queued for a worker
+    ref = demo_prompt().ref
+    queued = [services.start_session(prompt_ref=ref, params={}) for _ in range(2)]
+    captured = []
+    for session in queued:
+        with CaptureQueriesContext(connection) as reads:
+            done = services.run_session(
+                session_id=session.pk, client=CountingProvider().client
+            )
+        assert done.status == AgentSession.Status.SUCCEEDED, done.error_message
+        captured.append(_price_reads(reads))
+    assert len(captured[0]) <= 2
+    assert captured[1] == []
+
+
 def test_costs_a_worker_run_is_priced_as_of_the_day_it_was_queued(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False  # queued for a worker
     queued = services.start_session(prompt_ref=demo_prompt().ref, params={})

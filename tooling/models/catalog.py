@@ -331,11 +331,7 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
         """Each template with the catalog's generation token read in the same
         query (``catalog_token``; ``None`` without one): before any other
         catalog row, as ``tooling.generation`` requires."""
-        return self.annotate(
-            catalog_token=models.Subquery(
-                CatalogGeneration.objects.filter(pk=1).values("token")[:1]
-            )
-        )
+        return self.annotate(catalog_token=generation_token())
 
     def get_by_ref(self, ref: str) -> PromptTemplate:
         namespace, _, key = ref.partition("/")
@@ -457,6 +453,12 @@ class CatalogGeneration(models.Model):
 
     def __str__(self) -> str:
         return self.token
+
+
+def generation_token() -> models.Subquery:
+    """The catalog's generation token as a subquery, for reading it in the same
+    query as the row it goes with (``tooling.generation``)."""
+    return models.Subquery(CatalogGeneration.objects.filter(pk=1).values("token")[:1])
 
 
 class CatalogRevisionQuerySet(AppendOnlyQuerySet["CatalogRevision"]):
