@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
@@ -24,7 +24,7 @@ from sessions_app import (
     admin_approvals,  # noqa: F401 (registers the inbox)
     services,
 )
-from sessions_app.bidi import neutralised
+from sessions_app.admin_base import HiddenRowsAdmin
 from sessions_app.budgets import DailyBudgetExceeded
 from sessions_app.models import (
     AgentSession,
@@ -39,7 +39,7 @@ from tooling.forms import PreviewForm
 from tooling.models import CatalogRevision, PromptTemplate
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(HiddenRowsAdmin):
     show_full_result_count = False
     # The audit rows of sessions the user may not see do not exist for them.
     scoped_to_sessions = True
@@ -50,11 +50,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             return queryset.visible_to(request.user)  # type: ignore[attr-defined]
         return queryset
 
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> HttpResponse:
-        raise Http404  # hidden and missing rows look the same: no redirect hint
-
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -63,22 +58,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: Any = None
-    ) -> HttpResponse:
-        return neutralised(super().changelist_view(request, extra_context))
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: Any = None,
-    ) -> HttpResponse:
-        return neutralised(
-            super().change_view(request, object_id, form_url, extra_context)
-        )
 
 
 @admin.register(AgentSession)

@@ -19,13 +19,13 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
 from sessions_app import access, approvals, inbox
-from sessions_app.bidi import neutralised
+from sessions_app.admin_base import HiddenRowsAdmin
 from sessions_app.models import ApprovalRequest
 
 VIEW_PERMISSIONS = (
@@ -102,7 +102,7 @@ class PromptFilter(ScopedValuesFilter):
 
 
 @admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(admin.ModelAdmin):
+class ApprovalRequestAdmin(HiddenRowsAdmin):
     list_display = [
         "requested_at",
         "tool_name",
@@ -169,27 +169,6 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         return bool(
             self.has_view_permission(request)
             and ApprovalRequest.objects.decidable_by(request.user).exists()
-        )
-
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> HttpResponse:
-        raise Http404  # hidden and missing rows look the same
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: Any = None
-    ) -> HttpResponse:
-        return neutralised(super().changelist_view(request, extra_context))
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: Any = None,
-    ) -> HttpResponse:
-        return neutralised(
-            super().change_view(request, object_id, form_url, extra_context)
         )
 
     # -- columns ---------------------------------------------------------------

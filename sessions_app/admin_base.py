@@ -1,0 +1,35 @@
+"""What every audit admin page shares: rows a user may not see answer 404
+(no "perhaps it was deleted" redirect), and pages show bidi controls
+neutralised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import Http404, HttpRequest, HttpResponse
+
+from sessions_app.bidi import neutralised
+
+
+class HiddenRowsAdmin(admin.ModelAdmin):
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Any, object_id: str
+    ) -> HttpResponse:
+        raise Http404  # hidden and missing rows look the same: no redirect hint
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: Any = None
+    ) -> HttpResponse:
+        return neutralised(super().changelist_view(request, extra_context))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        return neutralised(
+            super().change_view(request, object_id, form_url, extra_context)
+        )
