@@ -4,8 +4,9 @@ Implements ``tooling.runtime.SessionProtocol`` for one ``AgentSession``. A
 session transaction is a step of the run's ``StepWriter`` (``steps.py``): the
 executor opens one per tool call (its state changes and its audit rows commit
 together) and a nested one around the handler (rolled back on every failed
-outcome, while the audit rows of the outer one stay). A step opens a database
-transaction only when something writes in it.
+outcome, while the audit rows of the outer one stay). State slices wait for
+their step's end and are written with its rows; a step opens a database
+transaction only when a file is written (or the state reset) in it.
 
 Values a handler cannot store (text with NUL bytes or lone surrogates, paths
 longer than the column) are refused with a ``ValueError`` the model can read;
@@ -143,10 +144,18 @@ class DatabaseFilesystem:
 
 
 class DatabaseSession:
-    def __init__(self, session: AgentSession, writer: StepWriter | None = None) -> None:
+    def __init__(
+        self,
+        session: AgentSession,
+        writer: StepWriter | None = None,
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """``fresh``: the session's first run attempt, which finds no state
+        (nothing wrote any before it): its state is not read at all."""
         self.record = session
         self.writer = writer or StepWriter()
-        self._read: dict[str, tuple[str, str]] | None = None
+        self._read: dict[str, tuple[str, str]] | None = {} if fresh else None
         self._writes = 0
         self._resources = Resources(DatabaseFilesystem(session, self.writer))
 
@@ -161,8 +170,9 @@ class DatabaseSession:
     @_guarded
     def get_state(self, key: str) -> Any | None:
         # Every slice is read in one query and kept, with this run's writes,
-        # until a step that wrote rolls back (the next read asks again). Each
-        # read builds a new value: a handler cannot change the kept one.
+        # until a step that wrote rolls back (the next read asks again, and
+        # sees the writes still waiting for their step's end). Each read
+        # builds a new value: a handler cannot change the kept one.
         if self._read is None:
             self._read = {
                 row_key: (value_type, json.dumps(value))
@@ -170,6 +180,9 @@ class DatabaseSession:
                     session=self.record
                 ).values_list("key", "value_type", "value")
             }
+            for entry in self.writer.waiting(SessionStateEntry):
+                assert isinstance(entry, SessionStateEntry)
+                self._read[entry.key] = (entry.value_type, json.dumps(entry.value))
         found = self._read.get(key)
         if found is None:
             return None
@@ -192,21 +205,15 @@ class DatabaseSession:
                 f"State '{key}' holds text with NUL bytes or lone surrogates (or a "
                 "number JSON cannot hold), which cannot be stored."
             )
-        self.writer.before_write()
         kept, self._read = self._read, None  # until the write is done
         self._writes += 1
-        SessionStateEntry.objects.bulk_create(
-            [
-                SessionStateEntry(
-                    session=self.record,
-                    key=key,
-                    value_type=value_type,
-                    value=data,
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["session", "key"],
-            update_fields=["value_type", "value"],
+        # written with the step's rows at its end (now, outside a step)
+        self.writer.upsert(
+            SessionStateEntry(
+                session=self.record, key=key, value_type=value_type, value=data
+            ),
+            unique_fields=("session", "key"),
+            update_fields=("value_type", "value"),
         )
         if kept is not None:
             kept[key] = (value_type, json.dumps(data))

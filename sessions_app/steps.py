@@ -6,16 +6,18 @@ denials, state changes and audit row (``DatabaseSession.transaction()``, which
 the executor opens around each call and, nested, around its handler). The
 recorders build unsaved rows (``recording.py``); ``StepWriter`` writes them:
 
-- rows recorded outside a step are written at once: one ``INSERT`` (a single
-  row needs no transaction), or one ``INSERT`` per model in one transaction;
-- rows recorded inside a step wait for its end and are written just before it
-  commits, one ``INSERT`` per model;
-- a step opens its transaction only when something writes in it (a state
-  slice, a file: ``before_write()``): a call that writes no state costs no
-  ``BEGIN`` and no savepoint, just its rows' ``INSERT``; a nested step (the
-  handler's) becomes a savepoint only if the handler writes;
+- rows recorded outside a step are written at once;
+- rows recorded inside a step, and the state slices written in it
+  (``upsert()``), wait for its end and are written just before it commits,
+  one ``INSERT`` per model (``inserts.py``: on PostgreSQL all of a step's
+  statements in one round trip, atomic without a ``BEGIN``);
+- a step opens a database transaction only when something must be written
+  before its end (a file: ``before_write()``, which also writes the state
+  slices waiting so far, each in its own step's transaction or savepoint);
+  a call that writes only state costs no ``BEGIN`` and no savepoint;
 - a step that rolls back (a failed handler's nested step, or any exception)
-  drops the rows recorded in it with its writes, as ``atomic()`` would.
+  drops the rows and state slices recorded in it, and its database writes
+  if it made any, as ``atomic()`` would.
 
 So a provider call is committed before its tool calls run, and a tool call's
 state changes and its rows commit together or not at all: a worker crash loses
@@ -31,10 +33,12 @@ import dataclasses
 import sys
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import DatabaseError, connection, models, transaction
+
+from sessions_app import inserts
 
 ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
 NO_ERROR: ExcInfo = (None, None, None)
@@ -50,27 +54,57 @@ class StepHandle:
         self.rolled_back = True
 
 
+@dataclasses.dataclass(frozen=True)
+class _Upsert:
+    row: models.Model
+    unique_fields: tuple[str, ...]
+    update_fields: tuple[str, ...]
+
+    def key(self) -> tuple[object, ...]:
+        meta = self.row._meta
+        return (
+            type(self.row),
+            *(
+                getattr(self.row, cast(models.Field, meta.get_field(name)).attname)
+                for name in self.unique_fields
+            ),
+        )
+
+
 @dataclasses.dataclass
 class _Step:
     mark: int  # rows recorded before this step began
+    upsert_mark: int  # upserts waiting before this step began
     handle: StepHandle = dataclasses.field(default_factory=StepHandle)
     atomic: Any = None  # the ``transaction.atomic()`` it entered, once it writes
 
 
 def insert(rows: Sequence[models.Model]) -> None:
     """Insert ``rows`` in the order given, one ``INSERT`` per model (a
-    provider call before its citations, which point at it)."""
-    if not rows:
-        return
-    if len(rows) == 1:
-        rows[0].save(force_insert=True)
-        return
+    provider call before its citations, which point at it), atomically."""
+    _write(rows, [])
+
+
+def _write(rows: Sequence[models.Model], upserts: Sequence[_Upsert]) -> None:
+    """The upserts (the last of each key) then the rows, atomically."""
+    last: dict[tuple[object, ...], _Upsert] = {}
+    for upsert in upserts:
+        last.pop(upsert.key(), None)  # keep the order of the last writes
+        last[upsert.key()] = upsert
+    batches: list[inserts.Batch] = []
+    for upsert in last.values():
+        if not batches or batches[-1].model is not type(upsert.row):
+            batches.append(
+                inserts.Batch(
+                    type(upsert.row), [], upsert.unique_fields, upsert.update_fields
+                )
+            )
+        batches[-1].rows.append(upsert.row)
     by_model: dict[type[models.Model], list[models.Model]] = {}
     for row in rows:
         by_model.setdefault(type(row), []).append(row)
-    with transaction.atomic(savepoint=False):
-        for model, batch in by_model.items():
-            model._default_manager.bulk_create(batch)
+    batches.extend(inserts.Batch(model, batch) for model, batch in by_model.items())
+    inserts.write(batches)
 
 
 class StepWriter:
@@ -78,6 +112,7 @@ class StepWriter:
 
     def __init__(self) -> None:
         self._rows: list[models.Model] = []
+        self._upserts: list[_Upsert] = []
         self._steps: list[_Step] = []
 
     @property
@@ -91,19 +126,46 @@ class StepWriter:
         else:
             insert(rows)
 
+    def upsert(
+        self,
+        row: models.Model,
+        *,
+        unique_fields: tuple[str, ...],
+        update_fields: tuple[str, ...],
+    ) -> None:
+        """``row`` inserted, or its ``update_fields`` written over the row
+        with the same ``unique_fields``: at the end of the open step, or now.
+        Until then ``waiting()`` shows it."""
+        upsert = _Upsert(row, unique_fields, update_fields)
+        if self._steps:
+            self._upserts.append(upsert)
+        else:
+            _write([], [upsert])
+
+    def waiting(self, model: type[models.Model]) -> list[models.Model]:
+        """The upserted rows of ``model`` not written yet, in order."""
+        return [u.row for u in self._upserts if type(u.row) is model]
+
     def before_write(self) -> None:
         """Open the transaction of every open step that has none yet (the
-        outermost a transaction, the nested ones savepoints in it). Call it
-        before any write that belongs to the open step."""
-        for step in self._steps:
+        outermost a transaction, the nested ones savepoints in it), writing
+        the upserts waiting in each before opening the next. Call it before
+        any write that belongs to the open step."""
+        upserts, self._upserts = self._upserts, []
+        for index, step in enumerate(self._steps):
             if step.atomic is None:
                 atomic = transaction.atomic()
                 atomic.__enter__()
                 step.atomic = atomic
+            inner = self._steps[index + 1 :]
+            end = inner[0].upsert_mark if inner else len(upserts)
+            _write([], upserts[step.upsert_mark : end])
+        for step in self._steps:
+            step.upsert_mark = 0
 
     @contextlib.contextmanager
     def step(self) -> Iterator[StepHandle]:
-        step = _Step(mark=len(self._rows))
+        step = _Step(mark=len(self._rows), upsert_mark=len(self._upserts))
         self._steps.append(step)
         try:
             yield step.handle
@@ -117,21 +179,23 @@ class StepWriter:
         assert popped is step, "steps end in the order they began"
         if error[0] is not None or step.handle.rolled_back:
             del self._rows[step.mark :]
+            del self._upserts[step.upsert_mark :]
             if step.atomic is not None:
                 if error[0] is None:
                     transaction.set_rollback(True)
                 step.atomic.__exit__(*error)
             return
-        if self._steps:  # nested: its rows commit with the enclosing step
+        if self._steps:  # nested: its writes commit with the enclosing step
             if step.atomic is not None:
                 step.atomic.__exit__(*NO_ERROR)
             return
         rows, self._rows = self._rows, []
+        upserts, self._upserts = self._upserts, []
         if step.atomic is None:
-            insert(rows)
+            _write(rows, upserts)
             return
         try:
-            insert(rows)
+            _write(rows, upserts)
         except BaseException:
             step.atomic.__exit__(*sys.exc_info())
             raise

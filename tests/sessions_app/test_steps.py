@@ -11,11 +11,18 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services, steps
-from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+from sessions_app.models import (
+    AgentSession,
+    Citation,
+    PolicyDenial,
+    ProviderCall,
+    SessionStateEntry,
+    ToolInvocation,
+)
 from sessions_app.state import DatabaseFilesystem, DatabaseSession
 from sessions_app.steps import StepWriter
 from tests.sessions_app.factories import AgentSessionFactory
@@ -45,7 +52,9 @@ def brackets(captured: CaptureQueriesContext) -> list[str]:
     return [sql for sql in statements(captured) if BRACKETS.match(sql)]
 
 
-def invocation(session: AgentSession, sequence: int) -> ToolInvocation:
+def invocation(
+    session: AgentSession, sequence: int, event_id: uuid.UUID | None = None
+) -> ToolInvocation:
     return ToolInvocation(
         session=session,
         sequence=sequence,
@@ -53,7 +62,7 @@ def invocation(session: AgentSession, sequence: int) -> ToolInvocation:
         name="echo",
         call_id=f"call_{sequence}",
         success=True,
-        event_id=uuid.uuid4(),
+        event_id=event_id or uuid.uuid4(),
     )
 
 
@@ -108,17 +117,121 @@ def test_a_provider_call_and_its_citations_are_one_insert_each(store):
     ) == {call.pk}
 
 
-def test_a_nested_step_that_writes_is_a_savepoint_and_rolls_back_alone(store):
+def test_state_written_in_a_nested_step_waits_and_rolls_back_without_sql(store):
     session, writer, database = store
     with CaptureQueriesContext(connection) as captured, database.transaction():
         with database.transaction() as handler:
             database.put_state("plan", {"steps": 1})
             writer.add([invocation(session, 99)])  # recorded inside, dropped
+            assert database.get_state("plan") == {"steps": 1}  # its own write
+            assert not SessionStateEntry.objects.exists()  # waits for the end
+            handler.rollback()
+        writer.add([invocation(session, 1)])
+    assert brackets(captured) == []  # no transaction, no savepoint
+    assert database.get_state("plan") is None
+    assert not SessionStateEntry.objects.exists()
+    assert list(ToolInvocation.objects.values_list("sequence", flat=True)) == [1]
+
+
+def test_a_nested_step_that_writes_a_file_is_a_savepoint_and_rolls_back_alone(
+    store,
+):
+    session, writer, database = store
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        database.put_state("memory", {"read": ["a.md"]})  # the outer step's
+        with database.transaction() as handler:
+            database.put_state("plan", {"steps": 1})
+            files(database).write("notes.md", "draft")
             handler.rollback()
         writer.add([invocation(session, 1)])
     assert any(sql.startswith("SAVEPOINT") for sql in brackets(captured))
+    assert not files(database).exists("notes.md")
     assert database.get_state("plan") is None
+    # written before the savepoint, in the outer step: kept
+    assert database.get_state("memory") == {"read": ["a.md"]}
+    assert SessionStateEntry.objects.get().key == "memory"
     assert list(ToolInvocation.objects.values_list("sequence", flat=True)) == [1]
+
+
+def test_a_read_after_a_rollback_sees_the_writes_still_waiting(store):
+    _, _, database = store
+    with database.transaction():
+        database.put_state("plan", {"steps": 1})
+        with database.transaction() as handler:
+            database.put_state("plan", {"steps": 2})
+            handler.rollback()
+        # the kept reads were dropped with the rollback: read again, with
+        # the outer step's write that is not in the database yet
+        assert not SessionStateEntry.objects.exists()
+        assert database.get_state("plan") == {"steps": 1}
+    assert SessionStateEntry.objects.get().value == {"steps": 1}
+
+
+def test_a_reset_in_a_step_is_not_undone_by_the_writes_before_it(store):
+    _, _, database = store
+    database.put_state("old", 1)  # outside a step: written at once
+    with database.transaction():
+        database.put_state("plan", {"steps": 1})
+        database.reset()
+        database.put_state("after", 2)
+    assert sorted(SessionStateEntry.objects.values_list("key", flat=True)) == ["after"]
+    assert database.get_state("plan") is None
+
+
+def test_a_slice_written_twice_in_a_step_is_one_row_with_the_last_value(store):
+    _, _, database = store
+    with database.transaction():
+        for steps in range(3):
+            database.put_state("plan", {"steps": steps})
+        database.put_state("memory", {"read": []})
+    assert dict(SessionStateEntry.objects.values_list("key", "value")) == {
+        "plan": {"steps": 2},
+        "memory": {"read": []},
+    }
+
+
+# as a run writes: autocommit between steps (not inside a test's transaction)
+@pytest.mark.django_db(transaction=True)
+def test_a_step_whose_insert_fails_writes_none_of_its_state(store):
+    session, writer, database = store
+    duplicate = uuid.uuid4()
+    writer.add([invocation(session, 1, duplicate)])
+    with pytest.raises(IntegrityError), database.transaction():
+        database.put_state("plan", {"steps": 1})
+        writer.add(
+            [
+                PolicyDenial(session=session, policy_name="p", tool_name="echo"),
+                invocation(session, 2, duplicate),
+            ]
+        )
+    assert not SessionStateEntry.objects.exists()
+    assert not PolicyDenial.objects.exists()
+    assert ToolInvocation.objects.count() == 1
+
+
+def test_a_fresh_sessions_state_is_not_read(store, django_assert_num_queries):
+    session, writer, _ = store
+    database = DatabaseSession(session, writer, fresh=True)
+    with django_assert_num_queries(0):
+        assert database.get_state("plan") is None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="one round trip per step is PostgreSQL's (SQLite has none to save; "
+    "run the suite with DATABASE_URL=postgres://...)",
+)
+def test_a_tool_calls_step_is_one_round_trip(store):
+    session, writer, database = store
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        with database.transaction():  # the handler's
+            database.put_state("plan", {"steps": 1})
+        writer.add([PolicyDenial(session=session, policy_name="p", tool_name="echo")])
+        writer.add([invocation(session, 1)])
+    assert len(statements(captured)) == 1
+    assert statements(captured)[0].count("INSERT INTO") == 3
+    assert database.get_state("plan") == {"steps": 1}
+    assert PolicyDenial.objects.count() == ToolInvocation.objects.count() == 1
 
 
 def test_state_written_in_a_step_is_committed_once_with_its_rows(store):

@@ -69,6 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16  # flushed once per request by handle_one_request()
     timeout = 120  # close idle keep-alive connections eventually
     server: _HTTPServer
+    arrived = 0.0
 
     def setup(self) -> None:
         super().setup()
@@ -98,12 +99,24 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
+    def parse_request(self) -> bool:
+        self.arrived = time.monotonic()  # its request line was just read
+        return super().parse_request()
+
     def _dispatch(self) -> None:
+        # A provider that answers in ``delay`` answers ``delay`` after the
+        # request arrived: its own work is part of that time, not added to it.
+        arrived = self.arrived
         body = self._read_body()
         reply = route(self.server.model, self.command, self.path, body)
+        response_id = self._response_id(reply)
         if self.server.delay and self.command == "POST":
-            time.sleep(self.server.delay)
-        self._record(reply)
+            time.sleep(max(0.0, arrived + self.server.delay - time.monotonic()))
+        # served once it is answered: a client that gave up during the hold
+        # (a deadline) was not
+        entry = Served(self.command, self.path, reply.status, response_id, time.time())
+        with self.server.lock:
+            self.server.served.append(entry)
         self.send_response_only(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(reply.body)))
@@ -117,14 +130,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             self.log_request(reply.status, len(reply.body))
 
-    def _record(self, reply: Any) -> None:
-        response_id = None
+    def _response_id(self, reply: Any) -> str | None:
         if reply.status == 200 and self.path.rstrip("/").endswith("/responses"):
             with contextlib.suppress(ValueError, AttributeError):
-                response_id = json.loads(reply.body).get("id")
-        entry = Served(self.command, self.path, reply.status, response_id, time.time())
-        with self.server.lock:
-            self.server.served.append(entry)
+                return json.loads(reply.body).get("id")
+        return None
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
@@ -138,8 +148,10 @@ class OfflineServer:
     returns ``self``), ``stop()`` shuts down; ``serve_forever()`` serves in
     the foreground. Also a context manager: ``with OfflineServer() as s:``.
 
-    ``delay`` holds every ``POST`` reply back that many seconds (a slow model);
-    ``served`` lists every reply sent, with the response id (tests use it to
+    ``delay``: every ``POST`` is answered that many seconds after its request
+    line arrived (a slow model; the server's own work is part of the delay,
+    as a real provider's is part of its latency); ``served`` lists every reply
+    sent, with the response id (tests use it to
     check that no response was requested twice).
     """
 

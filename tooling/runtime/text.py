@@ -48,13 +48,47 @@ def storable_text(text: str) -> tuple[str, bool]:
 def sendable(value: Any) -> tuple[Any, bool]:
     """A copy of the JSON value ``value`` whose strings (keys included) hold
     no surrogates; unchanged values are returned as they are."""
+    if _is_clean(value, _SURROGATES.search, False, 0):
+        return value, False
     return _clean(value, _SURROGATES, finite=False, depth=0)
 
 
 def storable(value: Any) -> tuple[Any, bool]:
     """A copy of the JSON value ``value`` that every supported database stores
     and strict JSON renders: no NUL, no surrogate, no NaN or infinity."""
+    if _is_clean(value, _UNSTORABLE.search, True, 0):
+        return value, False
     return _clean(value, _UNSTORABLE, finite=True, depth=0)
+
+
+def _is_clean(value: Any, search: Any, finite: bool, depth: int) -> bool:
+    """Whether ``_clean`` would return ``value`` unaltered: the usual case,
+    checked without building anything (a run checks every request and
+    response it records)."""
+    kind = type(value)
+    if kind is str:
+        return search(value) is None
+    if value is None or kind is int or kind is bool:
+        return True
+    if kind is float:
+        return not finite or math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if isinstance(value, Mapping):
+        depth += 1
+        for key, item in value.items():
+            if type(key) is not str or search(key) is not None:
+                return False
+            if not _is_clean(item, search, finite, depth):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        depth += 1
+        for item in value:  # noqa: SIM110 (a loop: all() with a generator is slower)
+            if not _is_clean(item, search, finite, depth):
+                return False
+        return True
+    return False  # anything else: ``_clean`` decides
 
 
 def _clean(
