@@ -38,14 +38,19 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import (
+    Case,
     DateTimeField,
+    DurationField,
     Exists,
+    ExpressionWrapper,
     F,
+    IntegerField,
     OuterRef,
     Q,
     Value,
+    When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from sessions_app import steps
@@ -90,6 +95,8 @@ class Claim:
     token: uuid.UUID
     renew_every: float
     _renewed: float = dataclasses.field(default_factory=time.monotonic)
+    #: the status this worker's own update ended (or paused) the run with
+    ended: str | None = None
 
     @property
     def session_id(self) -> Any:
@@ -143,40 +150,46 @@ def claim(
     session_id: Any, *, now: datetime | None = None, new: AgentSession | None = None
 ) -> Claim | None:
     """Claim the session for this worker, or ``None`` if it is not claimable:
-    finished, cancelled, held by a live lease, or out of attempts.
+    finished, cancelled, held by a live lease, out of attempts, or missing.
+
+    One conditional update claims it and sets its deadline from the row's own
+    columns: on the first claim ``deadline_seconds`` from now, kept by later
+    claims (an expired lease), and on the claim that resumes a paused run the
+    time it had left (``deadline_left_seconds``) from now. The update reads and
+    writes the row at once (PostgreSQL evaluates its condition and values on the
+    row's latest version), so a pause or another claim in between cannot give
+    the run its deadline twice. The claimed session is then read back.
 
     ``new`` is the session as this process just created it (still queued,
-    never dispatched): the claim then updates it in memory instead of reading
-    it back."""
+    never dispatched, never paused): the claim then updates it in memory
+    instead of reading it back."""
     now = now or timezone.now()
-    left: int | None = None
-    if new is not None:
-        deadline_seconds = new.deadline_seconds
-    else:
-        row = (
-            AgentSession.objects.filter(pk=session_id)
-            .only("deadline_seconds", "deadline_left_seconds")
-            .first()
-        )
-        if row is None:
-            return None
-        deadline_seconds = row.deadline_seconds
-        left = row.deadline_left_seconds
     token = uuid.uuid4()
+    deadline: datetime | None = None
     deadline_at: Any
-    if left is None:
-        deadline = now + timedelta(seconds=deadline_seconds or 1)
+    unpaused = Q()
+    if new is not None:
+        deadline = now + timedelta(seconds=new.deadline_seconds or 1)
         deadline_at = Coalesce("deadline_at", Value(deadline, DateTimeField()))
         # not paused meanwhile (a pause clears deadline_at: this claim would
         # give the resumed run its whole deadline again)
-        resumed = Q(deadline_left_seconds__isnull=True)
-    else:  # resumed after a pause: the time left then, from now
-        deadline = now + timedelta(seconds=left)
-        deadline_at = Value(deadline, DateTimeField())
-        resumed = Q(deadline_left_seconds=left)  # no other claim resumed it
+        unpaused = Q(deadline_left_seconds__isnull=True)
+    else:
+        deadline_at = Case(
+            When(
+                deadline_left_seconds__isnull=True,
+                then=Coalesce(
+                    "deadline_at",
+                    _seconds_after(now, Greatest("deadline_seconds", Value(1))),
+                ),
+            ),
+            # resumed after a pause: the time left then, from now
+            default=_seconds_after(now, F("deadline_left_seconds")),
+            output_field=DateTimeField(),
+        )
     claimed = AgentSession.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
-        resumed,
+        unpaused,
         pk=session_id,
         cancel_requested_at__isnull=True,
         attempts__lt=settings.WINK_RUN_MAX_ATTEMPTS,
@@ -211,6 +224,21 @@ def claim(
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 
 
+def _seconds_after(now: datetime, seconds: Any) -> ExpressionWrapper:
+    """``now`` plus a whole number of seconds (an integer expression), in SQL
+    on either backend (an interval on PostgreSQL, microseconds on SQLite)."""
+    # typed at each step: Django picks each backend's duration arithmetic
+    # (SQLite: django_format_dtdelta) from the operands' field types
+    count = ExpressionWrapper(seconds, output_field=IntegerField())
+    span = ExpressionWrapper(
+        Value(timedelta(seconds=1), DurationField()) * count,
+        output_field=DurationField(),
+    )
+    return ExpressionWrapper(
+        Value(now, DateTimeField()) + span, output_field=DateTimeField()
+    )
+
+
 def pause(
     claim: Claim,
     *,
@@ -242,6 +270,7 @@ def pause(
     )
     if not paused:
         claim.lost()
+    claim.ended = Status.AWAITING_APPROVAL
 
 
 def lock(session_id: Any) -> None:
@@ -281,6 +310,7 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     steps.durable_commits()
     if not AgentSession.objects.filter(claim.mine()).update(**fields):
         raise LeaseLost("Another worker holds this session now.")
+    claim.ended = status
 
 
 def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:

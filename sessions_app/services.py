@@ -165,11 +165,43 @@ def run_session(
     """Claim the session and run it to its end, resuming from its record if an
     earlier attempt was interrupted. A session that cannot be claimed (finished,
     held by a live worker) is left as it is, or settled if nothing can run it
-    any more. Returns the session as it stands afterwards. ``new`` and
-    ``prompt``: the session as ``start_session`` just created it and the prompt
-    it built from the session's revision (saves reading and building them
-    again); ``pricing``: the prices it read (default: those in effect on the
-    day the session was created)."""
+    any more. Returns the session as it stands afterwards
+    (``AgentSession.DoesNotExist`` if there is none). ``new`` and ``prompt``:
+    the session as ``start_session`` just created it and the prompt it built
+    from the session's revision (saves reading and building them again);
+    ``pricing``: the prices it read (default: those in effect on the day the
+    session was created)."""
+    _run(session_id, client=client, new=new, prompt=prompt, pricing=pricing)
+    return AgentSession.objects.get(pk=session_id)
+
+
+def run_session_status(*, session_id: Any) -> str | None:
+    """Run the session as ``run_session`` does (a worker's task); the status it
+    left the session with, ``None`` if there is no such session. A run this
+    call ended or paused is not read back: its end's own update gave the
+    status; the session is read only when this worker did not end it (not
+    claimable, or taken over by another worker)."""
+    claim = _run(session_id)
+    if claim is not None and claim.ended is not None:
+        return claim.ended
+    status: str | None = (
+        AgentSession.objects.filter(pk=session_id)
+        .values_list("status", flat=True)
+        .first()
+    )
+    return status
+
+
+def _run(
+    session_id: Any,
+    *,
+    client: openai.OpenAI | None = None,
+    new: AgentSession | None = None,
+    prompt: Prompt | None = None,
+    pricing: PriceSheet | None = None,
+) -> lifecycle.Claim | None:
+    """Claim and run the session; its claim, ``None`` if it was not claimable
+    (or does not exist)."""
     with steps.run_commits():  # the claim and every step of the run
         claim = lifecycle.claim(session_id, new=new)
         if claim is None:
@@ -177,7 +209,7 @@ def run_session(
             logger.info("Session %s is not claimable; not running it", session_id)
         else:
             _run_claimed(claim, client, prompt, pricing)
-    return AgentSession.objects.get(pk=session_id)
+    return claim
 
 
 def _run_claimed(
@@ -308,7 +340,7 @@ def _evaluate(
         adapter.evaluate(
             prompt,
             values=session.params,
-            session=DatabaseSession(session, writer),
+            session=DatabaseSession(session, writer, fresh=not resuming),
             sink=sink,
             trust_level=session.trust_level,
             deadline=Deadline(session.deadline_at),

@@ -14,7 +14,7 @@ from typing import Any
 from celery import shared_task
 
 from sessions_app import dispatch, notifications, services
-from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.models import ApprovalRequest
 
 logger = logging.getLogger(__name__)
 
@@ -26,12 +26,13 @@ logger = logging.getLogger(__name__)
     ignore_result=True,
 )
 def run_session_task(session_id: str) -> str:
-    try:
-        session = services.run_session(session_id=session_id)
-    except AgentSession.DoesNotExist:
+    """Run the session; the status it left it with (``missing``: no such
+    session). The session is not read back after a run this worker ended."""
+    status = services.run_session_status(session_id=session_id)
+    if status is None:
         logger.warning("Session %s does not exist; nothing to run", session_id)
         return "missing"
-    return str(session.status)
+    return str(status)
 
 
 @shared_task(name=dispatch.SWEEP_TASK, ignore_result=True)
