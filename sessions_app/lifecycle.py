@@ -215,11 +215,10 @@ def claim(
         session.started_at = now
         session.deadline_at = session.deadline_at or deadline
     else:
-        session = (
-            AgentSession.objects.select_related("revision")
-            # read before the price rows: cached price sheets (assembly.pricing)
-            .annotate(catalog_token=generation_token())
-            .get(pk=session_id)
+        # its revision's data is read once per process (assembly.revision_data);
+        # the catalog generation before the price rows: cached price sheets
+        session = AgentSession.objects.annotate(catalog_token=generation_token()).get(
+            pk=session_id
         )
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 

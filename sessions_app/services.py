@@ -296,7 +296,8 @@ def _evaluate(
     pricing: PriceSheet | None = None,
 ) -> None:
     session = claim.session
-    if session.revision is None:
+    data = _revision_data(session)
+    if data is None:
         lifecycle.finish(
             claim,
             status=Status.FAILED,
@@ -305,7 +306,6 @@ def _evaluate(
             "revisions existed) and cannot run.",
         )
         return
-    data = session.revision.data
     try:
         prompt = prompt or catalog.build_prompt(revision=data)
         adapter = catalog.build_adapter(revision=data, client=client)
@@ -350,6 +350,16 @@ def _evaluate(
             run_id=str(session.pk),
             resume=resumption.record if resumption else None,
         )
+
+
+def _revision_data(session: AgentSession) -> dict[str, Any] | None:
+    """The data of the revision the session runs (``None``: it has none): the
+    one it was created with, or the process's copy (read once per revision)."""
+    if AgentSession.revision.is_cached(session):
+        return session.revision.data if session.revision is not None else None
+    if session.revision_id is None:
+        return None
+    return assembly.revision_data(session.revision_id)
 
 
 def _budget(max_total_tokens: int | None, max_cost: Decimal | None) -> Budget | None:

@@ -21,6 +21,7 @@ from sessions_app import lifecycle, services, tasks
 from sessions_app.models import AgentSession
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import AgentSessionFactory
+from tooling import assembly
 from tooling.demo import seed_demo_catalog
 
 pytestmark = pytest.mark.django_db
@@ -293,6 +294,33 @@ def test_the_task_runs_the_session_and_does_not_read_it_back(queued) -> None:
     assert statements[1].startswith("SELECT")
     assert statements[-1].startswith(f"UPDATE {TABLE} SET")
     assert "'succeeded'" in statements[-1]  # the run's end
+
+
+def test_a_worker_reads_a_revision_once_and_a_first_attempt_no_state(
+    settings,
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    seed_demo_catalog()
+    first, second = (
+        services.start_session(prompt_ref="demo/release", params={}) for _ in range(2)
+    )
+    assembly.catalog._REVISIONS.clear()  # as in a new worker process
+
+    runs = []
+    for session in (first, second):
+        with CaptureQueriesContext(connection) as queries:
+            assert tasks.run_session_task(str(session.pk)) == Status.SUCCEEDED
+        runs.append([q["sql"] for q in queries.captured_queries])
+
+    revision = '"tooling_catalogrevision"'
+    assert [sum(revision in sql for sql in run) for run in runs] == [1, 0]
+    for run in runs:  # the state the run writes, never read: there is none yet
+        assert not [
+            sql
+            for sql in run
+            if sql.startswith("SELECT") and "sessions_app_sessionstateentry" in sql
+        ]
+    assert row(second.pk).state_entries.exists()  # demo/release does write state
 
 
 def test_run_session_still_returns_the_session_read_back(queued) -> None:

@@ -21,6 +21,7 @@ from .catalog import (
     freeze_templates,
     load_template,
     reached_sections,
+    revision_data,
 )
 from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import build_hosted_tool, hosted_config, model_capabilities
@@ -59,6 +60,7 @@ __all__ = [
     "prompt_parameters",
     "prompts_broken_by",
     "reached_sections",
+    "revision_data",
     "section_params_type",
     "thaw_prompt",
     "tool_choice_for",

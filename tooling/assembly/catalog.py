@@ -20,6 +20,7 @@ from django.db import connection
 from django.db.models import Field, Model, Prefetch
 
 from tooling.models import (
+    CatalogRevision,
     ModelCapability,
     PolicyDefinition,
     PromptSection,
@@ -257,3 +258,31 @@ def load_template(ref: str) -> PromptTemplate:
     generation, in one query; its links are read only if ``freeze_template``
     has no frozen revision for them."""
     return PromptTemplate.objects.enabled().with_generation().get_by_ref(ref)
+
+
+# Revisions' data by hash, as JSON text: a revision is content-addressed and
+# never changes, so an entry never goes stale; each hit is a new copy.
+_REVISIONS: OrderedDict[str, str] = OrderedDict()
+_REVISIONS_LOCK = threading.Lock()
+REVISION_CACHE_SIZE = 256
+
+
+def revision_data(digest: str) -> dict[str, Any] | None:
+    """The data of the catalog revision ``digest`` (``None``: no such row),
+    read once per process: a worker's runs of one revision read it once."""
+    with _REVISIONS_LOCK:
+        text = _REVISIONS.get(digest)
+        if text is not None:
+            _REVISIONS.move_to_end(digest)
+    if text is not None:
+        return dict(json.loads(text))
+    data: dict[str, Any] | None = (
+        CatalogRevision.objects.filter(pk=digest).values_list("data", flat=True).first()
+    )
+    if data is None:
+        return None
+    with _REVISIONS_LOCK:
+        _REVISIONS[digest] = json.dumps(data)
+        while len(_REVISIONS) > REVISION_CACHE_SIZE:
+            _REVISIONS.popitem(last=False)
+    return data
