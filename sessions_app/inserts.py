@@ -52,12 +52,12 @@ def write(batches: Sequence[Batch]) -> None:
     batches = [batch for batch in batches if batch.rows]
     if not batches:
         return
+    if _together(batches):
+        _write_together(batches)
+        return
     only = batches[0]
     if len(batches) == 1 and len(only.rows) == 1 and not only.update_fields:
         only.rows[0].save(force_insert=True)  # one statement, its id read back
-        return
-    if _together(batches):
-        _write_together(batches)
         return
     with transaction.atomic(savepoint=False):
         for batch in batches:
@@ -122,14 +122,52 @@ def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:
         (with_pk, fields),
         (without_pk, [f for f in fields if not isinstance(f, models.AutoField)]),
     ):
-        if not rows:
-            continue
-        query = InsertQuery(
-            batch.model,
-            on_conflict=OnConflict.UPDATE if batch.update_fields else None,
-            update_fields=[opts.get_field(name) for name in batch.update_fields],
-            unique_fields=[opts.get_field(name) for name in batch.unique_fields],
-        )
-        query.insert_values(columns, rows)
-        statements.extend(query.get_compiler(connection=connection).as_sql())
+        if rows:
+            statements.append(_statement(batch, rows, columns))
     return statements
+
+
+# The text of single-row statements by shape (model, columns, conflict target):
+# built once by Django's compiler, reused with each row's values.
+_TEXTS: dict[tuple[Any, ...], str] = {}
+
+
+def _statement(
+    batch: Batch, rows: list[models.Model], columns: list[models.Field[Any, Any]]
+) -> tuple[str, Sequence[Any]]:
+    """One ``INSERT`` of ``rows``. A single row of plain values reuses the
+    text Django's compiler gave the first row of its shape (its placeholders
+    do not depend on the values then) with the values converted as the
+    compiler converts them: each field's ``pre_save`` and
+    ``get_db_prep_save``. Anything else is compiled whole."""
+    if len(rows) == 1:
+        row = rows[0]
+        values = [field.pre_save(row, True) for field in columns]
+        if not any(hasattr(value, "resolve_expression") for value in values):
+            key = (batch.model, *columns, batch.unique_fields, batch.update_fields)
+            text = _TEXTS.get(key)
+            if text is not None:
+                return text, [
+                    field.get_db_prep_save(value, connection=connection)
+                    for field, value in zip(columns, values, strict=True)
+                ]
+            sql, params = _compiled(batch, rows, columns)
+            if not any(hasattr(field, "get_placeholder") for field in columns):
+                _TEXTS[key] = sql
+            return sql, params
+    return _compiled(batch, rows, columns)
+
+
+def _compiled(
+    batch: Batch, rows: list[models.Model], columns: list[models.Field[Any, Any]]
+) -> tuple[str, Sequence[Any]]:
+    opts = batch.model._meta
+    query = InsertQuery(
+        batch.model,
+        on_conflict=OnConflict.UPDATE if batch.update_fields else None,
+        update_fields=[opts.get_field(name) for name in batch.update_fields],
+        unique_fields=[opts.get_field(name) for name in batch.unique_fields],
+    )
+    query.insert_values(columns, rows)
+    ((sql, params),) = query.get_compiler(connection=connection).as_sql()
+    return sql, params

@@ -7,14 +7,15 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import openai
 import pytest
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, models
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import services, steps
+from sessions_app import inserts, services, steps
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -454,3 +455,67 @@ def test_a_read_after_a_rolled_back_write_sees_the_stored_value(store):
         assert database.get_state("plan") == {"steps": 2}  # its own write
         handler.rollback()
     assert database.get_state("plan") == {"steps": 1}
+
+
+# -- the text of single-row statements, reused -----------------------------------
+
+
+def plain(params: Any) -> list[Any]:
+    """Parameters comparable across calls (JSON adapters by their value)."""
+    return [getattr(param, "obj", param) for param in params]
+
+
+def rows_of_every_kind(session: AgentSession, n: int) -> list[inserts.Batch]:
+    text = f"value {n} with % and %s and ';-- and \\\\ and \u00e9"
+    return [
+        inserts.Batch(
+            SessionStateEntry,
+            [SessionStateEntry(session=session, key=f"k{n}", value={"n": [n, text]})],
+            ("session", "key"),
+            ("value_type", "value"),
+        ),
+        inserts.Batch(ToolInvocation, [invocation(session, n)]),
+        inserts.Batch(
+            PolicyDenial,
+            [PolicyDenial(session=session, policy_name=text, tool_name="echo", turn=n)],
+        ),
+        inserts.Batch(
+            ProviderCall,
+            [
+                ProviderCall(
+                    session=session,
+                    turn=n,
+                    request={"input": [text]},
+                    response=None if n % 2 else {"output": []},
+                    event_id=uuid.uuid4(),
+                )
+            ],
+        ),
+    ]
+
+
+def test_a_reused_statement_is_the_one_djangos_compiler_builds(store):
+    session, _, _ = store
+    for n in range(1, 4):  # the first builds and keeps the text, the others reuse it
+        for batch in rows_of_every_kind(session, n):
+            ((sql, params),) = inserts._statements(batch)
+            columns = [
+                field
+                for field in batch.model._meta.concrete_fields
+                if not isinstance(field, models.AutoField)
+            ]
+            expected_sql, expected = inserts._compiled(batch, batch.rows, columns)
+            assert sql == expected_sql
+            assert plain(params) == plain(expected)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_with_hostile_text_are_stored_as_they_are(store):
+    session, writer, database = store
+    text = "50% of %s and %(name)s; '); DROP TABLE x; -- \\ \u202e" + "x" * 2_000_000
+    with database.transaction():
+        database.put_state("plan", {"text": text})
+        writer.add([invocation(session, 1)])
+        writer.add([PolicyDenial(session=session, policy_name="p", reason=text)])
+    assert database.get_state("plan") == {"text": text}
+    assert PolicyDenial.objects.get().reason == text
