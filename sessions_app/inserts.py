@@ -16,7 +16,10 @@ model) as one ``INSERT``, all of them atomically:
 
 The statements are Django's own (``InsertQuery``, as ``bulk_create`` builds
 them): fields' ``pre_save`` (``auto_now_add``), their database conversion and
-``ON CONFLICT ... DO UPDATE`` are Django's, only the sending is batched.
+``ON CONFLICT ... DO UPDATE`` are Django's, only the sending is batched. The
+text of a single-row statement of plain values does not depend on the values,
+so it is compiled once per shape and reused, with each row's values converted
+by its fields as the compiler converts them.
 Rows written together get no primary key back (nothing reads it: audit rows
 are not changed once written).
 """
