@@ -307,7 +307,9 @@ def _evaluate(
         )
         return
     try:
-        prompt = prompt or catalog.build_prompt(revision=data)
+        prompt = prompt or catalog.build_prompt(
+            revision=data, digest=session.revision_id
+        )
         adapter = catalog.build_adapter(revision=data, client=client)
     except ValidationError as error:
         lifecycle.finish(

@@ -36,6 +36,9 @@ KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 class HandlerRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool[Any, Any]] = {}
+        #: changes whenever a handler is registered or removed (prompts built
+        #: from a revision are cached until it does: assembly.revision_prompt)
+        self.version = 0
 
     def register(self, key: str, tool: Tool[Any, Any]) -> None:
         if not isinstance(key, str):
@@ -62,6 +65,7 @@ class HandlerRegistry:
         if tool.handler is None:
             raise ValueError(f"Handler '{key}' has no handler function.")
         self._tools[key] = tool
+        self.version += 1
 
     def register_group(self, group: str, tools: Iterable[Tool[Any, Any]]) -> None:
         for tool in tools:
@@ -70,9 +74,11 @@ class HandlerRegistry:
     def unregister(self, key: str) -> Tool[Any, Any]:
         """Remove a handler; catalog revisions that name it can no longer run."""
         try:
-            return self._tools.pop(key)
+            tool = self._tools.pop(key)
         except KeyError:
             raise KeyError(f"No handler is registered as '{key}'.") from None
+        self.version += 1
+        return tool
 
     def get(self, key: str) -> Tool[Any, Any]:
         try:

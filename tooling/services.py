@@ -86,10 +86,14 @@ def build_adapter(
     )
 
 
-def build_prompt(*, revision: Mapping[str, Any]) -> Prompt:
+def build_prompt(*, revision: Mapping[str, Any], digest: str | None = None) -> Prompt:
     """The runtime prompt of a revision; ``ValidationError`` if it cannot be
-    built any more (for example a handler that is no longer registered)."""
+    built any more (for example a handler that is no longer registered).
+    With its ``digest`` (its hash), built once per process while nothing it
+    depends on changes (``assembly.revision_prompt``)."""
     try:
+        if digest is not None:
+            return assembly.revision_prompt(digest, revision)
         return assembly.thaw_prompt(revision)
     except PromptError as error:
         raise ValidationError(

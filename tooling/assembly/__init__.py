@@ -22,6 +22,7 @@ from .catalog import (
     load_template,
     reached_sections,
     revision_data,
+    revision_prompt,
 )
 from .edits import CatalogEdit, prompts_broken_by, with_descendants
 from .hosted import build_hosted_tool, hosted_config, model_capabilities
@@ -61,6 +62,7 @@ __all__ = [
     "prompts_broken_by",
     "reached_sections",
     "revision_data",
+    "revision_prompt",
     "section_params_type",
     "thaw_prompt",
     "tool_choice_for",

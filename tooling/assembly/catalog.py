@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Field, Model, Prefetch
 
+from tooling.handlers import registry as handler_registry
 from tooling.models import (
     CatalogRevision,
     ModelCapability,
@@ -286,3 +287,42 @@ def revision_data(digest: str) -> dict[str, Any] | None:
         while len(_REVISIONS) > REVISION_CACHE_SIZE:
             _REVISIONS.popitem(last=False)
     return data
+
+
+# Prompts of revisions without hosted tools, by hash and handler registry
+# version: such a prompt depends on nothing else (hosted tools may read the
+# environment and the shell executors when built), and a ``Prompt`` is not
+# changed by a run, so runs of one revision share it.
+_PROMPTS: OrderedDict[tuple[str, int], Prompt] = OrderedDict()
+
+
+def revision_prompt(digest: str, data: Mapping[str, Any]) -> Prompt:
+    """The runtime ``Prompt`` of revision ``digest`` (whose data is ``data``),
+    built once per process and handler registry version when the revision has
+    no hosted tools, every time otherwise. Raises as ``thaw_prompt`` does."""
+    if _hosted_tools_in(data.get("sections")):
+        return thaw_prompt(data)
+    key = (digest, handler_registry.version)
+    with _REVISIONS_LOCK:
+        prompt = _PROMPTS.get(key)
+        if prompt is not None:
+            _PROMPTS.move_to_end(key)
+            return prompt
+    prompt = thaw_prompt(data)
+    with _REVISIONS_LOCK:
+        _PROMPTS[key] = prompt
+        while len(_PROMPTS) > REVISION_CACHE_SIZE:
+            _PROMPTS.popitem(last=False)
+    return prompt
+
+
+def _hosted_tools_in(sections: Any) -> bool:
+    """Whether a revision's sections hold a hosted tool (or cannot be read)."""
+    if not isinstance(sections, list):
+        return True
+    return any(
+        not isinstance(section, Mapping)
+        or section.get("hosted_tools")
+        or _hosted_tools_in(section.get("children", []))
+        for section in sections
+    )
