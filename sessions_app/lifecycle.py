@@ -53,7 +53,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from sessions_app import steps
+from sessions_app import returning, steps
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -158,7 +158,8 @@ def claim(
     time it had left (``deadline_left_seconds``) from now. The update reads and
     writes the row at once (PostgreSQL evaluates its condition and values on the
     row's latest version), so a pause or another claim in between cannot give
-    the run its deadline twice. The claimed session is then read back.
+    the run its deadline twice. The update returns the claimed session
+    (``RETURNING``; read back after it where the database cannot).
 
     ``new`` is the session as this process just created it (still queued,
     never dispatched, never paused): the claim then updates it in memory
@@ -187,23 +188,32 @@ def claim(
             default=_seconds_after(now, F("deadline_left_seconds")),
             output_field=DateTimeField(),
         )
-    claimed = AgentSession.objects.filter(
+    claimable = AgentSession.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
         unpaused,
         pk=session_id,
         cancel_requested_at__isnull=True,
         attempts__lt=settings.WINK_RUN_MAX_ATTEMPTS,
-    ).update(
-        status=Status.RUNNING,
-        claim_token=token,
-        attempts=F("attempts") + 1,
-        lease_expires_at=now + timedelta(seconds=lease_seconds()),
-        worker=worker_name(),
-        started_at=Coalesce("started_at", Value(now, DateTimeField())),
-        deadline_at=deadline_at,
-        deadline_left_seconds=None,
     )
-    if not claimed:
+    values = {
+        "status": Status.RUNNING,
+        "claim_token": token,
+        "attempts": F("attempts") + 1,
+        "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+        "worker": worker_name(),
+        "started_at": Coalesce("started_at", Value(now, DateTimeField())),
+        "deadline_at": deadline_at,
+        "deadline_left_seconds": None,
+    }
+    # its revision's data is read once per process (assembly.revision_data);
+    # the catalog generation before the price rows: cached price sheets
+    read = {"catalog_token": generation_token()}
+    if new is None and returning.supported():  # claimed and read in one statement
+        claimed = returning.update_returning(claimable, values, read)
+        if claimed is None:
+            return None
+        return Claim(claimed, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
+    if not claimable.update(**values):
         return None
     if new is not None and new.attempts == 0 and new.started_at is None:
         session = new
@@ -215,11 +225,7 @@ def claim(
         session.started_at = now
         session.deadline_at = session.deadline_at or deadline
     else:
-        # its revision's data is read once per process (assembly.revision_data);
-        # the catalog generation before the price rows: cached price sheets
-        session = AgentSession.objects.annotate(catalog_token=generation_token()).get(
-            pk=session_id
-        )
+        session = AgentSession.objects.annotate(**read).get(pk=session_id)
     return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
 
 

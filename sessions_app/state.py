@@ -205,6 +205,9 @@ class DatabaseSession:
                 f"State '{key}' holds text with NUL bytes or lone surrogates (or a "
                 "number JSON cannot hold), which cannot be stored."
             )
+        # storable: nothing left that JSON cannot write (an integer too long
+        # for text included), so the write cannot fail at the step's end
+        text = json.dumps(data)
         kept, self._read = self._read, None  # until the write is done
         self._writes += 1
         # written with the step's rows at its end (now, outside a step)
@@ -216,7 +219,7 @@ class DatabaseSession:
             update_fields=("value_type", "value"),
         )
         if kept is not None:
-            kept[key] = (value_type, json.dumps(data))
+            kept[key] = (value_type, text)
             self._read = kept
 
     @_guarded

@@ -1,5 +1,6 @@
 """``ToolExecutor``: dispatch order, failure semantics, rollback and events."""
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -311,6 +312,27 @@ def test_executor_state_changed_skips_writes_undone_by_nested_rollback() -> None
     harness = Harness([search_tool(Recorder(body))])
     harness.run("search", {"query": "a"})
     assert harness.sink.of_type(StateChanged) == []
+
+
+def test_executor_a_refused_write_the_handler_catches_is_no_state_change() -> None:
+    def body(params: Any, context: ToolContext) -> ToolResult[None]:
+        with contextlib.suppress(ValueError):  # the handler carries on without it
+            context.session.put_state("refused", "no")
+        context.session.put_state("kept", 1)
+        return ToolResult.ok(None)
+
+    harness = Harness([search_tool(Recorder(body))])
+    refuse = harness.session.put_state
+
+    def put_state(key: str, value: Any) -> None:
+        if key == "refused":
+            raise ValueError("The session store refused the change.")
+        refuse(key, value)
+
+    harness.session.put_state = put_state  # type: ignore[method-assign]
+    assert harness.run("search", {"query": "a"}).result.success is True
+    assert [event.key for event in harness.sink.of_type(StateChanged)] == ["kept"]
+    assert harness.session.get_state("refused") is None
 
 
 # -- lookup and argument failures come back as failed results ----------------------
@@ -950,3 +972,17 @@ def test_reducer_validates_its_parts() -> None:
         Reducer(Counted, " ", _add)
     with pytest.raises(TypeError, match="reduce must be callable"):
         Reducer(Counted, "counter", None)  # type: ignore[arg-type]
+
+
+def test_executor_a_value_too_long_to_render_is_named_not_raised() -> None:
+    def body(params: Any, context: ToolContext) -> ToolResult[Any]:
+        return ToolResult.ok({"n": 10**5000}, "Counted.")
+
+    harness = Harness([search_tool(Recorder(body))])
+    execution = harness.run("search", {"query": "a"})
+    assert execution.result.success is True
+    assert execution.output == (
+        "Counted.\n\n[the tool's value could not be rendered as text: ValueError]"
+    )
+    (event,) = harness.invoked()
+    assert event.rendered_output.startswith("[the tool's value could not be rendered")

@@ -16,6 +16,7 @@ from tooling.runtime.text import (
     MAX_DEPTH,
     REPLACEMENT,
     TOO_DEEP,
+    TOO_LONG,
     _clean,
     sendable,
     storable,
@@ -51,6 +52,8 @@ CLEAN = [
 ]
 
 ALTERED = [
+    10**5000,
+    {"n": [-(10**5000)]},
     "nul \x00 byte",
     "lone \ud800 surrogate",
     {"key \x00": 1},
@@ -70,14 +73,16 @@ ODD = [  # not plain JSON types: the conversion decides, as before
 ]
 
 
-@pytest.mark.parametrize("value", CLEAN)
+@pytest.mark.parametrize("value", CLEAN, ids=lambda value: type(value).__name__)
 def test_a_clean_value_is_returned_as_it_is(value):
     for convert in (storable, sendable):
         result, altered = convert(value)
         assert result is value and not altered
 
 
-@pytest.mark.parametrize("value", ALTERED + ODD + CLEAN)
+@pytest.mark.parametrize(
+    "value", ALTERED + ODD + CLEAN, ids=lambda value: type(value).__name__
+)
 def test_the_check_agrees_with_the_conversion(value):
     for convert, pattern, finite in (
         (storable, _UNSTORABLE, True),
@@ -105,3 +110,13 @@ def test_what_is_replaced():
     for _ in range(MAX_DEPTH // 2):
         deep = deep["next"][0]
     assert TOO_DEEP in repr(deep)
+
+
+def test_an_integer_too_long_to_write_is_replaced():
+    huge = 10**5000
+    assert storable({"n": huge, "m": 10**4000}) == (
+        {"n": TOO_LONG, "m": 10**4000},
+        True,
+    )
+    assert sendable([huge])[0] == [TOO_LONG]
+    assert storable(-huge)[0] == TOO_LONG

@@ -17,12 +17,13 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import lifecycle, services, tasks
+from sessions_app import lifecycle, returning, services, tasks
 from sessions_app.models import AgentSession
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import AgentSessionFactory
 from tooling import assembly
 from tooling.demo import seed_demo_catalog
+from tooling.models import generation_token
 
 pytestmark = pytest.mark.django_db
 
@@ -70,18 +71,47 @@ def paused_then_queued(now: datetime, *, ran_for: int = 100) -> AgentSession:
 # -- (a) the statements of a worker's claim ---------------------------------------
 
 
-def test_a_worker_claim_is_one_update_then_the_session_read_back() -> None:
+def test_a_worker_claim_is_one_update_returning_the_session() -> None:
+    assert returning.supported()  # SQLite 3.35+ and PostgreSQL
+    session = AgentSessionFactory.create(
+        status=Status.QUEUED,
+        deadline_seconds=900,
+        output_text="",
+        params={"text": "50% of '%s'", "n": [1, 2.5, None]},
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        claim = lifecycle.claim(session.pk)
+
+    assert claim is not None
+    (update,) = (q["sql"] for q in queries.captured_queries)
+    assert update.startswith(f"UPDATE {TABLE} SET") and " RETURNING " in update
+    claimed = claim.session
+    assert claimed.status == Status.RUNNING
+    assert claimed.claim_token == claim.token
+    # the row as a SELECT gives it: every field converted, the generation read
+    stored = AgentSession.objects.annotate(catalog_token=generation_token()).get(
+        pk=session.pk
+    )
+    for field in AgentSession._meta.concrete_fields:
+        assert getattr(claimed, field.attname) == getattr(stored, field.attname), (
+            field.name
+        )
+    assert claimed.catalog_token == stored.catalog_token is not None
+    assert not claimed._state.adding and claimed._state.db == "default"
+
+
+def test_without_returning_a_claim_reads_the_session_back(monkeypatch) -> None:
+    monkeypatch.setattr(returning, "supported", lambda: False)
     session = queued_row()
 
     with CaptureQueriesContext(connection) as queries:
         claim = lifecycle.claim(session.pk)
 
     assert claim is not None
-    assert len(queries.captured_queries) == 2, queries.captured_queries
     update, read = (q["sql"] for q in queries.captured_queries)
-    assert update.startswith(f"UPDATE {TABLE} SET")
+    assert update.startswith(f"UPDATE {TABLE} SET") and "RETURNING" not in update
     assert read.startswith("SELECT") and f"FROM {TABLE}" in read
-    assert claim.session.status == Status.RUNNING
     assert claim.session.claim_token == claim.token
 
 
@@ -289,9 +319,11 @@ def test_the_task_runs_the_session_and_does_not_read_it_back(queued) -> None:
 
     assert outcome == Status.SUCCEEDED == row(queued.pk).status
     statements = session_statements(queries)
-    # no read before the claim, and nothing after the run's end
+    # no read before the claim, which returns the session, and nothing after
+    # the run's end
     assert statements[0].startswith(f"UPDATE {TABLE} SET")
-    assert statements[1].startswith("SELECT")
+    assert " RETURNING " in statements[0]
+    assert not [sql for sql in statements if sql.startswith("SELECT")]
     assert statements[-1].startswith(f"UPDATE {TABLE} SET")
     assert "'succeeded'" in statements[-1]  # the run's end
 

@@ -120,8 +120,8 @@ class _TrackingSession:
         return self.inner.get_state(key)
 
     def put_state(self, key: str, value: Any) -> None:
+        self.inner.put_state(key, value)  # a refused write is not a change
         self.written[key] = value
-        self.inner.put_state(key, value)
 
     def reset(self) -> None:
         """Passed through; a reset is not recorded as ``StateChanged``."""

@@ -69,7 +69,18 @@ class ToolResult(Generic[ResultT]):
 
 
 def render_tool_payload(value: Any) -> str:
-    """Render a tool value to text, following the seeds' rendering rules."""
+    """Render a tool value to text, following the seeds' rendering rules; a
+    value that cannot be written as text (an integer of more than 4,300
+    digits, a structure nested too deeply) is named instead of raising."""
+    try:
+        return _render(value)
+    except (ValueError, RecursionError) as error:
+        logger.warning("A tool value could not be rendered: %s", error)
+        kind = type(error).__name__
+        return f"[the tool's value could not be rendered as text: {kind}]"
+
+
+def _render(value: Any) -> str:
     if value is None:
         return ""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -91,7 +102,7 @@ def render_tool_payload(value: Any) -> str:
     if isinstance(value, Sequence):
         if not value:
             return "[]"
-        parts = [render_tool_payload(item) for item in value]
+        parts = [_render(item) for item in value]
         try:
             return json.dumps([json.loads(part) for part in parts], ensure_ascii=False)
         except ValueError:

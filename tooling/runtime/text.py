@@ -2,10 +2,12 @@
 
 Provider output and tool results are untrusted: they can hold lone surrogates
 (which no UTF-8 encoder accepts, so the next request would fail), NUL bytes
-(which PostgreSQL refuses in text and JSON), and NaN or infinite numbers (which
-strict JSON refuses). Two conversions, one implementation:
+(which PostgreSQL refuses in text and JSON), NaN or infinite numbers (which
+strict JSON refuses) and integers too long for Python to write as text (more than
+4,300 digits). Two conversions, one implementation:
 
-- ``sendable`` replaces surrogates, so a value can be replayed to the provider;
+- ``sendable`` replaces surrogates and too long integers, so a value can be
+  replayed to the provider;
 - ``storable`` also replaces NUL bytes and non-finite numbers, so a value can be
   written to any database and rendered as strict JSON.
 
@@ -25,7 +27,11 @@ from typing import Any
 
 REPLACEMENT = "\ufffd"
 TOO_DEEP = "\ufffd[nested too deeply to keep]"
+TOO_LONG = "\ufffd[an integer too long to keep]"
 MAX_DEPTH = 200
+# Python writes integers of at most 4,300 digits as text (JSON included):
+# larger ones are replaced, as NaN is.
+MAX_INT_BITS = 14_000
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -68,7 +74,9 @@ def _is_clean(value: Any, search: Any, finite: bool, depth: int) -> bool:
     kind = type(value)
     if kind is str:
         return search(value) is None
-    if value is None or kind is int or kind is bool:
+    if kind is int:
+        return value.bit_length() <= MAX_INT_BITS
+    if value is None or kind is bool:
         return True
     if kind is float:
         return not finite or math.isfinite(value)
@@ -98,7 +106,11 @@ def _clean(
         if pattern.search(value) is None:
             return value, False
         return pattern.sub(REPLACEMENT, value), True
-    if value is None or isinstance(value, bool | int):
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > MAX_INT_BITS:
+            return TOO_LONG, True
+        return value, False
+    if value is None or isinstance(value, bool):
         return value, False
     if isinstance(value, float):
         if finite and not math.isfinite(value):

@@ -1,0 +1,74 @@
+"""An ``UPDATE`` of one row that returns the row as updated, in one statement.
+
+A worker's claim is a conditional update followed by reading the session it
+claimed; with ``RETURNING`` (PostgreSQL, SQLite 3.35+) both are one round
+trip. The statement is Django's own ``UPDATE`` (``QuerySet.update`` builds the
+same query), with the model's columns and any annotations appended as
+``RETURNING``; the values come back through the fields' converters, as a
+``SELECT`` would give them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from django.db import connection, models, transaction
+from django.db.models.sql import UpdateQuery
+
+M = TypeVar("M", bound=models.Model)
+
+
+def supported() -> bool:
+    """Whether the database returns rows from an ``UPDATE``."""
+    if connection.vendor == "postgresql":
+        return True
+    if connection.vendor == "sqlite":
+        import sqlite3
+
+        return sqlite3.sqlite_version_info >= (3, 35)
+    return False
+
+
+def update_returning(
+    queryset: models.QuerySet[M],
+    values: Mapping[str, Any],
+    annotations: Mapping[str, Any] | None = None,
+) -> M | None:
+    """``queryset.update(**values)`` on at most one row (filter it by primary
+    key), returning that row as updated, with ``annotations`` as attributes;
+    ``None`` when no row matched. Requires ``supported()``."""
+    model = queryset.model
+    query: Any = queryset.query.chain(UpdateQuery)
+    query.add_update_values(dict(values))
+    query.clear_select_clause()
+    compiler = query.get_compiler(connection=connection)
+    sql, params = compiler.as_sql()
+    fields = list(model._meta.concrete_fields)
+    table = model._meta.db_table
+    returned: list[Any] = [field.get_col(table) for field in fields]
+    names = list(annotations or {})
+    returned += [
+        expression.resolve_expression(query, allow_joins=False)
+        for expression in (annotations or {}).values()
+    ]
+    parts: list[str] = []
+    returned_params: list[Any] = []
+    for expression in returned:
+        part, part_params = compiler.compile(expression)
+        parts.append(part)
+        returned_params.extend(part_params)
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        cursor.execute(
+            f"{sql} RETURNING {', '.join(parts)}", (*params, *returned_params)
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    converters = compiler.get_converters(returned)
+    (values_read,) = compiler.apply_converters([row], converters)
+    attnames = [field.attname for field in fields]
+    instance = model.from_db(connection.alias, attnames, values_read[: len(fields)])
+    for name, value in zip(names, values_read[len(fields) :], strict=True):
+        setattr(instance, name, value)
+    return instance
