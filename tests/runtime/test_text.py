@@ -74,7 +74,7 @@ ODD = [  # not plain JSON types: the conversion decides, as before
 
 
 @pytest.mark.parametrize("value", CLEAN, ids=lambda value: type(value).__name__)
-def test_a_clean_value_is_returned_as_it_is(value):
+def test_a_clean_value_is_returned_as_it_is(value: Any) -> None:
     for convert in (storable, sendable):
         result, altered = convert(value)
         assert result is value and not altered
@@ -83,7 +83,7 @@ def test_a_clean_value_is_returned_as_it_is(value):
 @pytest.mark.parametrize(
     "value", ALTERED + ODD + CLEAN, ids=lambda value: type(value).__name__
 )
-def test_the_check_agrees_with_the_conversion(value):
+def test_the_check_agrees_with_the_conversion(value: Any) -> None:
     for convert, pattern, finite in (
         (storable, _UNSTORABLE, True),
         (sendable, _SURROGATES, False),
@@ -94,7 +94,7 @@ def test_the_check_agrees_with_the_conversion(value):
         assert repr(result[0]) == repr(expected[0])
 
 
-def test_what_is_replaced():
+def test_what_is_replaced() -> None:
     assert storable({"k": "a\x00b\ud800"}) == (
         {"k": f"a{REPLACEMENT}b{REPLACEMENT}"},
         True,
@@ -112,7 +112,7 @@ def test_what_is_replaced():
     assert TOO_DEEP in repr(deep)
 
 
-def test_an_integer_too_long_to_write_is_replaced():
+def test_an_integer_too_long_to_write_is_replaced() -> None:
     huge = 10**5000
     assert storable({"n": huge, "m": 10**4000}) == (
         {"n": TOO_LONG, "m": 10**4000},

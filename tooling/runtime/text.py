@@ -75,7 +75,7 @@ def _is_clean(value: Any, search: Any, finite: bool, depth: int) -> bool:
     if kind is str:
         return search(value) is None
     if kind is int:
-        return value.bit_length() <= MAX_INT_BITS
+        return bool(value.bit_length() <= MAX_INT_BITS)
     if value is None or kind is bool:
         return True
     if kind is float:
