@@ -75,7 +75,7 @@ def configure(tmp: str) -> str:
     # the first from memory, beside 10 sections as beside 10,000.
     from tooling.assembly import catalog
 
-    catalog.FROZEN_CACHE_SIZE = 0
+    catalog._FROZEN.size = 0
     database = settings.DATABASES["default"]
     if database["ENGINE"].endswith("sqlite3"):
         name = str(Path(tmp) / "catalog_size.sqlite3")

@@ -27,6 +27,7 @@ from sessions_app.models import (
 from sessions_app.state import DatabaseFilesystem, DatabaseSession
 from sessions_app.steps import StepWriter
 from tests.sessions_app.factories import AgentSessionFactory
+from tests.sessions_app.step_rows import invocation
 from tooling.handlers import registry
 from tooling.models import (
     PromptSection,
@@ -51,20 +52,6 @@ def statements(captured: CaptureQueriesContext) -> list[str]:
 
 def brackets(captured: CaptureQueriesContext) -> list[str]:
     return [sql for sql in statements(captured) if BRACKETS.match(sql)]
-
-
-def invocation(
-    session: AgentSession, sequence: int, event_id: uuid.UUID | None = None
-) -> ToolInvocation:
-    return ToolInvocation(
-        session=session,
-        sequence=sequence,
-        turn=1,
-        name="echo",
-        call_id=f"call_{sequence}",
-        success=True,
-        event_id=event_id or uuid.uuid4(),
-    )
 
 
 def files(database: DatabaseSession) -> DatabaseFilesystem:

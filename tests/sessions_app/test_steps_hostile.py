@@ -35,6 +35,7 @@ from sessions_app.models import (
 from sessions_app.state import DatabaseFilesystem, DatabaseSession
 from sessions_app.steps import StepWriter
 from tests.sessions_app.factories import AgentSessionFactory
+from tests.sessions_app.step_rows import invocation
 
 pytestmark = pytest.mark.django_db
 
@@ -216,18 +217,6 @@ def store() -> tuple[AgentSession, StepWriter, DatabaseSession]:
     session = AgentSessionFactory.create()
     writer = StepWriter()
     return session, writer, DatabaseSession(session, writer)
-
-
-def invocation(session: AgentSession, sequence: int) -> ToolInvocation:
-    return ToolInvocation(
-        session=session,
-        sequence=sequence,
-        turn=1,
-        name="echo",
-        call_id=f"call_{sequence}",
-        success=True,
-        event_id=uuid.uuid4(),
-    )
 
 
 # JSON cannot write an integer this long (Python refuses to convert it to text)

@@ -179,9 +179,9 @@ def no_frozen_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """What assembly reads when it has to read (a new catalog generation):
     the cache of frozen revisions (tests/tooling/test_generation.py) and of
     price sheets are off."""
-    monkeypatch.setattr(catalog, "FROZEN_CACHE_SIZE", 0)
+    monkeypatch.setattr(catalog._FROZEN, "size", 0)
     catalog._FROZEN.clear()
-    monkeypatch.setattr(pricing, "SHEET_CACHE_SIZE", 0)
+    monkeypatch.setattr(pricing._SHEETS, "size", 0)
     pricing.clear_cache()
 
 

@@ -10,8 +10,6 @@ the catalog, and builds prompts through ``freeze_prompt`` and ``thaw_prompt``
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +30,7 @@ from tooling.models import (
 )
 from tooling.runtime import Prompt, PromptError
 
+from .lru import LRUCache
 from .revisions import freeze_prompt, thaw_prompt
 
 
@@ -153,9 +152,7 @@ def build_prompt(template: PromptTemplate) -> Prompt:
 # Frozen revisions by (template, catalog generation, the settings a freeze
 # reads), as JSON text: each hit is a new copy. See tooling/generation.py for
 # why an entry is never older than the catalog its token names.
-_FROZEN: OrderedDict[tuple[Any, ...], str] = OrderedDict()
-_FROZEN_LOCK = threading.Lock()
-FROZEN_CACHE_SIZE = 256
+_FROZEN: LRUCache[tuple[Any, ...], str] = LRUCache(256)
 
 
 def _frozen_key(template: PromptTemplate) -> tuple[Any, ...] | None:
@@ -180,22 +177,14 @@ def freeze_template(template: PromptTemplate) -> dict[str, Any]:
     changes the token, the next such freeze reads no catalog row. Only the
     first freeze after the load uses the token."""
     key = _frozen_key(template)
-    if key is not None:
-        with _FROZEN_LOCK:
-            text = _FROZEN.get(key)
-            if text is not None:
-                _FROZEN.move_to_end(key)
-        if text is not None:
-            return dict(json.loads(text))
+    text = _FROZEN.get(key) if key is not None else None
+    if text is not None:
+        return dict(json.loads(text))
     links = _links(template)
     sections = reached_sections(link.section_id for link in links)
     data = freeze_prompt(template, sections=sections, roots=_roots(links, sections))
     if key is not None:
-        text = json.dumps(data)
-        with _FROZEN_LOCK:
-            _FROZEN[key] = text
-            while len(_FROZEN) > FROZEN_CACHE_SIZE:
-                _FROZEN.popitem(last=False)
+        _FROZEN.put(key, json.dumps(data))
     return data
 
 
@@ -263,18 +252,13 @@ def load_template(ref: str) -> PromptTemplate:
 
 # Revisions' data by hash, as JSON text: a revision is content-addressed and
 # never changes, so an entry never goes stale; each hit is a new copy.
-_REVISIONS: OrderedDict[str, str] = OrderedDict()
-_REVISIONS_LOCK = threading.Lock()
-REVISION_CACHE_SIZE = 256
+_REVISIONS: LRUCache[str, str] = LRUCache(256)
 
 
 def revision_data(digest: str) -> dict[str, Any] | None:
     """The data of the catalog revision ``digest`` (``None``: no such row),
     read once per process: a worker's runs of one revision read it once."""
-    with _REVISIONS_LOCK:
-        text = _REVISIONS.get(digest)
-        if text is not None:
-            _REVISIONS.move_to_end(digest)
+    text = _REVISIONS.get(digest)
     if text is not None:
         return dict(json.loads(text))
     data: dict[str, Any] | None = (
@@ -282,10 +266,7 @@ def revision_data(digest: str) -> dict[str, Any] | None:
     )
     if data is None:
         return None
-    with _REVISIONS_LOCK:
-        _REVISIONS[digest] = json.dumps(data)
-        while len(_REVISIONS) > REVISION_CACHE_SIZE:
-            _REVISIONS.popitem(last=False)
+    _REVISIONS.put(digest, json.dumps(data))
     return data
 
 
@@ -293,7 +274,7 @@ def revision_data(digest: str) -> dict[str, Any] | None:
 # version: such a prompt depends on nothing else (hosted tools may read the
 # environment and the shell executors when built), and a ``Prompt`` is not
 # changed by a run, so runs of one revision share it.
-_PROMPTS: OrderedDict[tuple[str, int], Prompt] = OrderedDict()
+_PROMPTS: LRUCache[tuple[str, int], Prompt] = LRUCache(256)
 
 
 def revision_prompt(digest: str, data: Mapping[str, Any]) -> Prompt:
@@ -303,16 +284,10 @@ def revision_prompt(digest: str, data: Mapping[str, Any]) -> Prompt:
     if _hosted_tools_in(data.get("sections")):
         return thaw_prompt(data)
     key = (digest, handler_registry.version)
-    with _REVISIONS_LOCK:
-        prompt = _PROMPTS.get(key)
-        if prompt is not None:
-            _PROMPTS.move_to_end(key)
-            return prompt
-    prompt = thaw_prompt(data)
-    with _REVISIONS_LOCK:
-        _PROMPTS[key] = prompt
-        while len(_PROMPTS) > REVISION_CACHE_SIZE:
-            _PROMPTS.popitem(last=False)
+    prompt = _PROMPTS.get(key)
+    if prompt is None:
+        prompt = thaw_prompt(data)
+        _PROMPTS.put(key, prompt)
     return prompt
 
 

@@ -15,8 +15,6 @@ unpriced, which the session shows, rather than failing the run.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from datetime import date
 
 from django.utils import timezone
@@ -24,11 +22,11 @@ from django.utils import timezone
 from tooling.models import HostedToolPrice, ModelPrice
 from tooling.runtime.pricing import HostedFee, ModelRate, PriceSheet
 
+from .lru import LRUCache
+
 logger = logging.getLogger(__name__)
 
-_SHEETS: OrderedDict[tuple[str, date], PriceSheet] = OrderedDict()
-_SHEETS_LOCK = threading.Lock()
-SHEET_CACHE_SIZE = 32
+_SHEETS: LRUCache[tuple[str, date], PriceSheet] = LRUCache(32)
 
 
 _RATE_FIELDS = (
@@ -68,22 +66,15 @@ def price_sheet(*, on: date | None = None, token: str | None = None) -> PriceShe
     if not token:
         return _read(on)
     key = (token, on)
-    with _SHEETS_LOCK:
-        sheet = _SHEETS.get(key)
-        if sheet is not None:
-            _SHEETS.move_to_end(key)
-            return sheet
-    sheet = _read(on)
-    with _SHEETS_LOCK:
-        _SHEETS[key] = sheet
-        while len(_SHEETS) > SHEET_CACHE_SIZE:
-            _SHEETS.popitem(last=False)
+    sheet = _SHEETS.get(key)
+    if sheet is None:
+        sheet = _read(on)
+        _SHEETS.put(key, sheet)
     return sheet
 
 
 def clear_cache() -> None:
-    with _SHEETS_LOCK:
-        _SHEETS.clear()
+    _SHEETS.clear()
 
 
 __all__ = ["clear_cache", "price_sheet"]

@@ -105,6 +105,6 @@ def _render(value: Any) -> str:
         parts = [_render(item) for item in value]
         try:
             return json.dumps([json.loads(part) for part in parts], ensure_ascii=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # a part that is not JSON (or too deep)
             return "\n\n".join(part for part in parts if part)
     return str(value)

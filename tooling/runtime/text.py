@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,9 +30,23 @@ REPLACEMENT = "\ufffd"
 TOO_DEEP = "\ufffd[nested too deeply to keep]"
 TOO_LONG = "\ufffd[an integer too long to keep]"
 MAX_DEPTH = 200
-# Python writes integers of at most 4,300 digits as text (JSON included):
+
+
+def _max_int_bits(digits: int) -> int:
+    """The most bits an integer may have to be written as text under a limit
+    of ``digits`` digits (``sys.get_int_max_str_digits``; 0: none). At most
+    14,000 bits (4,215 digits, under Python's default 4,300) whatever the
+    limit, so that a process with the default limit can read the value."""
+    if digits <= 0:
+        return 14_000
+    # 2**bits - 1 has at most digits - 1 digits (log2(10) > 3.321928)
+    return min(14_000, (digits - 1) * 3_321_928 // 1_000_000)
+
+
+# Python writes integers of at most 4,300 digits as text (JSON included; a
+# deployment may set fewer: PYTHONINTMAXSTRDIGITS, read when this is imported):
 # larger ones are replaced, as NaN is.
-MAX_INT_BITS = 14_000
+MAX_INT_BITS = _max_int_bits(sys.get_int_max_str_digits())
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
