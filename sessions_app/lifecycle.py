@@ -47,13 +47,14 @@ from django.db.models import (
     IntegerField,
     OuterRef,
     Q,
+    QuerySet,
     Value,
     When,
 )
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from sessions_app import returning, steps
+from sessions_app import prepared, returning, steps
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -166,12 +167,80 @@ def claim(
     instead of reading it back."""
     now = now or timezone.now()
     token = uuid.uuid4()
+    lease = now + timedelta(seconds=lease_seconds())
+    values: dict[str, Any] = {
+        "now": now,
+        "pk": session_id,
+        "max_attempts": settings.WINK_RUN_MAX_ATTEMPTS,
+        "token": token,
+        "lease": lease,
+        "worker": worker_name(),
+    }
+    if new is None and returning.supported():  # claimed and read in one statement
+        claimed = prepared.compiled(
+            ("claim", "returning"),
+            lambda: returning.compile_update_returning(
+                *_claim_update(_SLOTS, new=False),
+                # its revision's data is read once per process
+                # (assembly.revision_data); the catalog generation before the
+                # price rows: cached price sheets
+                {"catalog_token": generation_token()},
+            ),
+        ).run(values)
+        if claimed is None:
+            return None
+        return Claim(claimed, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
     deadline: datetime | None = None
-    deadline_at: Any
-    unpaused = Q()
     if new is not None:
         deadline = now + timedelta(seconds=new.deadline_seconds or 1)
-        deadline_at = Coalesce("deadline_at", Value(deadline, DateTimeField()))
+        values["deadline"] = deadline
+    update = prepared.compiled(
+        ("claim", new is not None),
+        lambda: prepared.update(*_claim_update(_SLOTS, new=new is not None)),
+    )
+    if not update.run(values):
+        return None
+    if new is not None and new.attempts == 0 and new.started_at is None:
+        session = new
+        session.status = Status.RUNNING
+        session.claim_token = token
+        session.attempts = 1
+        session.lease_expires_at = lease
+        session.worker = values["worker"]
+        session.started_at = now
+        session.deadline_at = session.deadline_at or deadline
+    else:
+        session = AgentSession.objects.annotate(catalog_token=generation_token()).get(
+            pk=session_id
+        )
+    return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
+
+
+# What a claim is given when it runs (``claim``'s ``values``).
+_SLOTS: dict[str, Any] = {
+    "now": prepared.Slot("now", DateTimeField()),
+    "deadline": prepared.Slot("deadline", DateTimeField()),
+    "pk": prepared.slot(AgentSession, "id", "pk"),
+    "max_attempts": prepared.slot(AgentSession, "attempts", "max_attempts"),
+    "token": prepared.slot(AgentSession, "claim_token", "token"),
+    "lease": prepared.slot(AgentSession, "lease_expires_at", "lease"),
+    "worker": prepared.slot(AgentSession, "worker"),
+}
+
+
+def _claim_update(
+    v: Mapping[str, Any], *, new: bool
+) -> tuple[QuerySet[AgentSession], dict[str, Any]]:
+    """The claim's conditional update: the row it may claim and what it
+    writes, with ``v``'s expressions for the values a claim is given
+    (``_SLOTS``, or in tests the same values as ``Value`` expressions).
+
+    ``new``: the session this process just created (``claim``'s ``new``)."""
+    now = v["now"]
+    deadline_at: Any
+    unpaused = Q()
+    if new:
+        deadline_at = Coalesce("deadline_at", v["deadline"])
         # not paused meanwhile (a pause clears deadline_at: this claim would
         # give the resumed run its whole deadline again)
         unpaused = Q(deadline_left_seconds__isnull=True)
@@ -191,47 +260,27 @@ def claim(
     claimable = AgentSession.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
         unpaused,
-        pk=session_id,
+        pk=v["pk"],
         cancel_requested_at__isnull=True,
-        attempts__lt=settings.WINK_RUN_MAX_ATTEMPTS,
+        attempts__lt=v["max_attempts"],
     )
     values = {
         "status": Status.RUNNING,
-        "claim_token": token,
+        "claim_token": v["token"],
         "attempts": F("attempts") + 1,
-        "lease_expires_at": now + timedelta(seconds=lease_seconds()),
-        "worker": worker_name(),
-        "started_at": Coalesce("started_at", Value(now, DateTimeField())),
+        "lease_expires_at": v["lease"],
+        "worker": v["worker"],
+        "started_at": Coalesce("started_at", now),
         "deadline_at": deadline_at,
         "deadline_left_seconds": None,
     }
-    # its revision's data is read once per process (assembly.revision_data);
-    # the catalog generation before the price rows: cached price sheets
-    read = {"catalog_token": generation_token()}
-    if new is None and returning.supported():  # claimed and read in one statement
-        claimed = returning.update_returning(claimable, values, read)
-        if claimed is None:
-            return None
-        return Claim(claimed, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
-    if not claimable.update(**values):
-        return None
-    if new is not None and new.attempts == 0 and new.started_at is None:
-        session = new
-        session.status = Status.RUNNING
-        session.claim_token = token
-        session.attempts = 1
-        session.lease_expires_at = now + timedelta(seconds=lease_seconds())
-        session.worker = worker_name()
-        session.started_at = now
-        session.deadline_at = session.deadline_at or deadline
-    else:
-        session = AgentSession.objects.annotate(**read).get(pk=session_id)
-    return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
+    return claimable, values
 
 
-def _seconds_after(now: datetime, seconds: Any) -> ExpressionWrapper:
-    """``now`` plus a whole number of seconds (an integer expression), in SQL
-    on either backend (an interval on PostgreSQL, microseconds on SQLite)."""
+def _seconds_after(now: Any, seconds: Any) -> ExpressionWrapper:
+    """``now`` (a datetime expression) plus a whole number of seconds (an
+    integer expression), in SQL on either backend (an interval on PostgreSQL,
+    microseconds on SQLite)."""
     # typed at each step: Django picks each backend's duration arithmetic
     # (SQLite: django_format_dtdelta) from the operands' field types
     count = ExpressionWrapper(seconds, output_field=IntegerField())
@@ -239,9 +288,7 @@ def _seconds_after(now: datetime, seconds: Any) -> ExpressionWrapper:
         Value(timedelta(seconds=1), DurationField()) * count,
         output_field=DurationField(),
     )
-    return ExpressionWrapper(
-        Value(now, DateTimeField()) + span, output_field=DateTimeField()
-    )
+    return ExpressionWrapper(now + span, output_field=DateTimeField())
 
 
 def pause(
@@ -313,9 +360,20 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     (and the answer given for it) is on disk with every step."""
     fields = ending_fields(status=status, session_id=claim.session_id, **ending)
     steps.durable_commits()
-    if not AgentSession.objects.filter(claim.mine()).update(**fields):
+    update = prepared.compiled(("finish", *fields), lambda: _finish_update(fields))
+    if not update.run({**fields, "pk": claim.session_id, "token": claim.token}):
         raise LeaseLost("Another worker holds this session now.")
     claim.ended = status
+
+
+def _finish_update(fields: Mapping[str, Any]) -> prepared.Update:
+    """``finish``'s update of ``fields`` (their values given when it runs)."""
+    return prepared.update(
+        AgentSession.objects.filter(
+            pk=_SLOTS["pk"], status=Status.RUNNING, claim_token=_SLOTS["token"]
+        ),
+        {name: prepared.slot(AgentSession, name) for name in fields},
+    )
 
 
 def end_claimed(claim: Claim, *, phase: str, message: str) -> bool:

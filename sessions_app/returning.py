@@ -5,16 +5,20 @@ claimed; with ``RETURNING`` (PostgreSQL, SQLite 3.35+) both are one round
 trip. The statement is Django's own ``UPDATE`` (``QuerySet.update`` builds the
 same query), with the model's columns and any annotations appended as
 ``RETURNING``; the values come back through the fields' converters, as a
-``SELECT`` would give them.
+``SELECT`` would give them. ``compile_update_returning`` keeps the compiled
+statement for a caller that runs it again with other values (``prepared``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from django.db import connection, models, transaction
 from django.db.models.sql import UpdateQuery
+
+from sessions_app import prepared
 
 M = TypeVar("M", bound=models.Model)
 
@@ -38,6 +42,46 @@ def update_returning(
     """``queryset.update(**values)`` on at most one row (filter it by primary
     key), returning that row as updated, with ``annotations`` as attributes;
     ``None`` when no row matched. Requires ``supported()``."""
+    statement = compile_update_returning(queryset, values, annotations)
+    return statement.run({})
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateReturning:
+    """An ``UPDATE ... RETURNING`` compiled (its parameters may hold
+    ``prepared`` slots), with what turns the row it returns into a model."""
+
+    sql: str
+    params: tuple[Any, ...]
+    model: type[models.Model]
+    compiler: Any
+    converters: Any
+    attnames: tuple[str, ...]
+    names: tuple[str, ...]
+
+    def run(self, values: Mapping[str, Any]) -> Any:
+        """Run it with the slots' ``values``: the row as updated, or ``None``."""
+        with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+            cursor.execute(self.sql, prepared.fill(self.params, values))
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        (values_read,) = self.compiler.apply_converters([row], self.converters)
+        count = len(self.attnames)
+        instance = self.model.from_db(
+            connection.alias, list(self.attnames), values_read[:count]
+        )
+        for name, value in zip(self.names, values_read[count:], strict=True):
+            setattr(instance, name, value)
+        return instance
+
+
+def compile_update_returning(
+    queryset: models.QuerySet[Any],
+    values: Mapping[str, Any],
+    annotations: Mapping[str, Any] | None = None,
+) -> UpdateReturning:
+    """``update_returning``'s statement, compiled (see ``prepared``)."""
     model = queryset.model
     query: Any = queryset.query.chain(UpdateQuery)
     query.add_update_values(dict(values))
@@ -47,7 +91,7 @@ def update_returning(
     fields = list(model._meta.concrete_fields)
     table = model._meta.db_table
     returned: list[Any] = [field.get_col(table) for field in fields]
-    names = list(annotations or {})
+    names = tuple(annotations or {})
     returned += [
         expression.resolve_expression(query, allow_joins=False)
         for expression in (annotations or {}).values()
@@ -58,17 +102,12 @@ def update_returning(
         part, part_params = compiler.compile(expression)
         parts.append(part)
         returned_params.extend(part_params)
-    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-        cursor.execute(
-            f"{sql} RETURNING {', '.join(parts)}", (*params, *returned_params)
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    converters = compiler.get_converters(returned)
-    (values_read,) = compiler.apply_converters([row], converters)
-    attnames = [field.attname for field in fields]
-    instance = model.from_db(connection.alias, attnames, values_read[: len(fields)])
-    for name, value in zip(names, values_read[len(fields) :], strict=True):
-        setattr(instance, name, value)
-    return instance
+    return UpdateReturning(
+        sql=f"{sql} RETURNING {', '.join(parts)}",
+        params=(*params, *returned_params),
+        model=model,
+        compiler=compiler,
+        converters=compiler.get_converters(returned),
+        attnames=tuple(field.attname for field in fields),
+        names=names,
+    )
