@@ -76,11 +76,17 @@ def write(batches: Sequence[Batch]) -> None:
                 manager.bulk_create(batch.rows)
 
 
+def one_query() -> bool:
+    """Whether several statements can go as one query here: PostgreSQL with
+    Django's client-side binding (see the module docstring)."""
+    return connection.vendor == "postgresql" and not connection.settings_dict.get(
+        "OPTIONS", {}
+    ).get("server_side_binding")
+
+
 def _together(batches: Sequence[Batch]) -> bool:
     """Whether the batches can go as one query (see the module docstring)."""
-    if connection.vendor != "postgresql":
-        return False
-    if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+    if not one_query():
         return False
     if sum(len(batch.rows) for batch in batches) > MAX_ROWS_TOGETHER:
         return False

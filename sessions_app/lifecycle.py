@@ -177,7 +177,7 @@ def claim(
         "worker": worker_name(),
     }
     if new is None and returning.supported():  # claimed and read in one statement
-        claimed = prepared.compiled(
+        statement = prepared.compiled(
             ("claim", "returning"),
             lambda: returning.compile_update_returning(
                 *_claim_update(_SLOTS, new=False),
@@ -186,7 +186,9 @@ def claim(
                 # price rows: cached price sheets
                 {"catalog_token": generation_token()},
             ),
-        ).run(values)
+        )
+        with steps.relaxing() as before:  # the run's commit setting, if due
+            claimed = statement.run(values, before=before)
         if claimed is None:
             return None
         return Claim(claimed, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
@@ -198,6 +200,7 @@ def claim(
         ("claim", new is not None),
         lambda: prepared.update(*_claim_update(_SLOTS, new=new is not None)),
     )
+    steps.relax_now()
     if not update.run(values):
         return None
     if new is not None and new.attempts == 0 and new.started_at is None:
@@ -355,13 +358,16 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     """End the claimed run; ``LeaseLost`` if this worker no longer holds it.
 
     The end commits with the server's own ``synchronous_commit`` even when the
-    run's steps did not wait for the disk (``steps.durable_commits``): by
-    default PostgreSQL then flushes its log up to the end, so a finished run
-    (and the answer given for it) is on disk with every step."""
+    run's steps did not wait for the disk (``steps.restoring``, sent with the
+    update in one query): by default PostgreSQL then flushes its log up to the
+    end, so a finished run (and the answer given for it) is on disk with every
+    step."""
     fields = ending_fields(status=status, session_id=claim.session_id, **ending)
-    steps.durable_commits()
     update = prepared.compiled(("finish", *fields), lambda: _finish_update(fields))
-    if not update.run({**fields, "pk": claim.session_id, "token": claim.token}):
+    values = {**fields, "pk": claim.session_id, "token": claim.token}
+    with steps.restoring() as before:  # the server's commit setting, in one query
+        updated = update.run(values, before=before)
+    if not updated:
         raise LeaseLost("Another worker holds this session now.")
     claim.ended = status
 

@@ -108,10 +108,14 @@ class Update:
     sql: str
     params: tuple[Any, ...]
 
-    def run(self, values: Mapping[str, Any]) -> int:
-        """Run it with the slots' ``values``; the number of rows updated."""
+    def run(self, values: Mapping[str, Any], *, before: str = "") -> int:
+        """Run it with the slots' ``values``; the number of rows updated.
+        ``before``: statements without parameters sent first, in the same
+        query (``inserts.one_query()`` must allow it)."""
         with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-            cursor.execute(self.sql, fill(self.params, values))
+            cursor.execute(before + self.sql, fill(self.params, values))
+            if before:
+                cursor.nextset()  # to this statement's result
             return int(cursor.rowcount)
 
 

@@ -59,10 +59,14 @@ class UpdateReturning:
     attnames: tuple[str, ...]
     names: tuple[str, ...]
 
-    def run(self, values: Mapping[str, Any]) -> Any:
-        """Run it with the slots' ``values``: the row as updated, or ``None``."""
+    def run(self, values: Mapping[str, Any], *, before: str = "") -> Any:
+        """Run it with the slots' ``values``: the row as updated, or ``None``.
+        ``before``: statements without parameters sent first, in the same
+        query (``inserts.one_query()`` must allow it)."""
         with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-            cursor.execute(self.sql, prepared.fill(self.params, values))
+            cursor.execute(before + self.sql, prepared.fill(self.params, values))
+            if before:
+                cursor.nextset()  # to this statement's rows
             row = cursor.fetchone()
         if row is None:
             return None

@@ -202,7 +202,8 @@ def _run(
 ) -> lifecycle.Claim | None:
     """Claim and run the session; its claim, ``None`` if it was not claimable
     (or does not exist)."""
-    with steps.run_commits():  # the claim and every step of the run
+    # the claim and every step of the run; a worker's claim sends the setting
+    with steps.run_commits(by_claim=new is None):
         claim = lifecycle.claim(session_id, new=new)
         if claim is None:
             lifecycle.settle(session_id)

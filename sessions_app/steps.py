@@ -203,36 +203,88 @@ class StepWriter:
 
 
 @contextlib.contextmanager
-def run_commits() -> Iterator[None]:
+def run_commits(*, by_claim: bool = False) -> Iterator[None]:
     """Around a run: on PostgreSQL, its commits do not wait for the WAL flush
     (``synchronous_commit=off``) unless ``WINK_RUN_DURABLE_COMMITS``. Each
     commit stays atomic and is durable against a crash of the worker; only a
     crash of the database server can lose the last ones (ADR 0008). The
     connection's own setting is restored afterwards. Nested, it does nothing
-    (an inline start relaxes the session's creation and its run at once)."""
-    if getattr(connection, RELAXED, False) or not relax_commits():
+    (an inline start relaxes the session's creation and its run at once).
+
+    ``by_claim``: the run's first statement is its claim, which sends the
+    setting itself (``relaxing()``): one round trip less (ADR 0017)."""
+    if getattr(connection, RELAXED, False) or getattr(connection, PENDING, False):
         yield
         return
+    if not _relaxes():
+        yield
+        return
+    if by_claim and inserts.one_query():
+        setattr(connection, PENDING, True)
+    else:
+        relax_commits()
     try:
         yield
     finally:
+        setattr(connection, PENDING, False)
         # A broken connection is dropped anyway, with its setting.
         with contextlib.suppress(DatabaseError):
             durable_commits()
 
 
 RELAXED = "wink_relaxed_commits"  # on the connection while its commits are relaxed
+PENDING = "wink_relax_pending"  # the claim is to relax them (run_commits(by_claim))
+RELAX = "SET synchronous_commit TO off;\n"
+RESTORE = "RESET synchronous_commit;\n"
+
+
+def _relaxes() -> bool:
+    return connection.vendor == "postgresql" and not settings.WINK_RUN_DURABLE_COMMITS
 
 
 def relax_commits() -> bool:
     """``run_commits``'s setting on the current connection (again, after a
     reconnect); whether it applies here."""
-    if connection.vendor != "postgresql" or settings.WINK_RUN_DURABLE_COMMITS:
+    setattr(connection, PENDING, False)
+    if not _relaxes():
         return False
     with connection.cursor() as cursor:
         cursor.execute("SET synchronous_commit TO off")
     setattr(connection, RELAXED, True)
     return True
+
+
+@contextlib.contextmanager
+def relaxing() -> Iterator[str]:
+    """For a run's claim: the ``SET`` to send before it in the same query
+    (``""`` when there is none), marked as applied once the claim's query
+    succeeded. A claim that cannot send it calls ``relax_now()`` instead."""
+    if not getattr(connection, PENDING, False):
+        yield ""
+        return
+    yield RELAX
+    setattr(connection, PENDING, False)
+    setattr(connection, RELAXED, True)
+
+
+def relax_now() -> None:
+    """The setting ``run_commits(by_claim=True)`` left to the claim, now."""
+    if getattr(connection, PENDING, False):
+        relax_commits()
+
+
+@contextlib.contextmanager
+def restoring() -> Iterator[str]:
+    """For a run's last statement: the ``RESET`` to send before it in the
+    same query (``""`` when there is none, or it went alone just now),
+    marked as applied once that query succeeded. The query then commits with
+    the server's own setting: the log is flushed up to it."""
+    if not getattr(connection, RELAXED, False) or not inserts.one_query():
+        durable_commits()
+        yield ""
+        return
+    yield RESTORE
+    setattr(connection, RELAXED, False)
 
 
 def durable_commits() -> None:

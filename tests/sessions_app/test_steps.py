@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from django.db import IntegrityError, connection, models
+from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import inserts, services, steps
+from sessions_app import inserts, lifecycle, prepared, services, steps
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -344,10 +344,10 @@ def test_a_run_costs_one_insert_per_provider_call_and_per_tool_call(echo_prompt)
     # And the rest of a run is a fixed, small number of statements: load the
     # template with the catalog generation (its frozen revision is cached
     # under it), look up its revision, insert the session, claim, finish, read
-    # the session back; on PostgreSQL, relax synchronous_commit for the run and
-    # restore it for its end. No step that writes no state is
-    # bracketed by a transaction.
-    fixed = 6 + (2 if connection.vendor == "postgresql" else 0)
+    # the session back; on PostgreSQL, relax synchronous_commit for the run (the
+    # end's query restores it). No step that writes no state is bracketed by a
+    # transaction.
+    fixed = 6 + (1 if connection.vendor == "postgresql" else 0)
     assert len(few) - 2 - 1 == fixed, "\n".join(few)
 
 
@@ -408,11 +408,16 @@ def test_a_finished_run_is_flushed_with_all_its_steps(echo_prompt):
     ending = next(
         i
         for i, sql in enumerate(sqls)
-        if sql.startswith('UPDATE "sessions_app_agentsession"') and "finished_at" in sql
+        if sql.removeprefix(steps.RESTORE).startswith(
+            'UPDATE "sessions_app_agentsession"'
+        )
+        and "finished_at" in sql
     )
     # Every step commits relaxed; the end commits with the server's setting,
-    # which flushes the log up to it (and so every step before it).
-    assert relaxed < restored == ending - 1
+    # restored in its own query, which flushes the log up to it (and so every
+    # step before it).
+    assert relaxed < restored == ending
+    assert sqls[ending].startswith(steps.RESTORE + 'UPDATE "sessions_app_agentsession"')
     assert sum("synchronous_commit" in sql for sql in sqls) == 2  # no more
 
 
@@ -506,3 +511,50 @@ def test_rows_with_hostile_text_are_stored_as_they_are(store):
         writer.add([PolicyDenial(session=session, policy_name="p", reason=text)])
     assert database.get_state("plan") == {"text": text}
     assert PolicyDenial.objects.get().reason == text
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="synchronous_commit is PostgreSQL's (run the suite with "
+    "DATABASE_URL=postgres://...)",
+)
+def test_a_worker_claim_relaxes_commits_and_its_end_restores_them(settings):
+    settings.WINK_RUN_DURABLE_COMMITS = False
+    before = synchronous_commit()
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+    with steps.run_commits(by_claim=True):
+        assert synchronous_commit() == before  # nothing sent before the claim
+        claim = lifecycle.claim(session.pk)
+        assert claim is not None
+        assert synchronous_commit() == "off"
+        lifecycle.finish(claim, status=AgentSession.Status.SUCCEEDED)
+        assert synchronous_commit() == before
+    assert synchronous_commit() == before
+    # a claim that claims nothing still relaxed them: restored on the way out
+    with steps.run_commits(by_claim=True):
+        assert lifecycle.claim(session.pk) is None
+        assert synchronous_commit() == "off"
+    assert synchronous_commit() == before
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="synchronous_commit is PostgreSQL's (run the suite with "
+    "DATABASE_URL=postgres://...)",
+)
+def test_an_end_that_fails_leaves_the_setting_to_be_restored(settings, monkeypatch):
+    """The end's query fails whole (its RESET too): the run's way out restores
+    the setting."""
+    settings.WINK_RUN_DURABLE_COMMITS = False
+    before = synchronous_commit()
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+    broken = prepared.Update('UPDATE "no_such_table" SET "x" = %s', (1,))
+    monkeypatch.setattr(lifecycle, "_finish_update", lambda fields: broken)
+    monkeypatch.setattr(connection, prepared._CACHE, {}, raising=False)
+    with steps.run_commits(by_claim=True):
+        claim = lifecycle.claim(session.pk)
+        assert claim is not None
+        with pytest.raises(DatabaseError), transaction.atomic():
+            lifecycle.finish(claim, status=AgentSession.Status.SUCCEEDED)
+        assert synchronous_commit() == "off"
+    assert synchronous_commit() == before
