@@ -112,8 +112,9 @@ class Update:
         """Run it with the slots' ``values``; the number of rows updated.
         ``before``: statements without parameters sent first, in the same
         query (``inserts.one_query()`` must allow it)."""
+        params = fill(self.params, values)  # a refused value breaks no transaction
         with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-            cursor.execute(before + self.sql, fill(self.params, values))
+            cursor.execute(before + self.sql, params)
             if before:
                 cursor.nextset()  # to this statement's result
             return int(cursor.rowcount)

@@ -63,8 +63,9 @@ class UpdateReturning:
         """Run it with the slots' ``values``: the row as updated, or ``None``.
         ``before``: statements without parameters sent first, in the same
         query (``inserts.one_query()`` must allow it)."""
+        params = prepared.fill(self.params, values)  # refused: no rollback due
         with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-            cursor.execute(before + self.sql, prepared.fill(self.params, values))
+            cursor.execute(before + self.sql, params)
             if before:
                 cursor.nextset()  # to this statement's rows
             row = cursor.fetchone()

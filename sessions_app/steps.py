@@ -257,14 +257,16 @@ def relax_commits() -> bool:
 @contextlib.contextmanager
 def relaxing() -> Iterator[str]:
     """For a run's claim: the ``SET`` to send before it in the same query
-    (``""`` when there is none), marked as applied once the claim's query
-    succeeded. A claim that cannot send it calls ``relax_now()`` instead."""
+    (``""`` when there is none). It counts as applied from the start, since
+    the claim may fail after the server applied it (a converter, a signal):
+    the run's way out then sends a ``RESET``, needed or not. A claim that
+    cannot send it calls ``relax_now()`` instead."""
     if not getattr(connection, PENDING, False):
         yield ""
         return
-    yield RELAX
     setattr(connection, PENDING, False)
     setattr(connection, RELAXED, True)
+    yield RELAX
 
 
 def relax_now() -> None:

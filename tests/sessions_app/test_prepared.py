@@ -4,6 +4,7 @@ once per connection, and a thread's connection compiles its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -176,12 +177,27 @@ def test_each_value_is_its_own_between_calls() -> None:
 
 
 def test_a_session_id_that_is_no_uuid_is_refused_as_django_refuses_it() -> None:
+    """Refused before anything is sent: the caller's transaction goes on (a
+    finding of the hostile review of ADR 0017)."""
     from django.core.exceptions import ValidationError
+    from django.db import transaction
 
-    with pytest.raises(ValidationError):
-        lifecycle.claim("not-a-uuid")
-    with pytest.raises(ValidationError):
-        list(AgentSession.objects.filter(pk="not-a-uuid"))
+    session = AgentSessionFactory.create(status=Status.QUEUED)
+    with transaction.atomic():
+        with pytest.raises(ValidationError):
+            lifecycle.claim("not-a-uuid")
+        assert not connection.needs_rollback
+        with pytest.raises(ValidationError):
+            list(AgentSession.objects.filter(pk="not-a-uuid"))
+        claim = lifecycle.claim(session.pk)
+        assert claim is not None
+        with pytest.raises(ValidationError):
+            lifecycle.finish(
+                dataclasses.replace(claim, token="not-a-uuid"),
+                status=Status.SUCCEEDED,
+            )
+        assert not connection.needs_rollback
+        assert AgentSession.objects.get(pk=session.pk).status == Status.RUNNING
 
 
 def test_each_thread_compiles_on_its_own_connection() -> None:

@@ -558,3 +558,29 @@ def test_an_end_that_fails_leaves_the_setting_to_be_restored(settings, monkeypat
             lifecycle.finish(claim, status=AgentSession.Status.SUCCEEDED)
         assert synchronous_commit() == "off"
     assert synchronous_commit() == before
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="synchronous_commit is PostgreSQL's (run the suite with "
+    "DATABASE_URL=postgres://...)",
+)
+def test_a_claim_that_fails_after_its_query_still_restores_the_setting(
+    settings, monkeypatch
+):
+    """The server applied the claim's SET, then reading its row back failed (a
+    converter, a signal): the run's way out restores the setting (a finding
+    of the hostile review of ADR 0017)."""
+    settings.WINK_RUN_DURABLE_COMMITS = False
+    before = synchronous_commit()
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("after the query")
+
+    monkeypatch.setattr(AgentSession, "from_db", classmethod(fails))
+    with pytest.raises(RuntimeError), steps.run_commits(by_claim=True):
+        lifecycle.claim(session.pk)
+    monkeypatch.undo()
+    assert synchronous_commit() == before
+    assert AgentSession.objects.get(pk=session.pk).status == "running"
