@@ -26,11 +26,12 @@ are not changed once written).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 from typing import Any, cast
 
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 
@@ -76,6 +77,26 @@ def write(batches: Sequence[Batch]) -> None:
                 manager.bulk_create(batch.rows)
 
 
+def write_after(earlier: Sequence[Batch], batches: Sequence[Batch]) -> None:
+    """``earlier`` and then ``batches``, in one query where they can go
+    together; if that fails, ``earlier`` is written alone before the error
+    is raised (what it records stands whatever came after). Where they
+    cannot go together, ``earlier`` is written first, each atomically."""
+    query = together([*earlier, *batches]) if batches else None
+    if query is None:
+        write(earlier)
+        write(batches)
+        return
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(*query)
+    except Exception:
+        with contextlib.suppress(DatabaseError):
+            write(earlier)
+        raise
+    written([*earlier, *batches])
+
+
 def one_query() -> bool:
     """Whether several statements can go as one query here: PostgreSQL with
     Django's client-side binding (see the module docstring)."""
@@ -99,19 +120,37 @@ def _together(batches: Sequence[Batch]) -> bool:
     )
 
 
-def _write_together(batches: Sequence[Batch]) -> None:
+def together(batches: Sequence[Batch]) -> tuple[str, list[Any]] | None:
+    """The batches' statements as the text and parameters of one query (to
+    send with others: ``lifecycle.finish`` sends a run's last rows with its
+    end), or ``None`` when they cannot go together here; ``written()`` once
+    the query succeeded."""
+    batches = [batch for batch in batches if batch.rows]
+    if not _together(batches):
+        return None
     sqls: list[str] = []
     params: list[Any] = []
     for batch in batches:
         for sql, batch_params in _statements(batch):
             sqls.append(sql)
             params.extend(batch_params)
-    with connection.cursor() as cursor:
-        cursor.execute(";\n".join(sqls), params)
+    return ";\n".join(sqls), params
+
+
+def written(batches: Sequence[Batch]) -> None:
+    """Mark the rows of ``batches`` as saved (``together()``'s query ran)."""
     for batch in batches:
         for row in batch.rows:
             row._state.adding = False
             row._state.db = connection.alias
+
+
+def _write_together(batches: Sequence[Batch]) -> None:
+    query = together(batches)
+    assert query is not None
+    with connection.cursor() as cursor:
+        cursor.execute(*query)
+    written(batches)
 
 
 def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:

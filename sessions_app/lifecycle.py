@@ -25,13 +25,14 @@ resumes the run); on PostgreSQL a trigger refuses anything else.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,7 +55,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from sessions_app import prepared, returning, steps
+from sessions_app import inserts, prepared, returning, steps
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -354,22 +355,58 @@ def requeue(session_id: Any, *, now: datetime) -> bool:
     )
 
 
-def finish(claim: Claim, *, status: str, **ending: Any) -> None:
-    """End the claimed run; ``LeaseLost`` if this worker no longer holds it.
+def finish(
+    claim: Claim,
+    *,
+    status: str,
+    records: Sequence[inserts.Batch] = (),
+    **ending: Any,
+) -> None:
+    """End the claimed run; ``LeaseLost`` if this worker no longer holds it
+    (``records`` are written all the same).
 
-    The end commits with the server's own ``synchronous_commit`` even when the
-    run's steps did not wait for the disk (``steps.restoring``, sent with the
-    update in one query): by default PostgreSQL then flushes its log up to the
-    end, so a finished run (and the answer given for it) is on disk with every
-    step."""
+    ``records``: the run's rows still waiting (``StepWriter.take()``),
+    written with the end, in its query on PostgreSQL (ADR 0018). The end
+    commits with the server's own ``synchronous_commit`` even when the run's
+    steps did not wait for the disk (``steps.restoring``, in the same query):
+    by default PostgreSQL then flushes its log up to the end, so a finished
+    run (and the answer given for it) is on disk with every step."""
+    if records and ending.get("summed") is None:
+        inserts.write(records)  # the totals are summed from every row
+        records = ()
     fields = ending_fields(status=status, session_id=claim.session_id, **ending)
     update = prepared.compiled(("finish", *fields), lambda: _finish_update(fields))
     values = {**fields, "pk": claim.session_id, "token": claim.token}
-    with steps.restoring() as before:  # the server's commit setting, in one query
-        updated = update.run(values, before=before)
+    updated = _end_with(records, update, values)
     if not updated:
         raise LeaseLost("Another worker holds this session now.")
     claim.ended = status
+
+
+def _end_with(
+    records: Sequence[inserts.Batch],
+    update: prepared.Update,
+    values: Mapping[str, Any],
+) -> int:
+    """Write ``records`` and run the end's ``update``, in one query where
+    they can go together. The records stand even if the update fails: they
+    record what happened before it."""
+    query = inserts.together(records) if records else None
+    if query is None:
+        inserts.write(records)
+        with steps.restoring() as before:
+            return update.run(values, before=before)
+    try:
+        with steps.restoring() as before:  # the server's commit setting too
+            updated = update.run(
+                values, before=f"{before}{query[0]};\n", before_params=query[1]
+            )
+    except Exception:
+        with contextlib.suppress(DatabaseError):
+            inserts.write(records)
+        raise
+    inserts.written(records)
+    return updated
 
 
 def _finish_update(fields: Mapping[str, Any]) -> prepared.Update:

@@ -108,15 +108,22 @@ class Update:
     sql: str
     params: tuple[Any, ...]
 
-    def run(self, values: Mapping[str, Any], *, before: str = "") -> int:
+    def run(
+        self,
+        values: Mapping[str, Any],
+        *,
+        before: str = "",
+        before_params: Sequence[Any] = (),
+    ) -> int:
         """Run it with the slots' ``values``; the number of rows updated.
-        ``before``: statements without parameters sent first, in the same
-        query (``inserts.one_query()`` must allow it)."""
+        ``before``: statements sent first in the same query, each ending with
+        ``;`` (``inserts.one_query()`` must allow it), with their parameters
+        ``before_params``."""
         params = fill(self.params, values)  # a refused value breaks no transaction
         with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-            cursor.execute(before + self.sql, params)
-            if before:
-                cursor.nextset()  # to this statement's result
+            cursor.execute(before + self.sql, (*before_params, *params))
+            while before and cursor.nextset():
+                pass  # to the last result: this statement's
             return int(cursor.rowcount)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -338,8 +338,9 @@ def _evaluate(
     )
     assert session.deadline_at is not None  # set by the claim
     # A PromptEvaluationError has already ended the session (the sink records
-    # PromptFailed through the lifecycle).
-    with contextlib.suppress(PromptEvaluationError):
+    # PromptFailed through the lifecycle). Anything else that stops the run
+    # still writes the rows waiting for an effect, if the database lets it.
+    with contextlib.suppress(PromptEvaluationError), _flushed_on_error(writer):
         adapter.evaluate(
             prompt,
             values=session.params,
@@ -353,6 +354,16 @@ def _evaluate(
             run_id=str(session.pk),
             resume=resumption.record if resumption else None,
         )
+
+
+@contextlib.contextmanager
+def _flushed_on_error(writer: steps.StepWriter) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(DatabaseError):
+            writer.flush()
+        raise
 
 
 def _revision_data(session: AgentSession) -> dict[str, Any] | None:

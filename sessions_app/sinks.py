@@ -128,6 +128,7 @@ class DatabaseSink:
             lifecycle.finish(
                 self.claim,
                 status=AgentSession.Status.SUCCEEDED,
+                records=self.writer.take(),
                 output_text=event.text or "",
                 output=dump(event.output),
                 summed=self._summed(),
@@ -137,6 +138,7 @@ class DatabaseSink:
             lifecycle.finish(
                 self.claim,
                 status=AgentSession.Status.FAILED,
+                records=self.writer.take(),
                 phase=event.phase,
                 message=event.message,
                 payload=dump(dict(event.provider_payload)),
@@ -157,6 +159,11 @@ class DatabaseSink:
         self.writer.add(rows)
         self._count(rows)
 
+    def settle(self) -> None:
+        """Before an effect (``tooling.runtime.settle``): the rows waiting
+        for one are written (ADR 0018)."""
+        self.writer.settle()
+
     def _pause(self, event: ApprovalRequested) -> None:
         """Record the approval request and pause the session, together: a
         worker that lost its lease (or a cancelled run) writes neither. The
@@ -172,6 +179,7 @@ class DatabaseSink:
             lifecycle.finish(
                 self.claim,
                 status=AgentSession.Status.FAILED,
+                records=self.writer.take(),
                 phase="response",
                 message=f"The provider's call id for '{event.tool_name[:64]}' is "
                 f"missing, longer than {limit} characters or not text a database "
@@ -188,6 +196,7 @@ class DatabaseSink:
         # are on disk before any approver hears of the request
         steps.durable_commits()
         with transaction.atomic():
+            self.writer.flush()
             approval.save(force_insert=True)
             lifecycle.pause(self.claim, summed=self._summed())
         transaction.on_commit(lambda: notifications.approval_requested(approval))

@@ -1,16 +1,16 @@
 """A run's writes, one transaction per step, in the fewest statements.
 
-A *step* is what must commit together: a provider call with its citations
-(written when its event arrives), or a local tool call with its policy
-denials, state changes and audit row (``DatabaseSession.transaction()``, which
-the executor opens around each call and, nested, around its handler). The
-recorders build unsaved rows (``recording.py``); ``StepWriter`` writes them:
+A *step* is what must commit together: a provider call with its citations,
+or a local tool call with its policy denials, state changes and audit row
+(``DatabaseSession.transaction()``, which the executor opens around each call
+and, nested, around its handler). The recorders build unsaved rows
+(``recording.py``); ``StepWriter`` writes them:
 
-- rows recorded outside a step are written at once;
+- rows recorded outside a step are held back for the next effect (below);
 - rows recorded inside a step, and the state slices written in it
   (``upsert()``), wait for its end and are written just before it commits,
-  one ``INSERT`` per model (``inserts.py``: on PostgreSQL all of a step's
-  statements in one round trip, atomic without a ``BEGIN``);
+  one ``INSERT`` per run of rows of one model (``inserts.py``: on PostgreSQL
+  all of a step's statements in one round trip, atomic without a ``BEGIN``);
 - a step opens a database transaction only when something must be written
   before its end (a file: ``before_write()``, which also writes the state
   slices waiting so far, each in its own step's transaction or savepoint);
@@ -19,9 +19,19 @@ recorders build unsaved rows (``recording.py``); ``StepWriter`` writes them:
   drops the rows and state slices recorded in it, and its database writes
   if it made any, as ``atomic()`` would.
 
+Rows that record something without an effect wait for the next effect
+(ADR 0018): those recorded outside a step (a provider call and what came with
+it) and those of a step that ran nothing and wrote no state (a denied or
+rejected call). ``settle()``, which the runtime calls before anything with an
+effect (a provider request, a handler, a policy's ``before_run``), writes them;
+so does the next write that cannot wait, and the run's end takes them
+(``take()``) into its own query. A crash before then loses only rows that a
+resumed run records again the same way (the response is requested again, the
+call is refused again: nothing happened since that could change the answer).
+
 So a provider call is committed before its tool calls run, and a tool call's
 state changes and its rows commit together or not at all: a worker crash loses
-no recorded step and never leaves half of one (docs/run-lifecycle.md). On
+no recorded effect and never leaves half of a step (docs/run-lifecycle.md). On
 PostgreSQL the steps commit without waiting for the WAL flush unless
 ``WINK_RUN_DURABLE_COMMITS`` (``run_commits()``; ADR 0008).
 """
@@ -77,16 +87,20 @@ class _Step:
     upsert_mark: int  # upserts waiting before this step began
     handle: StepHandle = dataclasses.field(default_factory=StepHandle)
     atomic: Any = None  # the ``transaction.atomic()`` it entered, once it writes
-
-
-def insert(rows: Sequence[models.Model]) -> None:
-    """Insert ``rows`` in the order given, one ``INSERT`` per model (a
-    provider call before its citations, which point at it), atomically."""
-    _write(rows, [])
+    effect: bool = False  # something with an effect ran in it (``settle()``)
 
 
 def _write(rows: Sequence[models.Model], upserts: Sequence[_Upsert]) -> None:
     """The upserts (the last of each key) then the rows, atomically."""
+    inserts.write(_batches(rows, upserts))
+
+
+def _batches(
+    rows: Sequence[models.Model], upserts: Sequence[_Upsert] = ()
+) -> list[inserts.Batch]:
+    """``_write``'s batches: the upserts, then the rows in their order (a
+    batch per run of rows of one model: a provider call before its
+    citations, which point at it)."""
     last: dict[tuple[object, ...], _Upsert] = {}
     for upsert in upserts:
         last.pop(upsert.key(), None)  # keep the order of the last writes
@@ -100,11 +114,13 @@ def _write(rows: Sequence[models.Model], upserts: Sequence[_Upsert]) -> None:
                 )
             )
         batches[-1].rows.append(upsert.row)
-    by_model: dict[type[models.Model], list[models.Model]] = {}
+    upserting = len(batches)  # rows never join an upsert's batch
     for row in rows:
-        by_model.setdefault(type(row), []).append(row)
-    batches.extend(inserts.Batch(model, batch) for model, batch in by_model.items())
-    inserts.write(batches)
+        if len(batches) > upserting and batches[-1].model is type(row):
+            batches[-1].rows.append(row)
+        else:
+            batches.append(inserts.Batch(type(row), [row]))
+    return batches
 
 
 class StepWriter:
@@ -114,17 +130,54 @@ class StepWriter:
         self._rows: list[models.Model] = []
         self._upserts: list[_Upsert] = []
         self._steps: list[_Step] = []
+        # Rows held back for the next effect (outside any step's transaction).
+        self._held: list[models.Model] = []
 
     @property
     def in_step(self) -> bool:
         return bool(self._steps)
 
+    @property
+    def held(self) -> tuple[models.Model, ...]:
+        """The rows held back for the next effect, in order."""
+        return tuple(self._held)
+
     def add(self, rows: Sequence[models.Model]) -> None:
-        """Rows to record: written at the end of the open step, or now."""
+        """Rows to record: written at the end of the open step, or with the
+        next effect (``settle()``) or write."""
         if self._steps:
             self._rows.extend(rows)
         else:
-            insert(rows)
+            self._held.extend(rows)
+
+    def settle(self) -> None:
+        """Something with an effect is about to run: the rows waiting for
+        one are written now, and the open steps' rows will not wait."""
+        for step in self._steps:
+            step.effect = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the rows held back for an effect, now."""
+        self._write_held([], [])
+
+    def _write_held(
+        self, rows: Sequence[models.Model], upserts: Sequence[_Upsert]
+    ) -> None:
+        """The rows held back, then ``rows`` and ``upserts`` (in one query
+        where they can go together). The held rows stand even if the rest
+        fails: they record what happened before it."""
+        held, self._held = self._held, []
+        if held:
+            inserts.write_after(_batches(held), _batches(rows, upserts))
+        else:
+            _write(rows, upserts)
+
+    def take(self) -> list[inserts.Batch]:
+        """The rows held back for an effect, as batches for the caller to
+        write (the run's end, in its own query); they are held no more."""
+        rows, self._held = self._held, []
+        return _batches(rows)
 
     def upsert(
         self,
@@ -140,7 +193,7 @@ class StepWriter:
         if self._steps:
             self._upserts.append(upsert)
         else:
-            _write([], [upsert])
+            self._write_held([], [upsert])
 
     def waiting(self, model: type[models.Model]) -> list[models.Model]:
         """The upserted rows of ``model`` not written yet, in order."""
@@ -150,7 +203,9 @@ class StepWriter:
         """Open the transaction of every open step that has none yet (the
         outermost a transaction, the nested ones savepoints in it), writing
         the upserts waiting in each before opening the next. Call it before
-        any write that belongs to the open step."""
+        any write that belongs to the open step. The rows waiting for an
+        effect are written first, in their own transaction."""
+        self.flush()
         upserts, self._upserts = self._upserts, []
         for index, step in enumerate(self._steps):
             if step.atomic is None:
@@ -192,7 +247,10 @@ class StepWriter:
         rows, self._rows = self._rows, []
         upserts, self._upserts = self._upserts, []
         if step.atomic is None:
-            _write(rows, upserts)
+            if not step.effect and not upserts:
+                self._held.extend(rows)  # nothing ran, nothing changed
+                return
+            self._write_held(rows, upserts)
             return
         try:
             _write(rows, upserts)

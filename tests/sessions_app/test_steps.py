@@ -70,6 +70,7 @@ def store() -> tuple[AgentSession, StepWriter, DatabaseSession]:
 def test_a_step_that_writes_nothing_costs_its_insert_only(store):
     session, writer, database = store
     with CaptureQueriesContext(connection) as captured, database.transaction():
+        writer.settle()  # as the runtime does before a handler runs
         with database.transaction():  # the handler's, which writes nothing
             pass
         writer.add([invocation(session, 1)])
@@ -79,12 +80,56 @@ def test_a_step_that_writes_nothing_costs_its_insert_only(store):
     assert ToolInvocation.objects.filter(session=session).count() == 1
 
 
-def test_rows_outside_a_step_are_written_at_once(store):
+def test_rows_outside_a_step_wait_for_the_next_effect(store):
     session, writer, _ = store
     with CaptureQueriesContext(connection) as captured:
         writer.add([invocation(session, 1)])
+        assert statements(captured) == []  # held back
+        writer.settle()  # a provider request or a handler is next
     assert len(statements(captured)) == 1
     assert ToolInvocation.objects.count() == 1
+
+
+def test_a_step_that_ran_nothing_waits_with_them_and_goes_with_the_next_write(
+    store,
+):
+    session, writer, database = store
+    writer.add([invocation(session, 1)])  # a provider call, say
+    with database.transaction():  # a denied call: no handler ran, no state
+        writer.add([PolicyDenial(session=session, policy_name="p", tool_name="t")])
+        writer.add([invocation(session, 2)])
+    assert not ToolInvocation.objects.exists()
+    with CaptureQueriesContext(connection) as captured, database.transaction():
+        writer.settle()  # the next call's handler is about to run
+        assert ToolInvocation.objects.count() == 2  # before it runs
+        database.put_state("plan", {"steps": 1})
+        writer.add([invocation(session, 3)])
+    assert sorted(ToolInvocation.objects.values_list("sequence", flat=True)) == [
+        1,
+        2,
+        3,
+    ]
+    assert PolicyDenial.objects.count() == 1
+    if connection.vendor == "postgresql":  # held rows in one round trip
+        written = [sql for sql in statements(captured) if sql.startswith("INSERT")]
+        assert len(written) == 2
+        assert written[0].count("INSERT INTO") == 3  # the three held rows
+
+
+def test_a_write_that_cannot_wait_takes_the_held_rows_first(store):
+    session, writer, database = store
+    writer.add([invocation(session, 1)])
+    database.put_state("plan", {"steps": 1})  # outside a step: now, with them
+    assert ToolInvocation.objects.count() == 1
+    writer.add([invocation(session, 2)])
+    with pytest.raises(RuntimeError), database.transaction():
+        with database.transaction():
+            files(database).write("notes.md", "x")  # opens the step's transaction
+            assert ToolInvocation.objects.count() == 2  # written before it
+        raise RuntimeError("the step rolls back")
+    # the held row was committed on its own: the step's rollback keeps it
+    assert ToolInvocation.objects.count() == 2
+    assert not files(database).exists("notes.md")
 
 
 def test_a_provider_call_and_its_citations_are_one_insert_each(store):
@@ -96,6 +141,7 @@ def test_a_provider_call_and_its_citations_are_one_insert_each(store):
     ]
     with CaptureQueriesContext(connection) as captured:
         writer.add([call, *citations])
+        writer.settle()
     inserts = [sql for sql in statements(captured) if sql.startswith("INSERT")]
     assert len(inserts) == 2
     assert set(
@@ -108,6 +154,7 @@ def test_a_provider_call_and_its_citations_are_one_insert_each(store):
 def test_state_written_in_a_nested_step_waits_and_rolls_back_without_sql(store):
     session, writer, database = store
     with CaptureQueriesContext(connection) as captured, database.transaction():
+        writer.settle()  # as the runtime does before a handler runs
         with database.transaction() as handler:
             database.put_state("plan", {"steps": 1})
             writer.add([invocation(session, 99)])  # recorded inside, dropped
@@ -222,6 +269,27 @@ def test_a_tool_calls_step_is_one_round_trip(store):
     assert PolicyDenial.objects.count() == ToolInvocation.objects.count() == 1
 
 
+def test_a_steps_rows_of_one_model_in_a_row_are_one_insert(store):
+    session, _, _ = store
+    slices = [
+        steps._Upsert(
+            SessionStateEntry(session=session, key=key, value_type="t", value=1),
+            unique_fields=("session", "key"),
+            update_fields=("value_type", "value"),
+        )
+        for key in ("a", "b")
+    ]
+    denial = PolicyDenial(session=session, policy_name="p", tool_name="t")
+    rows = [invocation(session, 1), invocation(session, 2), denial]
+    batches = steps._batches([*rows, invocation(session, 3)], slices)
+    assert [(b.model, len(b.rows)) for b in batches] == [
+        (SessionStateEntry, 2),
+        (ToolInvocation, 2),
+        (PolicyDenial, 1),
+        (ToolInvocation, 1),  # after another model: its own, in its place
+    ]
+
+
 def test_state_written_in_a_step_is_committed_once_with_its_rows(store):
     session, writer, database = store
     with database.transaction():
@@ -251,6 +319,7 @@ def test_an_exception_in_a_step_drops_its_writes_and_its_rows(store):
     assert not ToolInvocation.objects.exists()
     # The writer is usable afterwards.
     with database.transaction():
+        writer.settle()
         writer.add([invocation(session, 3)])
     assert ToolInvocation.objects.count() == 1
 
@@ -277,7 +346,13 @@ class Echo:
     text: str
 
 
+# While a test watches: how many provider calls each handler found written.
+watched: list[list[int]] = []
+
+
 def echo(params: EchoParams, *, context: ToolContext) -> ToolResult[Echo]:
+    if watched:
+        watched[0].append(ProviderCall.objects.count())
     return ToolResult.ok(Echo(params.text))
 
 
@@ -345,10 +420,70 @@ def test_a_run_costs_one_insert_per_provider_call_and_per_tool_call(echo_prompt)
     # template with the catalog generation (its frozen revision is cached
     # under it), look up its revision, insert the session, claim, finish, read
     # the session back; on PostgreSQL, relax synchronous_commit for the run (the
-    # end's query restores it). No step that writes no state is bracketed by a
-    # transaction.
-    fixed = 6 + (1 if connection.vendor == "postgresql" else 0)
-    assert len(few) - 2 - 1 == fixed, "\n".join(few)
+    # end's query restores it), and the last provider call, held back since
+    # nothing ran after it, goes in the end's query (ADR 0018). No step that
+    # writes no state is bracketed by a transaction.
+    postgresql = connection.vendor == "postgresql"
+    fixed = 6 + postgresql
+    own_statements = 2 - postgresql + 1  # provider calls and the tool call
+    assert len(few) - own_statements == fixed, "\n".join(few)
+    if postgresql:
+        assert few[-2].startswith(steps.RESTORE + 'INSERT INTO "sessions_app_prov')
+
+
+def test_a_provider_call_is_written_before_its_tool_calls_run(echo_prompt):
+    watched.append([])
+    try:
+        session, _ = run_counting(echo_prompt, turns=3, calls=2)
+    finally:
+        seen = watched.pop()
+    # each handler of turn t found the t provider calls so far written,
+    # the one whose response asked for it included
+    assert seen == [1, 1, 2, 2, 3, 3]
+    assert session.provider_calls.count() == 4  # the last, with the end
+    assert session.tool_invocations.count() == 6
+
+
+def test_held_rows_are_written_by_an_end_that_lost_the_lease():
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+    claim = lifecycle.claim(session.pk)
+    assert claim is not None
+    writer = StepWriter()
+    writer.add([invocation(session, 1)])
+    stale = dataclasses.replace(claim, token=uuid.uuid4())  # another worker's now
+    with pytest.raises(lifecycle.LeaseLost):
+        lifecycle.finish(
+            stale,
+            status=AgentSession.Status.SUCCEEDED,
+            records=writer.take(),
+            summed={"usage": {}, "turns": 0, "cost": 0, "unpriced_calls": 0},
+        )
+    assert writer.held == ()
+    assert ToolInvocation.objects.filter(session=session).count() == 1
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="an end that fails in the database needs PostgreSQL's numeric "
+    "limits (run the suite with DATABASE_URL=postgres://...)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_held_rows_stand_when_the_end_they_went_with_fails():
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+    claim = lifecycle.claim(session.pk)
+    assert claim is not None
+    writer = StepWriter()
+    writer.add([invocation(session, 1)])
+    too_costly = {"usage": {}, "turns": 0, "cost": 10**30, "unpriced_calls": 0}
+    with pytest.raises(DatabaseError):  # the cost column cannot hold it
+        lifecycle.finish(
+            claim,
+            status=AgentSession.Status.SUCCEEDED,
+            records=writer.take(),
+            summed=too_costly,
+        )
+    assert ToolInvocation.objects.filter(session=session).count() == 1
+    assert AgentSession.objects.get(pk=session.pk).status == "running"
 
 
 def test_a_run_writes_its_totals_without_summing_them_again(echo_prompt):
@@ -408,16 +543,13 @@ def test_a_finished_run_is_flushed_with_all_its_steps(echo_prompt):
     ending = next(
         i
         for i, sql in enumerate(sqls)
-        if sql.removeprefix(steps.RESTORE).startswith(
-            'UPDATE "sessions_app_agentsession"'
-        )
-        and "finished_at" in sql
+        if 'UPDATE "sessions_app_agentsession"' in sql and "finished_at" in sql
     )
     # Every step commits relaxed; the end commits with the server's setting,
     # restored in its own query, which flushes the log up to it (and so every
-    # step before it).
+    # step before it, and the last provider call it carries).
     assert relaxed < restored == ending
-    assert sqls[ending].startswith(steps.RESTORE + 'UPDATE "sessions_app_agentsession"')
+    assert sqls[ending].startswith(steps.RESTORE + 'INSERT INTO "sessions_app_prov')
     assert sum("synchronous_commit" in sql for sql in sqls) == 2  # no more
 
 

@@ -62,6 +62,7 @@ from .events import (
     StateChanged,
     ToolInvoked,
     event_id_for,
+    settle,
 )
 from .policies import PolicyDecision, ToolPolicy
 from .prompt import Prompt, RenderedPrompt
@@ -286,6 +287,7 @@ class ToolExecutor:
         if refusal is not None:
             result = ToolResult.error(refusal)
             return self._finish(call, tool, params, result, {}, sequence), None
+        settle(self.sink)  # the records held back, before the handler runs
         with self.session.transaction() as transaction:
             result, stop = self._run_handler(tool, params, context)
             if result.success:
@@ -419,6 +421,7 @@ class ToolExecutor:
         if not hooks:
             return None
         failed: tuple[ToolPolicy, Exception] | None = None
+        settle(self.sink)
         with context.session.transaction() as transaction:
             for policy, hook in hooks:
                 try:

@@ -40,6 +40,7 @@ from ...events import (
     ProviderCallFailed,
     ToolInvoked,
     event_id_for,
+    settle,
 )
 from ...executor import FunctionCall, ToolExecutor
 from ...hosted.base import HostedTool
@@ -347,6 +348,7 @@ class Run:
         if self.scrub_history:
             request = sendable(request)[0]
         record = redact_request({**body, "input": history[sent:]})
+        settle(self.sink)  # what the sink holds back is recorded before this
         try:
             reply = self.sender.send(request)
         except SendFailure as failure:
