@@ -358,11 +358,18 @@ def _evaluate(
 
 @contextlib.contextmanager
 def _flushed_on_error(writer: steps.StepWriter) -> Iterator[None]:
+    """The rows held back are written when the run stops on an error, unless
+    it lost its lease: the run's record is another worker's now, which
+    records those steps again itself."""
     try:
         yield
+    except lifecycle.LeaseLost:
+        raise
     except BaseException:
-        with contextlib.suppress(DatabaseError):
+        try:
             writer.flush()
+        except Exception:  # the error that stopped the run is the one to report
+            logger.warning("Could not write a stopped run's last rows", exc_info=True)
         raise
 
 

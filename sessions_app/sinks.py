@@ -191,12 +191,14 @@ class DatabaseSink:
         approval = recording.record_approval_requested(
             session=self.session, event=event
         )
+        # the rows held back go first, on their own: a pause that cannot be
+        # made (the run was cancelled meanwhile) must not take them with it
+        self.writer.flush()
         # the pause ends this worker's part as a finish does: with the
         # server's own synchronous_commit, so the run's steps and the pause
         # are on disk before any approver hears of the request
         steps.durable_commits()
         with transaction.atomic():
-            self.writer.flush()
             approval.save(force_insert=True)
             lifecycle.pause(self.claim, summed=self._summed())
         transaction.on_commit(lambda: notifications.approval_requested(approval))
