@@ -160,8 +160,8 @@ class DatabaseSink:
         self._count(rows)
 
     def settle(self) -> None:
-        """Before an effect (``tooling.runtime.settle``): the rows waiting
-        for one are written (ADR 0018)."""
+        """Before an effect (``tooling.runtime.events.settle``): the rows held
+        back for one are written (ADR 0018)."""
         self.writer.settle()
 
     def _pause(self, event: ApprovalRequested) -> None:

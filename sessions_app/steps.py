@@ -24,10 +24,11 @@ Rows that record something without an effect wait for the next effect
 it) and those of a step that ran nothing and wrote no state (a denied or
 rejected call). ``settle()``, which the runtime calls before anything with an
 effect (a provider request, a handler, a policy's ``before_run``), writes them;
-so does the next write that cannot wait, and the run's end takes them
-(``take()``) into its own query. A crash before then loses only rows that a
-resumed run records again the same way (the response is requested again, the
-call is refused again: nothing happened since that could change the answer).
+so do the next write that cannot wait and the pause (``flush()``), and the
+run's end takes them (``take()``) into its own query. A crash before then
+loses only rows that a resumed run records again the same way (the response
+is requested again, the call is refused again: nothing happened since that
+could change the answer).
 
 So a provider call is committed before its tool calls run, and a tool call's
 state changes and its rows commit together or not at all: a worker crash loses
