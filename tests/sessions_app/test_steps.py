@@ -444,12 +444,18 @@ def test_a_provider_call_is_written_before_its_tool_calls_run(echo_prompt):
     assert session.tool_invocations.count() == 6
 
 
-def test_held_rows_are_written_by_an_end_that_lost_the_lease():
+def claimed_holding_a_row() -> tuple[AgentSession, lifecycle.Claim, StepWriter]:
+    """A claimed run whose writer holds one tool call's row."""
     session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
     claim = lifecycle.claim(session.pk)
     assert claim is not None
     writer = StepWriter()
     writer.add([invocation(session, 1)])
+    return session, claim, writer
+
+
+def test_held_rows_are_written_by_an_end_that_lost_the_lease():
+    session, claim, writer = claimed_holding_a_row()
     stale = dataclasses.replace(claim, token=uuid.uuid4())  # another worker's now
     with pytest.raises(lifecycle.LeaseLost):
         lifecycle.finish(
@@ -469,11 +475,7 @@ def test_held_rows_are_written_by_an_end_that_lost_the_lease():
 )
 @pytest.mark.django_db(transaction=True)
 def test_held_rows_stand_when_the_end_they_went_with_fails():
-    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
-    claim = lifecycle.claim(session.pk)
-    assert claim is not None
-    writer = StepWriter()
-    writer.add([invocation(session, 1)])
+    session, claim, writer = claimed_holding_a_row()
     too_costly = {"usage": {}, "turns": 0, "cost": 10**30, "unpriced_calls": 0}
     with pytest.raises(DatabaseError):  # the cost column cannot hold it
         lifecycle.finish(
