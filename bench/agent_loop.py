@@ -52,7 +52,10 @@ from tooling.runtime import (
 
 MODEL = "gpt-5.4"
 SYSTEM = "You are a benchmark. Call echo as asked, then answer."
-PROMPT_REF = "bench/loop"
+PROMPT_REF = "bench/loop"  # calls echo (idempotent)
+SEND_PROMPT_REF = "bench/send"  # calls send (with an effect)
+PRODUCT = "WINK product path"
+PRODUCT_SEND = "  same, tool with effects"
 # Targets of issue #11 (ms over the floor).
 TARGET_TURN = {"postgresql": 3.0, "sqlite": 4.0}
 TARGET_CALL = 0.5
@@ -95,7 +98,14 @@ def echo(params: EchoParams, *, context: ToolContext) -> ToolResult[Echo]:
     return ToolResult.ok(Echo(params.text), message="ok")
 
 
-ECHO_TOOL = Tool(name="echo", description="Echo the given text.", handler=echo)
+# The reference conversation's tool reads and answers: running it again is
+# harmless, and it says so (its record waits for the next effect, ADR 0019).
+ECHO_TOOL = Tool(
+    name="echo", description="Echo the given text.", handler=echo, idempotent=True
+)
+# The same handler as a tool with an effect (the default): each call's record
+# commits before the next effect.
+SEND_TOOL = Tool(name="send", description="Send the given text.", handler=echo)
 TOOLS_JSON: list[dict[str, Any]] = [
     {
         "type": "function",
@@ -264,24 +274,30 @@ def _seed_catalog() -> None:
         ToolDefinition,
     )
 
-    if "bench.echo" not in registry:
-        registry.register("bench.echo", ECHO_TOOL)
-    tool, _ = ToolDefinition.objects.get_or_create(
-        name="echo", defaults={"handler_key": "bench.echo"}
-    )
-    section, created = SectionDefinition.objects.get_or_create(
-        key="bench", defaults={"title": "Bench", "template": SYSTEM}
-    )
-    if created:
-        SectionTool.objects.create(section=section, tool=tool, position=0)
-    template, created = PromptTemplate.objects.get_or_create(
-        namespace="bench", key="loop", defaults={"model": MODEL, "max_turns": 20}
-    )
-    if created:
-        PromptSection.objects.create(prompt=template, section=section, position=0)
+    for key, runtime_tool, ref in (
+        ("bench.echo", ECHO_TOOL, PROMPT_REF),
+        ("bench.send", SEND_TOOL, SEND_PROMPT_REF),
+    ):
+        if key not in registry:
+            registry.register(key, runtime_tool)
+        namespace, name = ref.split("/")
+        tool, _ = ToolDefinition.objects.get_or_create(
+            name=runtime_tool.name, defaults={"handler_key": key}
+        )
+        section, created = SectionDefinition.objects.get_or_create(
+            key=f"bench_{name}",
+            defaults={"title": "Bench", "template": SYSTEM.replace("echo", tool.name)},
+        )
+        if created:
+            SectionTool.objects.create(section=section, tool=tool, position=0)
+        template, created = PromptTemplate.objects.get_or_create(
+            namespace=namespace, key=name, defaults={"model": MODEL, "max_turns": 20}
+        )
+        if created:
+            PromptSection.objects.create(prompt=template, section=section, position=0)
 
 
-def product_path(base_url: str) -> Conversation:
+def product_path(base_url: str, prompt_ref: str = PROMPT_REF) -> Conversation:
     """``start_session`` inline: everything a user's run does and records."""
     from django.conf import settings
 
@@ -289,7 +305,7 @@ def product_path(base_url: str) -> Conversation:
 
     def conversation() -> int:
         settings.OPENAI_BASE_URL = base_url
-        session = services.start_session(prompt_ref=PROMPT_REF)
+        session = services.start_session(prompt_ref=prompt_ref)
         if session.status != "succeeded":
             raise SystemExit(
                 f"The product path failed: {session.error_phase} "
@@ -298,6 +314,11 @@ def product_path(base_url: str) -> Conversation:
         return session.turns
 
     return conversation
+
+
+def product_path_send(base_url: str) -> Conversation:
+    """The product path with a tool that has an effect (``SEND_TOOL``)."""
+    return product_path(base_url, SEND_PROMPT_REF)
 
 
 # -- measuring -------------------------------------------------------------------
@@ -325,12 +346,11 @@ def main() -> None:
     args = parser.parse_args()
 
     servers = {
-        shape: OfflineServer(
-            ScriptedModel(
-                script=parallel_calls_script(shape.turns, shape.calls, "echo")
-            )
+        (shape, tool): OfflineServer(
+            ScriptedModel(script=parallel_calls_script(shape.turns, shape.calls, tool))
         )
         for shape in (BASE, WIDE)
+        for tool in ("echo", "send")
     }
     for server in servers.values():
         server.__enter__()
@@ -344,11 +364,14 @@ def main() -> None:
             "WINK adapter, no database": adapter_loop,
         }
         if not args.no_product:
-            makers[f"WINK product path ({vendor})"] = product_path
+            makers[f"{PRODUCT} ({vendor})"] = product_path
+            makers[PRODUCT_SEND] = product_path_send
         clients = {
-            (name, shape): make(servers[shape].base_url)
+            (name, shape): make(
+                servers[(shape, "send" if name == PRODUCT_SEND else "echo")].base_url
+            )
             for name, make in makers.items()
-            for shape in servers
+            for shape in (BASE, WIDE)
         }
         # Warm up: every client, every shape.
         for (_, shape), run in clients.items():
@@ -425,17 +448,21 @@ def report(
             TARGET_ADAPTER_TURN,
         )
     ]
-    product = next((n for n in figures if n.startswith("WINK product path")), None)
-    if product is not None:
+    for name, label in (
+        (f"{PRODUCT} ({vendor})", "product path"),
+        (PRODUCT_SEND, "  tool with effects"),
+    ):
+        if name not in figures:
+            continue
         verdicts += [
             (
-                "product path, per turn",
-                figures[product]["ms_per_turn_over_floor"],
+                f"{label}, per turn",
+                figures[name]["ms_per_turn_over_floor"],
                 TARGET_TURN.get(vendor, TARGET_TURN["sqlite"]),
             ),
             (
-                "product path, per extra tool call",
-                figures[product]["ms_per_extra_tool_call"],
+                f"{label}, per extra tool call",
+                figures[name]["ms_per_extra_tool_call"],
                 TARGET_CALL,
             ),
         ]

@@ -10,9 +10,11 @@ model) as one ``INSERT``, all of them atomically:
   ``COMMIT``, no savepoint: a step of four rows costs one round trip instead
   of six (ADR 0016);
 - elsewhere (SQLite, or PostgreSQL with ``server_side_binding``, which sends
-  one statement at a time) and for batches whose rows point at each other (a
-  provider call and its citations need the call's id first), one
-  ``bulk_create`` per batch in one transaction, as Django writes them.
+  one statement at a time) and for batches whose rows point at rows the
+  database has yet to give a key (a provider call and its citations need the
+  call's id first; a session and its content-hashed revision can go
+  together), one ``bulk_create`` per batch in one transaction, as Django
+  writes them.
 
 The statements are Django's own (``InsertQuery``, as ``bulk_create`` builds
 them): fields' ``pre_save`` (``auto_now_add``), their database conversion and
@@ -43,12 +45,15 @@ MAX_ROWS_TOGETHER = 500
 @dataclasses.dataclass(frozen=True)
 class Batch:
     """Rows of one model for one ``INSERT``; an upsert when ``update_fields``
-    (on a conflict over ``unique_fields``, those fields take the new values)."""
+    (on a conflict over ``unique_fields``, those fields take the new values);
+    ``ignore_conflicts``: a row that conflicts with one already there is left
+    out (``ON CONFLICT DO NOTHING``: content-addressed rows)."""
 
     model: type[models.Model]
     rows: list[models.Model]
     unique_fields: tuple[str, ...] = ()
     update_fields: tuple[str, ...] = ()
+    ignore_conflicts: bool = False
 
 
 def write(batches: Sequence[Batch]) -> None:
@@ -60,13 +65,20 @@ def write(batches: Sequence[Batch]) -> None:
         _write_together(batches)
         return
     only = batches[0]
-    if len(batches) == 1 and len(only.rows) == 1 and not only.update_fields:
+    if (
+        len(batches) == 1
+        and len(only.rows) == 1
+        and not only.update_fields
+        and not only.ignore_conflicts
+    ):
         only.rows[0].save(force_insert=True)  # one statement, its id read back
         return
     with transaction.atomic(savepoint=False):
         for batch in batches:
             manager = batch.model._default_manager
-            if batch.update_fields:
+            if batch.ignore_conflicts:
+                manager.bulk_create(batch.rows, ignore_conflicts=True)
+            elif batch.update_fields:
                 manager.bulk_create(
                     batch.rows,
                     update_conflicts=True,
@@ -111,9 +123,14 @@ def _together(batches: Sequence[Batch]) -> bool:
         return False
     if sum(len(batch.rows) for batch in batches) > MAX_ROWS_TOGETHER:
         return False
-    written = {batch.model for batch in batches}
+    # rows that point at rows written with them need the keys the database
+    # gives those (read back by ``bulk_create``); a key set beforehand (a
+    # content hash, a UUID) can go together
+    keyless = {
+        batch.model for batch in batches if any(row.pk is None for row in batch.rows)
+    }
     return not any(
-        field.related_model in written
+        field.related_model in keyless
         for batch in batches
         for field in batch.model._meta.concrete_fields
         if field.is_relation
@@ -155,7 +172,8 @@ def _write_together(batches: Sequence[Batch]) -> None:
 
 def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:
     """The ``INSERT`` Django's ``bulk_create`` would send for ``batch``
-    (without ``RETURNING``: nothing reads the ids back)."""
+    (without ``RETURNING``: nothing reads the ids back), or one per row
+    where each row's text is the cached one of its shape (``_statement``)."""
     opts = batch.model._meta
     fields = [field for field in opts.concrete_fields if not field.generated]
     with_pk: list[models.Model] = []
@@ -171,7 +189,7 @@ def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:
         (without_pk, [f for f in fields if not isinstance(f, models.AutoField)]),
     ):
         if rows:
-            statements.append(_statement(batch, rows, columns))
+            statements.extend(_statement(batch, rows, columns))
     return statements
 
 
@@ -182,28 +200,43 @@ _TEXTS: dict[tuple[Any, ...], str] = {}
 
 def _statement(
     batch: Batch, rows: list[models.Model], columns: list[models.Field[Any, Any]]
-) -> tuple[str, Sequence[Any]]:
-    """One ``INSERT`` of ``rows``. A single row of plain values reuses the
-    text Django's compiler gave the first row of its shape (its placeholders
-    do not depend on the values then) with the values converted as the
-    compiler converts them: each field's ``pre_save`` and
-    ``get_db_prep_save``. Anything else is compiled whole."""
-    if len(rows) == 1:
-        row = rows[0]
-        values = [field.pre_save(row, True) for field in columns]
-        if not any(hasattr(value, "resolve_expression") for value in values):
-            key = (batch.model, *columns, batch.unique_fields, batch.update_fields)
-            text = _TEXTS.get(key)
-            if text is not None:
-                return text, [
-                    field.get_db_prep_save(value, connection=connection)
-                    for field, value in zip(columns, values, strict=True)
-                ]
-            sql, params = _compiled(batch, rows, columns)
+) -> list[tuple[str, Sequence[Any]]]:
+    """The ``INSERT`` of ``rows``: one per row where every row holds plain
+    values, each reusing the text Django's compiler gave the first row of its
+    shape (its placeholders do not depend on the values then) with the values
+    converted as the compiler converts them (each field's ``pre_save`` and
+    ``get_db_prep_save``); compiling a statement costs more than the server
+    spends on a few more. Rows with expressions are compiled whole, in one
+    statement."""
+    values = [[field.pre_save(row, True) for field in columns] for row in rows]
+    if any(hasattr(v, "resolve_expression") for vs in values for v in vs):
+        return [_compiled(batch, rows, columns)]
+    key = (
+        batch.model,
+        *columns,
+        batch.unique_fields,
+        batch.update_fields,
+        batch.ignore_conflicts,
+    )
+    statements: list[tuple[str, Sequence[Any]]] = []
+    for row, row_values in zip(rows, values, strict=True):
+        text = _TEXTS.get(key)
+        if text is None:
+            text, params = _compiled(batch, [row], columns)
             if not any(hasattr(field, "get_placeholder") for field in columns):
-                _TEXTS[key] = sql
-            return sql, params
-    return _compiled(batch, rows, columns)
+                _TEXTS[key] = text
+            statements.append((text, params))
+            continue
+        statements.append(
+            (
+                text,
+                [
+                    field.get_db_prep_save(value, connection=connection)
+                    for field, value in zip(columns, row_values, strict=True)
+                ],
+            )
+        )
+    return statements
 
 
 def _compiled(
@@ -212,7 +245,13 @@ def _compiled(
     opts = batch.model._meta
     query = InsertQuery(
         batch.model,
-        on_conflict=OnConflict.UPDATE if batch.update_fields else None,
+        on_conflict=(
+            OnConflict.UPDATE
+            if batch.update_fields
+            else OnConflict.IGNORE
+            if batch.ignore_conflicts
+            else None
+        ),
         update_fields=[opts.get_field(name) for name in batch.update_fields],
         unique_fields=[opts.get_field(name) for name in batch.unique_fields],
     )

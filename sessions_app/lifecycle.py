@@ -149,7 +149,11 @@ class Claim:
 
 
 def claim(
-    session_id: Any, *, now: datetime | None = None, new: AgentSession | None = None
+    session_id: Any,
+    *,
+    now: datetime | None = None,
+    new: AgentSession | None = None,
+    rows: Sequence[inserts.Batch] = (),
 ) -> Claim | None:
     """Claim the session for this worker, or ``None`` if it is not claimable:
     finished, cancelled, held by a live lease, out of attempts, or missing.
@@ -165,7 +169,9 @@ def claim(
 
     ``new`` is the session as this process just created it (still queued,
     never dispatched, never paused): the claim then updates it in memory
-    instead of reading it back."""
+    instead of reading it back. ``rows``: the rows that create it, not written
+    yet (its revision and itself): written first, in the claim's query on
+    PostgreSQL (with the run's commit setting: one round trip)."""
     now = now or timezone.now()
     token = uuid.uuid4()
     lease = now + timedelta(seconds=lease_seconds())
@@ -201,8 +207,18 @@ def claim(
         ("claim", new is not None),
         lambda: prepared.update(*_claim_update(_SLOTS, new=new is not None)),
     )
-    steps.relax_now()
-    if not update.run(values):
+    query = inserts.together(rows) if rows else None
+    if query is None:
+        steps.relax_now()
+        inserts.write(rows)
+        claimed = update.run(values)
+    else:
+        with steps.relaxing() as before:  # the run's commit setting, if due
+            claimed = update.run(
+                values, before=f"{before}{query[0]};\n", before_params=query[1]
+            )
+        inserts.written(rows)
+    if not claimed:
         return None
     if new is not None and new.attempts == 0 and new.started_at is None:
         session = new

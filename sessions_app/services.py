@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -26,13 +26,21 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.timezone import get_default_timezone as default_timezone
 
-from sessions_app import approvals, budgets, dispatch, lifecycle, replay, steps
+from sessions_app import (
+    approvals,
+    budgets,
+    dispatch,
+    inserts,
+    lifecycle,
+    replay,
+    steps,
+)
 from sessions_app.models import AgentSession
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
 from tooling import assembly
 from tooling import services as catalog
-from tooling.models import PromptTemplate, TrustLevel
+from tooling.models import CatalogRevision, PromptTemplate, TrustLevel
 from tooling.runtime import (
     ApprovalPending,
     Budget,
@@ -101,29 +109,29 @@ def start_session(
     cost_budget = budgets.session_budget(
         template.max_cost_per_session, budgets.check_daily_budget(user)
     )
+    session, rows = _new_session(
+        template, preview, params, trust_level, user, cost_budget=cost_budget
+    )
     if not dispatch.runs_inline():
-        session = _record_session(
-            template, preview, params, trust_level, user, cost_budget=cost_budget
-        )
+        inserts.write(rows)  # one query on PostgreSQL
         dispatch.dispatch_run(session.pk, deadline_seconds=session.deadline_seconds)
         return session
     pricing = assembly.price_sheet(token=catalog_token)
     # Inline, nothing is acknowledged before the run ends, and its end flushes
-    # every commit before it: the session's creation commits as its steps do.
-    with steps.run_commits():
-        session = _record_session(
-            template, preview, params, trust_level, user, cost_budget=cost_budget
-        )
+    # every commit before it: the session's creation commits as its steps do,
+    # written with its claim (and the setting) in one query on PostgreSQL.
+    with steps.run_commits(by_claim=True):
         return run_session(
             session_id=session.pk,
             client=client,
             new=session,
+            rows=rows,
             prompt=preview.prompt,
             pricing=pricing,
         )
 
 
-def _record_session(
+def _new_session(
     template: PromptTemplate,
     preview: catalog.PromptPreview,
     params: Mapping[str, Any] | None,
@@ -131,11 +139,13 @@ def _record_session(
     user: Any,
     *,
     cost_budget: Decimal | None = None,
-) -> AgentSession:
-    """The session row of a new run, with its catalog revision."""
-    revision = catalog.record_revision(preview)
+) -> tuple[AgentSession, list[inserts.Batch]]:
+    """The session of a new run and the rows that record it, not written
+    yet: its catalog revision (an identical one already stored is left as
+    it is, not read) and the session."""
+    revision = catalog.unsaved_revision(preview)
     deadline_seconds = run_deadline(preview.settings.get("deadline_seconds"))
-    return AgentSession.objects.create(
+    session = AgentSession(
         prompt=template,
         prompt_ref=template.ref,
         params=dict(params or {}),
@@ -152,6 +162,10 @@ def _record_session(
         dispatched_at=timezone.now(),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
+    return session, [
+        inserts.Batch(CatalogRevision, [revision], ignore_conflicts=True),
+        inserts.Batch(AgentSession, [session]),
+    ]
 
 
 def run_session(
@@ -159,6 +173,7 @@ def run_session(
     session_id: Any,
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
+    rows: Sequence[inserts.Batch] = (),
     prompt: Prompt | None = None,
     pricing: PriceSheet | None = None,
 ) -> AgentSession:
@@ -167,11 +182,12 @@ def run_session(
     held by a live worker) is left as it is, or settled if nothing can run it
     any more. Returns the session as it stands afterwards
     (``AgentSession.DoesNotExist`` if there is none). ``new`` and ``prompt``:
-    the session as ``start_session`` just created it and the prompt it built
+    the session as ``start_session`` just built it and the prompt it built
     from the session's revision (saves reading and building them again);
-    ``pricing``: the prices it read (default: those in effect on the day the
-    session was created)."""
-    _run(session_id, client=client, new=new, prompt=prompt, pricing=pricing)
+    ``rows``: the rows recording ``new``, not written yet (written with the
+    claim); ``pricing``: the prices it read (default: those in effect on the
+    day the session was created)."""
+    _run(session_id, client=client, new=new, rows=rows, prompt=prompt, pricing=pricing)
     return AgentSession.objects.get(pk=session_id)
 
 
@@ -197,14 +213,15 @@ def _run(
     *,
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
+    rows: Sequence[inserts.Batch] = (),
     prompt: Prompt | None = None,
     pricing: PriceSheet | None = None,
 ) -> lifecycle.Claim | None:
     """Claim and run the session; its claim, ``None`` if it was not claimable
     (or does not exist)."""
-    # the claim and every step of the run; a worker's claim sends the setting
-    with steps.run_commits(by_claim=new is None):
-        claim = lifecycle.claim(session_id, new=new)
+    # the claim and every step of the run; the claim sends the setting
+    with steps.run_commits(by_claim=True):
+        claim = lifecycle.claim(session_id, new=new, rows=rows)
         if claim is None:
             lifecycle.settle(session_id)
             logger.info("Session %s is not claimable; not running it", session_id)

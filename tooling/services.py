@@ -147,3 +147,9 @@ def preview_prompt(
 def record_revision(preview: PromptPreview) -> CatalogRevision:
     """The stored revision of a preview (shared by every identical one)."""
     return CatalogRevision.objects.get_or_create_for(preview.revision)
+
+
+def unsaved_revision(preview: PromptPreview) -> CatalogRevision:
+    """The revision of a preview, for the caller to write with its session
+    (``CatalogRevisionQuerySet.unsaved_for``)."""
+    return CatalogRevision.objects.unsaved_for(preview.revision)

@@ -123,6 +123,43 @@ def test_a_before_run_hook_is_settled_first() -> None:
     assert log[run - 1] == "settle" and log[: run - 1].count("settle") == 2, log
 
 
+def test_an_idempotent_handler_is_not_settled_first() -> None:
+    read = Tool(
+        name="read", description="read.", handler=handler("read"), idempotent=True
+    )
+    build = Tool(name="build", description="build.", handler=handler("build"))
+    evaluate(
+        Prompt(
+            ns="tests",
+            key="settle",
+            sections=[
+                MarkdownSection(
+                    key="work", title="Work", template="Work.", tools=[read, build]
+                )
+            ],
+        ),
+        response(
+            function_call("read", "{}", call_id="c1"),
+            function_call("build", "{}", call_id="c2"),
+            function_call("read", "{}", call_id="c3"),
+            id="r1",
+        ),
+        response(message("Done."), id="r2"),
+    )
+    # running it again is harmless: what the sink holds (the response, the
+    # calls before) waits on for the next effect, the handler with an effect
+    # or the next request, which settle it
+    runs = [i for i, entry in enumerate(log) if entry.startswith("run ")]
+    assert [log[i] for i in runs] == ["run read", "run build", "run read"]
+    assert [log[i - 1] for i in runs] == [
+        "ProviderCallCompleted",
+        "settle",
+        "ToolInvoked",
+    ]
+    assert log[log.index("request", runs[-1]) - 1] == "settle"
+    assert log.count("settle") == 3  # two requests and build
+
+
 def test_a_sink_without_settle_holds_nothing_back_and_is_left_alone() -> None:
     settle(InMemorySink())  # no error: nothing to settle
 

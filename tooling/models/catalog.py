@@ -471,6 +471,16 @@ class CatalogRevisionQuerySet(AppendOnlyQuerySet["CatalogRevision"]):
         )
         return revision
 
+    def unsaved_for(self, data: dict[str, Any]) -> CatalogRevision:
+        """The revision holding ``data``, not written: to insert with ``ON
+        CONFLICT DO NOTHING`` (an identical one already stored is the same
+        row, its ``created_at`` the first time it was seen)."""
+        return CatalogRevision(
+            hash=CatalogRevision.hash_of(data),
+            data=data,
+            prompt_ref=CatalogRevision.ref_of(data),
+        )
+
 
 class CatalogRevision(AppendOnlyModel):
     """An immutable, content-hashed snapshot of what one prompt needs to run.

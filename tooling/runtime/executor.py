@@ -287,7 +287,8 @@ class ToolExecutor:
         if refusal is not None:
             result = ToolResult.error(refusal)
             return self._finish(call, tool, params, result, {}, sequence), None
-        settle(self.sink)  # the records held back, before the handler runs
+        if not tool.idempotent:  # running it again is harmless (ADR 0019)
+            settle(self.sink)  # the records held back, before the handler runs
         with self.session.transaction() as transaction:
             result, stop = self._run_handler(tool, params, context)
             if result.success:

@@ -405,6 +405,7 @@ def planning_tools() -> tuple[Tool[Any, Any], ...]:
         description="Return the current plan: objective, status and every step.",
         handler=read_plan,
         accepts_overrides=False,
+        idempotent=True,
     )
     return (setup, add, update, read)
 

@@ -1,0 +1,179 @@
+"""Tools that declare themselves idempotent (ADR 0019): nothing is recorded
+just before their handlers run, so their calls' records wait for the next
+effect with the provider call that asked for them, and a crash before then
+runs them again on resume, recording each call once."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import openai
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from sessions_app import services, steps
+from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from tooling.handlers import registry
+from tooling.models import (
+    PromptSection,
+    PromptTemplate,
+    SectionDefinition,
+    SectionTool,
+    ToolDefinition,
+)
+from tooling.offline import ScriptedModel, offline_transport, parallel_calls_script
+from tooling.runtime import Tool, ToolContext, ToolResult
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclasses.dataclass(frozen=True)
+class LookupParams:
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    text: str
+
+
+class Crash(BaseException):
+    """The worker process dies here (as SIGKILL would: nothing else runs)."""
+
+
+# Each handler run: (its text, provider calls and tool calls committed then).
+runs: list[tuple[str, int, int]] = []
+# The process dies once in the call of each of these texts, after its handler.
+crash_in: set[str] = set()
+
+
+def lookup(params: LookupParams, *, context: ToolContext) -> ToolResult[Found]:
+    runs.append(
+        (params.text, ProviderCall.objects.count(), ToolInvocation.objects.count())
+    )
+    if params.text in crash_in:
+        crash_in.discard(params.text)
+        raise Crash
+    return ToolResult.ok(Found(params.text))
+
+
+@pytest.fixture
+def lookup_prompt() -> Iterator[str]:
+    runs.clear()
+    crash_in.clear()
+    registry.register(
+        "tests.idempotent.lookup",
+        Tool(name="lookup", description="Look up.", handler=lookup, idempotent=True),
+    )
+    tool = ToolDefinition.objects.create(
+        name="lookup", handler_key="tests.idempotent.lookup"
+    )
+    section = SectionDefinition.objects.create(
+        key="lookups", title="Lookups", template="Look things up."
+    )
+    SectionTool.objects.create(section=section, tool=tool, position=0)
+    template = PromptTemplate.objects.create(
+        namespace="tests", key="lookups", model="gpt-5.4", max_turns=20
+    )
+    PromptSection.objects.create(prompt=template, section=section, position=0)
+    yield template.ref
+    registry.unregister("tests.idempotent.lookup")
+
+
+def client(transport: httpx.BaseTransport) -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://offline-provider.invalid/v1",
+        http_client=httpx.Client(transport=transport),  # type: ignore[arg-type]
+        max_retries=0,
+    )
+
+
+def scripted(turns: int, calls: int) -> httpx.MockTransport:
+    return offline_transport(
+        ScriptedModel(script=parallel_calls_script(turns, calls, "lookup"))
+    )
+
+
+def test_the_calls_records_go_with_the_next_request(lookup_prompt):
+    with CaptureQueriesContext(connection) as captured:
+        session = services.start_session(
+            prompt_ref=lookup_prompt, client=client(scripted(turns=2, calls=3))
+        )
+    assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
+    assert session.tool_invocations.count() == 6
+    assert session.provider_calls.count() == 3
+    # While a turn's handlers run, nothing of that turn is committed: not the
+    # provider call that asked for them, not the calls before them. All of it
+    # is written just before the next request.
+    assert runs == [
+        ("turn 1 call 1", 0, 0),
+        ("turn 1 call 2", 0, 0),
+        ("turn 1 call 3", 0, 0),
+        ("turn 2 call 1", 1, 3),
+        ("turn 2 call 2", 1, 3),
+        ("turn 2 call 3", 1, 3),
+    ]
+    if connection.vendor == "postgresql":
+        # one query per turn: its provider call, then its three calls
+        written = [
+            sql
+            for sql in (query["sql"] for query in captured.captured_queries)
+            if 'INSERT INTO "sessions_app_toolinvocation"' in sql
+        ]
+        assert len(written) == 2
+        for sql in written:
+            assert sql.startswith('INSERT INTO "sessions_app_providercall"')
+            assert sql.count('INSERT INTO "sessions_app_toolinvocation"') == 3
+
+
+def test_a_crash_before_the_next_effect_runs_the_calls_again(
+    lookup_prompt, monkeypatch
+):
+    crash_in.add("turn 1 call 2")
+    # a dead process writes nothing more: no flush on its way out
+    monkeypatch.setattr(steps.StepWriter, "flush", lambda self: None)
+    with pytest.raises(Crash):
+        services.start_session(
+            prompt_ref=lookup_prompt, client=client(scripted(turns=2, calls=2))
+        )
+    monkeypatch.undo()
+    session = AgentSession.objects.get()
+    assert session.status == AgentSession.Status.RUNNING
+    # The first response and the call that ran were held for the next effect,
+    # which never came: lost with the process (the response was billed).
+    assert session.provider_calls.count() == 0
+    assert session.tool_invocations.count() == 0
+
+    AgentSession.objects.filter(pk=session.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    resumed = services.run_session(
+        session_id=session.pk, client=client(scripted(turns=2, calls=2))
+    )
+    assert resumed.status == AgentSession.Status.SUCCEEDED, resumed.error_message
+    # The resumed run asks for the first response again and runs both of its
+    # calls again (harmless: they are idempotent); each call is recorded once.
+    assert [text for text, _, _ in runs] == [
+        "turn 1 call 1",
+        "turn 1 call 2",
+        "turn 1 call 1",
+        "turn 1 call 2",
+        "turn 2 call 1",
+        "turn 2 call 2",
+    ]
+    assert list(
+        resumed.tool_invocations.order_by("call_id").values_list("call_id", flat=True)
+    ) == [
+        "call_bench_1_1",
+        "call_bench_1_2",
+        "call_bench_2_1",
+        "call_bench_2_2",
+    ]
+    assert resumed.provider_calls.count() == 3
+    assert resumed.attempts == 2
