@@ -52,7 +52,7 @@ from tooling.runtime import (
 
 MODEL = "gpt-5.4"
 SYSTEM = "You are a benchmark. Call echo as asked, then answer."
-PROMPT_REF = "bench/loop"  # calls echo (idempotent)
+PROMPT_REF = "bench/loop"  # calls echo (read-only)
 SEND_PROMPT_REF = "bench/send"  # calls send (with an effect)
 PRODUCT = "WINK product path"
 PRODUCT_SEND = "  same, tool with effects"
@@ -98,10 +98,10 @@ def echo(params: EchoParams, *, context: ToolContext) -> ToolResult[Echo]:
     return ToolResult.ok(Echo(params.text), message="ok")
 
 
-# The reference conversation's tool reads and answers: running it again is
-# harmless, and it says so (its record waits for the next effect, ADR 0019).
+# The reference conversation's tool only answers: it changes nothing outside
+# the run, and says so (its record waits for the next effect, ADR 0019).
 ECHO_TOOL = Tool(
-    name="echo", description="Echo the given text.", handler=echo, idempotent=True
+    name="echo", description="Echo the given text.", handler=echo, read_only=True
 )
 # The same handler as a tool with an effect (the default): each call's record
 # commits before the next effect.

@@ -172,6 +172,8 @@ def claim(
     instead of reading it back. ``rows``: the rows that create it, not written
     yet (its revision and itself): written first, in the claim's query on
     PostgreSQL (with the run's commit setting: one round trip)."""
+    if rows and new is None:
+        raise ValueError("Rows to write with a claim need the new session (new=).")
     now = now or timezone.now()
     token = uuid.uuid4()
     lease = now + timedelta(seconds=lease_seconds())

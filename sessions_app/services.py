@@ -114,6 +114,9 @@ def start_session(
     )
     if not dispatch.runs_inline():
         inserts.write(rows)  # one query on PostgreSQL
+        # the stored revision may be older than the one built here: read it
+        # if asked (only its hash is needed)
+        AgentSession._meta.get_field("revision").delete_cached_value(session)
         dispatch.dispatch_run(session.pk, deadline_seconds=session.deadline_seconds)
         return session
     pricing = assembly.price_sheet(token=catalog_token)
@@ -142,7 +145,9 @@ def _new_session(
 ) -> tuple[AgentSession, list[inserts.Batch]]:
     """The session of a new run and the rows that record it, not written
     yet: its catalog revision (an identical one already stored is left as
-    it is, not read) and the session."""
+    it is, not read) and the session. The session's ``revision`` is the one
+    built here: its data is the stored one's (same hash), its ``created_at``
+    not necessarily."""
     revision = catalog.unsaved_revision(preview)
     deadline_seconds = run_deadline(preview.settings.get("deadline_seconds"))
     session = AgentSession(

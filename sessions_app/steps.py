@@ -23,16 +23,17 @@ Rows that record something without an effect wait for the next effect
 (ADR 0018): those recorded outside a step (a provider call and what came with
 it) and those of a step in which nothing with an effect ran and no state was
 written (a denied or rejected call, or a call to a handler declared
-idempotent: ADR 0019). ``settle()``, which
-the runtime calls before anything with an effect (a provider request, a
-handler not declared idempotent, a policy's ``before_run``), writes them;
+read-only: ADR 0019). ``settle()``, which the runtime calls before anything
+with an effect (a provider request, a handler not declared read-only, a
+policy's ``before_run``), writes them;
 so do the next write that cannot wait and the pause (``flush()``), and the
 run's end takes them (``take()``) into its own query. A crash before then
 loses only rows that a resumed run records again the same way (the response
-is requested again, the call is refused again or its idempotent handler
-run again: nothing happened since that could change the answer).
+is requested again, the call is refused again or its read-only handler
+run again: nothing happened outside the run since).
 
-So a provider call is committed before its tool calls run, and a tool call's
+So a provider call is committed before its tool calls with an effect run, and
+a tool call's
 state changes and its rows commit together or not at all: a worker crash loses
 no recorded effect and never leaves half of a step (docs/run-lifecycle.md). On
 PostgreSQL the steps commit without waiting for the WAL flush unless

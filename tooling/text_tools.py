@@ -40,7 +40,7 @@ def text_tools() -> tuple[Tool[CountWordsParams, WordCount], ...]:
             name="count_words",
             description="Count the words and characters of a text.",
             handler=count_words,
-            idempotent=True,
+            read_only=True,
             examples=(
                 ToolExample(
                     description="Count a short sentence.",

@@ -123,9 +123,9 @@ def test_a_before_run_hook_is_settled_first() -> None:
     assert log[run - 1] == "settle" and log[: run - 1].count("settle") == 2, log
 
 
-def test_an_idempotent_handler_is_not_settled_first() -> None:
+def test_a_read_only_handler_is_not_settled_first() -> None:
     read = Tool(
-        name="read", description="read.", handler=handler("read"), idempotent=True
+        name="read", description="read.", handler=handler("read"), read_only=True
     )
     build = Tool(name="build", description="build.", handler=handler("build"))
     evaluate(
@@ -146,9 +146,9 @@ def test_an_idempotent_handler_is_not_settled_first() -> None:
         ),
         response(message("Done."), id="r2"),
     )
-    # running it again is harmless: what the sink holds (the response, the
-    # calls before) waits on for the next effect, the handler with an effect
-    # or the next request, which settle it
+    # it changes nothing outside the run: what the sink holds (the response,
+    # the calls before) waits on for the next effect, the handler with an
+    # effect or the next request, which settle it
     runs = [i for i, entry in enumerate(log) if entry.startswith("run ")]
     assert [log[i] for i in runs] == ["run read", "run build", "run read"]
     assert [log[i - 1] for i in runs] == [

@@ -241,17 +241,17 @@ def test_tools_accepts_overrides_defaults_to_true() -> None:
     assert make().is_native is False
 
 
-def test_tools_are_not_idempotent_unless_they_say_so() -> None:
-    assert make().idempotent is False
-    assert make(idempotent=True).idempotent is True
+def test_tools_are_not_read_only_unless_they_say_so() -> None:
+    assert make().read_only is False
+    assert make(read_only=True).read_only is True
     # a copy with the catalog's name and description keeps it
-    assert dataclasses.replace(make(idempotent=True), name="other").idempotent
+    assert dataclasses.replace(make(read_only=True), name="other").read_only
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None])
-def test_tools_refuse_an_idempotent_flag_that_is_not_a_bool(value: Any) -> None:
-    with pytest.raises(TypeError, match="idempotent must be True or False"):
-        make(idempotent=value)
+def test_tools_refuse_a_read_only_flag_that_is_not_a_bool(value: Any) -> None:
+    with pytest.raises(TypeError, match="read_only must be True or False"):
+        make(read_only=value)
 
 
 def test_tools_are_frozen() -> None:

@@ -292,8 +292,8 @@ class EventSink(Protocol):
     """Receives a run's events. A sink may hold their records back until
     something with an effect happens; it then defines ``settle()``, which
     the runtime calls (``settle(sink)``) just before each provider request,
-    each handler (but one declared ``idempotent``: running it again is
-    harmless) and each policy's ``before_run``."""
+    each handler (but one declared ``read_only``: it changes nothing outside
+    the run) and each policy's ``before_run``."""
 
     def emit(self, event: object) -> None: ...
 

@@ -287,7 +287,7 @@ class ToolExecutor:
         if refusal is not None:
             result = ToolResult.error(refusal)
             return self._finish(call, tool, params, result, {}, sequence), None
-        if not tool.idempotent:  # running it again is harmless (ADR 0019)
+        if not tool.read_only:  # it changes nothing outside the run (ADR 0019)
             settle(self.sink)  # the records held back, before the handler runs
         with self.session.transaction() as transaction:
             result, stop = self._run_handler(tool, params, context)

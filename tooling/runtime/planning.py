@@ -405,7 +405,7 @@ def planning_tools() -> tuple[Tool[Any, Any], ...]:
         description="Return the current plan: objective, status and every step.",
         handler=read_plan,
         accepts_overrides=False,
-        idempotent=True,
+        read_only=True,
     )
     return (setup, add, update, read)
 

@@ -171,12 +171,13 @@ class Tool(Generic[ParamsT, ResultT]):
     disagrees with it is refused. ``Any`` in the subscript leaves that type
     to the handler.
 
-    ``idempotent=True`` declares that running the handler again for the same
-    call is harmless (it reads, computes, or sets something to the same
-    value): nothing is recorded just before it runs, so its call's record can
-    wait for the next effect, and a crash before then runs it again on resume
-    instead (ADR 0019). A handler that sends, charges, appends or creates is
-    not idempotent (the default).
+    ``read_only=True`` declares that the handler changes nothing outside the
+    run (it reads, looks up or computes; the session's own state and files it
+    may write commit with its record as any call's do): nothing is recorded
+    just before it runs, so its call's record can wait for the next effect,
+    and a crash before then loses only what a resumed run may do again
+    (ADR 0019). A handler that sends, charges, sets, appends or creates
+    anything elsewhere is not read-only (the default).
     """
 
     name: str
@@ -186,7 +187,7 @@ class Tool(Generic[ParamsT, ResultT]):
     result_type: Any = None
     examples: tuple[ToolExample[Any, Any], ...] = ()
     accepts_overrides: bool = True
-    idempotent: bool = False
+    read_only: bool = False
     result_container: Literal["object", "array"] = dataclasses.field(
         default="object", init=False
     )
@@ -202,10 +203,10 @@ class Tool(Generic[ParamsT, ResultT]):
     def __post_init__(self) -> None:
         validate_tool_name(self.name)
         object.__setattr__(self, "description", validate_description(self.description))
-        if not isinstance(self.idempotent, bool):
+        if not isinstance(self.read_only, bool):
             raise TypeError(
-                f"Tool '{self.name}': idempotent must be True or False; got "
-                f"{type(self.idempotent).__name__}."
+                f"Tool '{self.name}': read_only must be True or False; got "
+                f"{type(self.read_only).__name__}."
             )
         params_type, result_type = self._subscript_types()
         if self.handler is not None and (params_type is None or result_type is None):

@@ -264,7 +264,7 @@ def vfs_tools() -> tuple[Tool[Any, Any], ...]:
             name="read_file",
             description="Read the full text of a file in the session filesystem.",
             handler=read_file,
-            idempotent=True,
+            read_only=True,
             examples=(
                 ToolExample(
                     description="Read a notes file.",
@@ -302,7 +302,7 @@ def vfs_tools() -> tuple[Tool[Any, Any], ...]:
                 "List file paths in the session filesystem, optionally under a prefix."
             ),
             handler=list_files,
-            idempotent=True,
+            read_only=True,
         ),
     )
 

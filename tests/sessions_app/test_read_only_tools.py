@@ -1,4 +1,4 @@
-"""Tools that declare themselves idempotent (ADR 0019): nothing is recorded
+"""Tools that declare themselves read-only (ADR 0019): nothing is recorded
 just before their handlers run, so their calls' records wait for the next
 effect with the provider call that asked for them, and a crash before then
 runs them again on resume, recording each call once."""
@@ -16,10 +16,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import services, steps
-from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app import approvals, lifecycle, services, steps
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    ToolInvocation,
+)
+from tests.sessions_app import lookup_setup
+from tests.sessions_app.factories import UserFactory
 from tooling.handlers import registry
 from tooling.models import (
+    PolicyDefinition,
     PromptSection,
     PromptTemplate,
     SectionDefinition,
@@ -67,11 +75,11 @@ def lookup_prompt() -> Iterator[str]:
     runs.clear()
     crash_in.clear()
     registry.register(
-        "tests.idempotent.lookup",
-        Tool(name="lookup", description="Look up.", handler=lookup, idempotent=True),
+        "tests.read_only.lookup",
+        Tool(name="lookup", description="Look up.", handler=lookup, read_only=True),
     )
     tool = ToolDefinition.objects.create(
-        name="lookup", handler_key="tests.idempotent.lookup"
+        name="lookup", handler_key="tests.read_only.lookup"
     )
     section = SectionDefinition.objects.create(
         key="lookups", title="Lookups", template="Look things up."
@@ -82,7 +90,7 @@ def lookup_prompt() -> Iterator[str]:
     )
     PromptSection.objects.create(prompt=template, section=section, position=0)
     yield template.ref
-    registry.unregister("tests.idempotent.lookup")
+    registry.unregister("tests.read_only.lookup")
 
 
 def client(transport: httpx.BaseTransport) -> openai.OpenAI:
@@ -158,7 +166,7 @@ def test_a_crash_before_the_next_effect_runs_the_calls_again(
     )
     assert resumed.status == AgentSession.Status.SUCCEEDED, resumed.error_message
     # The resumed run asks for the first response again and runs both of its
-    # calls again (harmless: they are idempotent); each call is recorded once.
+    # calls again (harmless: they change nothing); each call is recorded once.
     assert [text for text, _, _ in runs] == [
         "turn 1 call 1",
         "turn 1 call 2",
@@ -177,3 +185,81 @@ def test_a_crash_before_the_next_effect_runs_the_calls_again(
     ]
     assert resumed.provider_calls.count() == 3
     assert resumed.attempts == 2
+
+
+# -- read-only calls beside calls with an effect ----------------------------------
+
+
+def test_a_call_with_an_effect_finds_the_read_only_calls_before_it_written(
+    lookup_and_act,
+):
+    session = services.start_session(
+        prompt_ref=lookup_and_act,
+        client=lookup_setup.client(
+            lookup_setup.calling(1, ("lookup", "act", "lookup"))
+        ),
+    )
+    assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
+    # (tool, text, provider calls and tool calls committed when it ran)
+    assert lookup_setup.runs == [
+        ("lookup", "turn 1 call 1", 0, 0),  # nothing settled for it
+        ("act", "turn 1 call 2", 1, 1),  # its settle wrote the response, lookup
+        ("lookup", "turn 1 call 3", 1, 2),  # act committed at its step's end
+    ]
+    assert session.tool_invocations.count() == 3
+
+
+def test_the_pause_for_an_approval_writes_the_read_only_call_held_before_it(
+    lookup_and_act, monkeypatch, django_capture_on_commit_callbacks
+):
+    policy = PolicyDefinition.objects.create(
+        name="act-approval",
+        kind=PolicyDefinition.Kind.APPROVAL,
+        config={"rules": [{"tool": "act"}]},
+    )
+    PromptTemplate.objects.get(namespace="tests", key="lookups").policies.add(policy)
+    provider = lookup_setup.client(lookup_setup.calling(1, ("lookup", "act")))
+    monkeypatch.setattr("tooling.services.build_client", lambda: provider)  # resume
+    session = services.start_session(prompt_ref=lookup_and_act, client=provider)
+    assert session.status == AgentSession.Status.AWAITING_APPROVAL
+    assert session.provider_calls.count() == 1
+    assert list(session.tool_invocations.values_list("name", flat=True)) == ["lookup"]
+
+    approver = UserFactory.create(username="alice", is_superuser=True)
+    request = ApprovalRequest.objects.get(session=session)
+    with django_capture_on_commit_callbacks(execute=True):
+        approvals.decide(approval_id=request.pk, user=approver, approve=True, reason="")
+    session.refresh_from_db()
+    assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
+    # the resumed run replays the recorded lookup: each handler ran once
+    assert [(name, text) for name, text, _, _ in lookup_setup.runs] == [
+        ("lookup", "turn 1 call 1"),
+        ("act", "turn 1 call 2"),
+    ]
+
+
+def test_a_lease_lost_at_a_heartbeat_drops_the_held_read_only_rows(
+    lookup_and_act, monkeypatch
+):
+    """The run's record is another worker's then: nothing held is written
+    into it (ADR 0018), read-only calls included."""
+    beats = 0
+    original = lifecycle.Claim.beat
+
+    def beat(self: lifecycle.Claim) -> None:
+        nonlocal beats
+        beats += 1
+        if beats == 3:  # before act, after lookup ran
+            raise lifecycle.LeaseLost("taken over")
+        original(self)
+
+    monkeypatch.setattr(lifecycle.Claim, "beat", beat)
+    services.start_session(
+        prompt_ref=lookup_and_act,
+        client=lookup_setup.client(lookup_setup.calling(1, ("lookup", "act"))),
+    )
+    session = AgentSession.objects.get()
+    assert session.status == AgentSession.Status.RUNNING
+    assert [name for name, _, _, _ in lookup_setup.runs] == ["lookup"]
+    assert session.provider_calls.count() == 0
+    assert session.tool_invocations.count() == 0
