@@ -37,8 +37,14 @@ class Out:
     text: str
 
 
+class Crash(BaseException):
+    """The worker process dies here (as SIGKILL would: nothing else runs)."""
+
+
 # Each handler run: (tool, its text, provider calls and tool calls committed then).
 runs: list[tuple[str, str, int, int]] = []
+# The process dies once in the call of each of these texts, after its handler.
+crash_in: set[str] = set()
 
 
 def _handler(name: str) -> Any:
@@ -51,6 +57,9 @@ def _handler(name: str) -> Any:
                 ToolInvocation.objects.count(),
             )
         )
+        if params.text in crash_in:
+            crash_in.discard(params.text)
+            raise Crash
         return ToolResult.ok(Out(params.text))
 
     return handler
@@ -59,6 +68,7 @@ def _handler(name: str) -> Any:
 def add_prompt() -> str:
     """Register both handlers and a prompt offering both; its ref."""
     runs.clear()
+    crash_in.clear()
     for name, key in KEYS.items():
         registry.register(
             key,

@@ -5,113 +5,26 @@ runs them again on resume, recording each call once."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from datetime import timedelta
 
-import httpx
-import openai
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions_app import approvals, lifecycle, services, steps
-from sessions_app.models import (
-    AgentSession,
-    ApprovalRequest,
-    ProviderCall,
-    ToolInvocation,
-)
-from tests.sessions_app import lookup_setup
+from sessions_app.models import AgentSession, ApprovalRequest
 from tests.sessions_app.factories import UserFactory
-from tooling.handlers import registry
-from tooling.models import (
-    PolicyDefinition,
-    PromptSection,
-    PromptTemplate,
-    SectionDefinition,
-    SectionTool,
-    ToolDefinition,
-)
-from tooling.offline import ScriptedModel, offline_transport, parallel_calls_script
-from tooling.runtime import Tool, ToolContext, ToolResult
+from tests.sessions_app.lookup_setup import Crash, calling, client, crash_in, runs
+from tooling.models import PolicyDefinition, PromptTemplate
 
 pytestmark = pytest.mark.django_db
 
 
-@dataclasses.dataclass(frozen=True)
-class LookupParams:
-    text: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Found:
-    text: str
-
-
-class Crash(BaseException):
-    """The worker process dies here (as SIGKILL would: nothing else runs)."""
-
-
-# Each handler run: (its text, provider calls and tool calls committed then).
-runs: list[tuple[str, int, int]] = []
-# The process dies once in the call of each of these texts, after its handler.
-crash_in: set[str] = set()
-
-
-def lookup(params: LookupParams, *, context: ToolContext) -> ToolResult[Found]:
-    runs.append(
-        (params.text, ProviderCall.objects.count(), ToolInvocation.objects.count())
-    )
-    if params.text in crash_in:
-        crash_in.discard(params.text)
-        raise Crash
-    return ToolResult.ok(Found(params.text))
-
-
-@pytest.fixture
-def lookup_prompt() -> Iterator[str]:
-    runs.clear()
-    crash_in.clear()
-    registry.register(
-        "tests.read_only.lookup",
-        Tool(name="lookup", description="Look up.", handler=lookup, read_only=True),
-    )
-    tool = ToolDefinition.objects.create(
-        name="lookup", handler_key="tests.read_only.lookup"
-    )
-    section = SectionDefinition.objects.create(
-        key="lookups", title="Lookups", template="Look things up."
-    )
-    SectionTool.objects.create(section=section, tool=tool, position=0)
-    template = PromptTemplate.objects.create(
-        namespace="tests", key="lookups", model="gpt-5.4", max_turns=20
-    )
-    PromptSection.objects.create(prompt=template, section=section, position=0)
-    yield template.ref
-    registry.unregister("tests.read_only.lookup")
-
-
-def client(transport: httpx.BaseTransport) -> openai.OpenAI:
-    return openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://offline-provider.invalid/v1",
-        http_client=httpx.Client(transport=transport),  # type: ignore[arg-type]
-        max_retries=0,
-    )
-
-
-def scripted(turns: int, calls: int) -> httpx.MockTransport:
-    return offline_transport(
-        ScriptedModel(script=parallel_calls_script(turns, calls, "lookup"))
-    )
-
-
-def test_the_calls_records_go_with_the_next_request(lookup_prompt):
+def test_the_calls_records_go_with_the_next_request(lookup_and_act):
     with CaptureQueriesContext(connection) as captured:
         session = services.start_session(
-            prompt_ref=lookup_prompt, client=client(scripted(turns=2, calls=3))
+            prompt_ref=lookup_and_act, client=client(calling(2, ("lookup",) * 3))
         )
     assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
     assert session.tool_invocations.count() == 6
@@ -119,7 +32,7 @@ def test_the_calls_records_go_with_the_next_request(lookup_prompt):
     # While a turn's handlers run, nothing of that turn is committed: not the
     # provider call that asked for them, not the calls before them. All of it
     # is written just before the next request.
-    assert runs == [
+    assert [(text, calls, tools) for _, text, calls, tools in runs] == [
         ("turn 1 call 1", 0, 0),
         ("turn 1 call 2", 0, 0),
         ("turn 1 call 3", 0, 0),
@@ -141,14 +54,14 @@ def test_the_calls_records_go_with_the_next_request(lookup_prompt):
 
 
 def test_a_crash_before_the_next_effect_runs_the_calls_again(
-    lookup_prompt, monkeypatch
+    lookup_and_act, monkeypatch
 ):
     crash_in.add("turn 1 call 2")
     # a dead process writes nothing more: no flush on its way out
     monkeypatch.setattr(steps.StepWriter, "flush", lambda self: None)
     with pytest.raises(Crash):
         services.start_session(
-            prompt_ref=lookup_prompt, client=client(scripted(turns=2, calls=2))
+            prompt_ref=lookup_and_act, client=client(calling(2, ("lookup",) * 2))
         )
     monkeypatch.undo()
     session = AgentSession.objects.get()
@@ -162,12 +75,12 @@ def test_a_crash_before_the_next_effect_runs_the_calls_again(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
     resumed = services.run_session(
-        session_id=session.pk, client=client(scripted(turns=2, calls=2))
+        session_id=session.pk, client=client(calling(2, ("lookup",) * 2))
     )
     assert resumed.status == AgentSession.Status.SUCCEEDED, resumed.error_message
     # The resumed run asks for the first response again and runs both of its
     # calls again (harmless: they change nothing); each call is recorded once.
-    assert [text for text, _, _ in runs] == [
+    assert [text for _, text, _, _ in runs] == [
         "turn 1 call 1",
         "turn 1 call 2",
         "turn 1 call 1",
@@ -195,13 +108,11 @@ def test_a_call_with_an_effect_finds_the_read_only_calls_before_it_written(
 ):
     session = services.start_session(
         prompt_ref=lookup_and_act,
-        client=lookup_setup.client(
-            lookup_setup.calling(1, ("lookup", "act", "lookup"))
-        ),
+        client=client(calling(1, ("lookup", "act", "lookup"))),
     )
     assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
     # (tool, text, provider calls and tool calls committed when it ran)
-    assert lookup_setup.runs == [
+    assert runs == [
         ("lookup", "turn 1 call 1", 0, 0),  # nothing settled for it
         ("act", "turn 1 call 2", 1, 1),  # its settle wrote the response, lookup
         ("lookup", "turn 1 call 3", 1, 2),  # act committed at its step's end
@@ -218,7 +129,7 @@ def test_the_pause_for_an_approval_writes_the_read_only_call_held_before_it(
         config={"rules": [{"tool": "act"}]},
     )
     PromptTemplate.objects.get(namespace="tests", key="lookups").policies.add(policy)
-    provider = lookup_setup.client(lookup_setup.calling(1, ("lookup", "act")))
+    provider = client(calling(1, ("lookup", "act")))
     monkeypatch.setattr("tooling.services.build_client", lambda: provider)  # resume
     session = services.start_session(prompt_ref=lookup_and_act, client=provider)
     assert session.status == AgentSession.Status.AWAITING_APPROVAL
@@ -232,7 +143,7 @@ def test_the_pause_for_an_approval_writes_the_read_only_call_held_before_it(
     session.refresh_from_db()
     assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
     # the resumed run replays the recorded lookup: each handler ran once
-    assert [(name, text) for name, text, _, _ in lookup_setup.runs] == [
+    assert [(name, text) for name, text, _, _ in runs] == [
         ("lookup", "turn 1 call 1"),
         ("act", "turn 1 call 2"),
     ]
@@ -256,10 +167,10 @@ def test_a_lease_lost_at_a_heartbeat_drops_the_held_read_only_rows(
     monkeypatch.setattr(lifecycle.Claim, "beat", beat)
     services.start_session(
         prompt_ref=lookup_and_act,
-        client=lookup_setup.client(lookup_setup.calling(1, ("lookup", "act"))),
+        client=client(calling(1, ("lookup", "act"))),
     )
     session = AgentSession.objects.get()
     assert session.status == AgentSession.Status.RUNNING
-    assert [name for name, _, _, _ in lookup_setup.runs] == ["lookup"]
+    assert [name for name, _, _, _ in runs] == ["lookup"]
     assert session.provider_calls.count() == 0
     assert session.tool_invocations.count() == 0
