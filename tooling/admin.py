@@ -72,7 +72,14 @@ class GuardedDeleteMixin:
 @admin.register(ToolDefinition)
 class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     form = ToolDefinitionForm
-    list_display = ["name", "handler_key", "accepts_overrides", "enabled", "updated_at"]
+    list_display = [
+        "name",
+        "handler_key",
+        "accepts_overrides",
+        "read_only",
+        "enabled",
+        "updated_at",
+    ]
     list_filter = ["enabled"]
     search_fields = ["name", "handler_key", "description"]
 
@@ -82,6 +89,12 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
             obj.handler_key in registry
             and registry.get(obj.handler_key).accepts_overrides
         )
+
+    @admin.display(boolean=True, description="read-only")
+    def read_only(self, obj: ToolDefinition) -> bool:
+        """Whether its handler declares that it changes nothing outside the
+        run (its calls' records then wait for the next effect: ADR 0019)."""
+        return obj.handler_key in registry and registry.get(obj.handler_key).read_only
 
 
 @admin.register(HostedToolDefinition)

@@ -474,3 +474,24 @@ def test_admin_policy_edit_checks_only_the_prompts_that_use_it(admin_client):
     assert response.status_code == 302
     policy.refresh_from_db()
     assert policy.config == {"dependencies": {"deploy": ["compile"]}}
+
+
+def test_admin_tool_list_shows_which_handlers_are_read_only(admin_client):
+    ToolDefinitionFactory(name="reader", handler_key="vfs.read_file")
+    ToolDefinitionFactory(name="writer", handler_key="vfs.write_file")
+    response = admin_client.get(reverse("admin:tooling_tooldefinition_changelist"))
+    assert response.status_code == 200
+    rows = {
+        name: row
+        for row in response.content.decode().split("<tr")
+        for name in ("reader", "writer")
+        if f">{name}</a>" in row
+    }
+    assert (
+        'class="field-read_only"><img src="/static/admin/img/icon-yes.svg"'
+        in (rows["reader"])
+    )
+    assert (
+        'class="field-read_only"><img src="/static/admin/img/icon-no.svg"'
+        in (rows["writer"])
+    )
