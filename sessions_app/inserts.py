@@ -10,11 +10,13 @@ model) as one ``INSERT``, all of them atomically:
   ``COMMIT``, no savepoint: a step of four rows costs one round trip instead
   of six (ADR 0016);
 - elsewhere (SQLite, or PostgreSQL with ``server_side_binding``, which sends
-  one statement at a time) and for batches whose rows point at rows the
-  database has yet to give a key (a provider call and its citations need the
-  call's id first; a session and its content-hashed revision can go
-  together), one ``bulk_create`` per batch in one transaction, as Django
-  writes them.
+  one statement at a time), the same statements one after the other in one
+  transaction (no round trips to save, but no statement compiled again);
+- for batches whose rows point at rows the database has yet to give a key
+  (a provider call and its citations need the call's id first; a session and
+  its content-hashed revision can go together) and for more than
+  ``MAX_ROWS_TOGETHER`` rows, one ``bulk_create`` per batch in one
+  transaction, as Django writes them.
 
 The statements are Django's own (``InsertQuery``, as ``bulk_create`` builds
 them): fields' ``pre_save`` (``auto_now_add``), their database conversion and
@@ -22,18 +24,26 @@ them): fields' ``pre_save`` (``auto_now_add``), their database conversion and
 text of a single-row statement of plain values does not depend on the values,
 so it is compiled once per shape and reused, with each row's values converted
 by its fields as the compiler converts them.
-Rows written together get no primary key back (nothing reads it: audit rows
-are not changed once written).
+Rows written as statements get no primary key back (nothing reads it: audit
+rows are not changed once written).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
-from django.db import DatabaseError, connection, models, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    connection,
+    connections,
+    models,
+    transaction,
+)
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 
@@ -63,6 +73,13 @@ def write(batches: Sequence[Batch]) -> None:
         return
     if _together(batches):
         _write_together(batches)
+        return
+    if _plain(batches):  # one statement at a time, each text compiled once
+        with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+            for batch in batches:
+                for sql, params in _statements(batch):
+                    cursor.execute(sql, params)
+        written(batches)
         return
     only = batches[0]
     if (
@@ -119,8 +136,13 @@ def one_query() -> bool:
 
 def _together(batches: Sequence[Batch]) -> bool:
     """Whether the batches can go as one query (see the module docstring)."""
-    if not one_query():
-        return False
+    return one_query() and _plain(batches)
+
+
+def _plain(batches: Sequence[Batch]) -> bool:
+    """Whether the batches can be written as their statements, without
+    ``bulk_create``: not too many rows, and none that needs a key the
+    database gives another row written with it."""
     if sum(len(batch.rows) for batch in batches) > MAX_ROWS_TOGETHER:
         return False
     # rows that point at rows written with them need the keys the database
@@ -175,7 +197,6 @@ def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:
     (without ``RETURNING``: nothing reads the ids back), or one per row
     where each row's text is the cached one of its shape (``_statement``)."""
     opts = batch.model._meta
-    fields = [field for field in opts.concrete_fields if not field.generated]
     with_pk: list[models.Model] = []
     without_pk: list[models.Model] = []
     for row in batch.rows:
@@ -184,22 +205,53 @@ def _statements(batch: Batch) -> list[tuple[str, Sequence[Any]]]:
             row.pk = cast(Any, opts.pk).get_pk_value_on_save(row)  # a default, if any
         (without_pk if row.pk is None else with_pk).append(row)
     statements: list[tuple[str, Sequence[Any]]] = []
-    for rows, columns in (
-        (with_pk, fields),
-        (without_pk, [f for f in fields if not isinstance(f, models.AutoField)]),
-    ):
+    for rows, keyed in ((with_pk, True), (without_pk, False)):
         if rows:
-            statements.extend(_statement(batch, rows, columns))
+            statements.extend(_statement(batch, rows, _columns(batch.model, keyed)))
     return statements
 
 
-# The text of single-row statements by shape (model, columns, conflict target):
-# built once by Django's compiler, reused with each row's values.
+_NONE = type(None)
+# Values a field of exactly this class leaves as they are when it converts
+# them for PostgreSQL and SQLite (``get_db_prep_save``; tested): most of a
+# step's values, passed on without the call. A subclass may convert, so it
+# is asked, as is any other value (integers too: psycopg's typed wrappers).
+PLAIN: dict[type[models.Field[Any, Any]], tuple[type, ...]] = {
+    models.CharField: (str, _NONE),
+    models.TextField: (str, _NONE),
+    models.BooleanField: (bool, _NONE),
+    models.FloatField: (float, _NONE),
+}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # one per shape: hashed by identity
+class _Columns:
+    """The columns of a model's ``INSERT`` and, for each, the values passed
+    on as they are (``PLAIN``)."""
+
+    fields: list[models.Field[Any, Any]]
+    plain: list[tuple[type, ...]]
+
+
+@functools.cache
+def _columns(model: type[models.Model], keyed: bool) -> _Columns:
+    """Every concrete field of ``model`` but generated ones, and without an
+    automatic key unless the rows are ``keyed``."""
+    fields = [
+        field
+        for field in model._meta.concrete_fields
+        if not field.generated and (keyed or not isinstance(field, models.AutoField))
+    ]
+    return _Columns(fields, [PLAIN.get(type(field), ()) for field in fields])
+
+
+# The text of single-row statements by shape (columns, conflict target): built
+# once by Django's compiler, reused with each row's values.
 _TEXTS: dict[tuple[Any, ...], str] = {}
 
 
 def _statement(
-    batch: Batch, rows: list[models.Model], columns: list[models.Field[Any, Any]]
+    batch: Batch, rows: list[models.Model], columns: _Columns
 ) -> list[tuple[str, Sequence[Any]]]:
     """The ``INSERT`` of ``rows``: one per row where every row holds plain
     values, each reusing the text Django's compiler gave the first row of its
@@ -208,22 +260,19 @@ def _statement(
     ``get_db_prep_save``); compiling a statement costs more than the server
     spends on a few more. Rows with expressions are compiled whole, in one
     statement."""
-    values = [[field.pre_save(row, True) for field in columns] for row in rows]
+    fields = columns.fields
+    values = [[field.pre_save(row, True) for field in fields] for row in rows]
     if any(hasattr(v, "resolve_expression") for vs in values for v in vs):
-        return [_compiled(batch, rows, columns)]
-    key = (
-        batch.model,
-        *columns,
-        batch.unique_fields,
-        batch.update_fields,
-        batch.ignore_conflicts,
-    )
+        return [_compiled(batch, rows, fields)]
+    key = (columns, batch.unique_fields, batch.update_fields, batch.ignore_conflicts)
+    db = connections[DEFAULT_DB_ALIAS]  # not the proxy: each field reads it
+    kinds = list(zip(fields, columns.plain, strict=True))
     statements: list[tuple[str, Sequence[Any]]] = []
     for row, row_values in zip(rows, values, strict=True):
         text = _TEXTS.get(key)
         if text is None:
-            text, params = _compiled(batch, [row], columns)
-            if not any(hasattr(field, "get_placeholder") for field in columns):
+            text, params = _compiled(batch, [row], fields)
+            if not any(hasattr(field, "get_placeholder") for field in fields):
                 _TEXTS[key] = text
             statements.append((text, params))
             continue
@@ -231,8 +280,10 @@ def _statement(
             (
                 text,
                 [
-                    field.get_db_prep_save(value, connection=connection)
-                    for field, value in zip(columns, row_values, strict=True)
+                    value
+                    if type(value) in plain
+                    else field.get_db_prep_save(value, connection=db)
+                    for (field, plain), value in zip(kinds, row_values, strict=True)
                 ],
             )
         )

@@ -643,6 +643,26 @@ def test_a_reused_statement_is_the_one_djangos_compiler_builds(store):
             assert plain(params) == plain(expected)
 
 
+SAMPLES: dict[type, list[Any]] = {
+    str: ["", "text with % and \u00e9", "x" * 10_000],
+    bool: [True, False],
+    float: [0.0, 1.5, -2.25e300],
+    type(None): [None],
+}
+
+
+@pytest.mark.parametrize("field_class", list(inserts.PLAIN), ids=lambda c: c.__name__)
+def test_values_passed_on_as_they_are_are_those_djangos_conversion_leaves(
+    field_class,
+):
+    field = field_class(null=True)
+    for kind in inserts.PLAIN[field_class]:
+        for value in SAMPLES[kind]:
+            converted = field.get_db_prep_save(value, connection=connection)
+            assert type(converted) is type(value)
+            assert converted == value
+
+
 @pytest.mark.django_db(transaction=True)
 def test_rows_with_hostile_text_are_stored_as_they_are(store):
     session, writer, database = store
