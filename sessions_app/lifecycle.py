@@ -55,12 +55,13 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from sessions_app import inserts, prepared, returning, steps
+from sessions_app import inserts, returning, steps
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
 )
 from sessions_app.totals import ending_fields, totals
+from tooling import prepared
 from tooling.models import generation_token
 from tooling.runtime import RunAborted
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from django.db import connection, models, transaction
 from django.db.models.sql import UpdateQuery
 
-from sessions_app import prepared
+from tooling import prepared
 
 M = TypeVar("M", bound=models.Model)
 

@@ -38,7 +38,7 @@ from sessions_app import (
 from sessions_app.models import AgentSession
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
-from tooling import assembly
+from tooling import assembly, prepared
 from tooling import services as catalog
 from tooling.models import CatalogRevision, PromptTemplate, TrustLevel
 from tooling.runtime import (
@@ -193,7 +193,17 @@ def run_session(
     claim); ``pricing``: the prices it read (default: those in effect on the
     day the session was created)."""
     _run(session_id, client=client, new=new, rows=rows, prompt=prompt, pricing=pricing)
-    return AgentSession.objects.get(pk=session_id)
+    session: AgentSession = prepared.compiled("session by pk", _session_by_pk).get(
+        {"pk": session_id}
+    )
+    return session
+
+
+def _session_by_pk() -> prepared.Select:
+    """``AgentSession.objects.get(pk=...)``, compiled once (``prepared``)."""
+    return prepared.select(
+        AgentSession.objects.filter(pk=prepared.slot(AgentSession, "id", "pk"))
+    )
 
 
 def run_session_status(*, session_id: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""Updates compiled once (``sessions_app.prepared``): the claim's and the
+"""Updates compiled once (``tooling.prepared``): the claim's and the
 end's statements are the ones Django compiles for the same values, compiled
 once per connection, and a thread's connection compiles its own."""
 
@@ -16,10 +16,11 @@ from django.db import connection
 from django.db.models import DateTimeField, Value
 from django.db.models.sql import UpdateQuery
 
-from sessions_app import lifecycle, prepared, returning
+from sessions_app import lifecycle, returning
 from sessions_app.models import AgentSession
 from sessions_app.totals import ending_fields
 from tests.sessions_app.factories import AgentSessionFactory
+from tooling import prepared
 from tooling.models import generation_token
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import inserts, lifecycle, prepared, services, steps
+from sessions_app import inserts, lifecycle, services, steps
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -28,6 +28,7 @@ from sessions_app.state import DatabaseFilesystem, DatabaseSession
 from sessions_app.steps import StepWriter
 from tests.sessions_app.factories import AgentSessionFactory
 from tests.sessions_app.step_rows import invocation
+from tooling import prepared
 from tooling.handlers import registry
 from tooling.models import (
     PromptSection,

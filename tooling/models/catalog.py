@@ -333,10 +333,6 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
         catalog row, as ``tooling.generation`` requires."""
         return self.annotate(catalog_token=generation_token())
 
-    def get_by_ref(self, ref: str) -> PromptTemplate:
-        namespace, _, key = ref.partition("/")
-        return self.get(namespace=namespace, key=key)
-
 
 class PromptTemplate(TimestampedModel):
     """A prompt: ordered root sections, policies, model and run limits."""

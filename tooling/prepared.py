@@ -1,15 +1,22 @@
-"""Updates compiled once per connection and run with their values filled in.
+"""Statements compiled once per connection and run with their values filled in.
 
 Django compiles a queryset every time it runs it: lookups built, expressions
 resolved and compiled, values converted. For the two updates every run sends
 (the worker's claim and the run's end) that was about 1.5 ms of a run's CPU,
-as much as a provider call costs beside its wait (issue 11). Here such an
-update is built once, with a ``Slot`` wherever a value is known only when it
-runs, and compiled by Django's own compiler; each call fills the slots, every
-value converted by its field as Django's compiler converts it
-(``get_db_prep_save`` in ``SET``, ``get_db_prep_value`` elsewhere). Constants
-stay compiled in. What a filter compares with a slot is parenthesised
-(``"id" = (%s)``, as Django writes any expression there): the same SQL.
+as much as a provider call costs beside its wait (issue 11, ADR 0017); the two
+reads every inline start sends (its template, and the session as it ended)
+cost about 0.6 ms more (ADR 0020). Here such a statement is built once, with a
+``Slot`` wherever a value is known only when it runs, and compiled by Django's
+own compiler; each call fills the slots, every value converted by its field as
+Django's compiler converts it (``get_db_prep_save`` in ``SET``,
+``get_db_prep_value`` elsewhere), and a read's rows come back through the
+fields' converters into instances, as Django's own iteration builds them.
+Constants stay compiled in. What a filter compares with a slot is
+parenthesised (``"id" = (%s)``, as Django writes any expression there): the
+same SQL.
+
+It is an ORM helper of both apps (``sessions_app`` depends on ``tooling``, not
+the other way), so it lives here, beside the catalog's other record helpers.
 
 The compiled statements live on the connection (one per thread and alias,
 like Django's), keyed by the caller's name and shape: a statement is compiled
@@ -135,3 +142,84 @@ def update(queryset: models.QuerySet[Any], values: Mapping[str, Any]) -> Update:
     query.annotations = {}
     sql, params = query.get_compiler(connection=connection).as_sql()
     return Update(sql, tuple(params))
+
+
+@dataclasses.dataclass(frozen=True)
+class Select:
+    """A ``SELECT`` of one model's rows (and its annotations) compiled with
+    its slots, with what turns a row into an instance."""
+
+    sql: str
+    params: tuple[Any, ...]
+    model: type[Any]  # a concrete model (its DoesNotExist, ...)
+    compiler: Any
+    converters: Any
+    attnames: tuple[str, ...]
+    annotations: tuple[tuple[str, int], ...]  # (name, column)
+
+    def rows(self, values: Mapping[str, Any]) -> list[Any]:
+        """The instances of the rows it reads with the slots' ``values``."""
+        params = fill(self.params, values)  # a refused value breaks no transaction
+        with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            found = cursor.fetchall()
+        if self.converters:
+            found = list(self.compiler.apply_converters(found, self.converters))
+        count = len(self.attnames)
+        instances = []
+        for row in found:
+            instance = self.model.from_db(
+                connection.alias, list(self.attnames), row[:count]
+            )
+            for name, column in self.annotations:
+                setattr(instance, name, row[column])
+            instances.append(instance)
+        return instances
+
+    def get(self, values: Mapping[str, Any]) -> Any:
+        """The one row it reads, as ``QuerySet.get`` returns it: the model's
+        ``DoesNotExist`` without one, ``MultipleObjectsReturned`` with more
+        (the statement reads at most two)."""
+        found = self.rows(values)
+        if not found:
+            raise self.model.DoesNotExist(
+                f"{self.model._meta.object_name} matching query does not exist."
+            )
+        if len(found) > 1:
+            raise self.model.MultipleObjectsReturned(
+                f"get() returned more than one {self.model._meta.object_name}."
+            )
+        return found[0]
+
+
+def select(queryset: models.QuerySet[Any], *, limit: int | None = 2) -> Select:
+    """``queryset`` compiled (its filters may hold slots), reading at most
+    ``limit`` rows (``None``: all), as iterating it would: the model's
+    concrete columns (no ``only()``/``defer()``, ``select_related()`` or
+    ``values()``) and its annotations."""
+    query = queryset.query.chain()
+    if limit is not None:
+        query.set_limits(high=limit)
+    compiler = query.get_compiler(connection=connection)
+    sql, params = compiler.as_sql()
+    klass_info = compiler.klass_info
+    if klass_info is None or klass_info.get("related_klass_infos"):  # values(), ...
+        raise ValueError("Only a queryset of whole instances can be compiled.")
+    fields = klass_info["select_fields"]
+    selected = [column[0] for column in compiler.select[: compiler.col_count]]
+    attnames = tuple(
+        column.target.attname for column in selected[fields[0] : fields[-1] + 1]
+    )
+    if set(attnames) != {
+        field.attname for field in queryset.model._meta.concrete_fields
+    }:
+        raise ValueError("Only a queryset of whole instances can be compiled.")
+    return Select(
+        sql=sql,
+        params=tuple(params),
+        model=queryset.model,
+        compiler=compiler,
+        converters=compiler.get_converters(selected),
+        attnames=attnames,
+        annotations=tuple(compiler.annotation_col_map.items()),
+    )
