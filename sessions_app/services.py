@@ -201,7 +201,7 @@ def run_session(
 
 def _session_by_pk() -> prepared.Select:
     """``AgentSession.objects.get(pk=...)``, compiled once (``prepared``)."""
-    return prepared.select(
+    return prepared.select_one(
         AgentSession.objects.filter(pk=prepared.slot(AgentSession, "id", "pk"))
     )
 

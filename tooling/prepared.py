@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, models, transaction
 from django.db.models import Expression
 from django.db.models.sql import UpdateQuery
@@ -51,6 +52,8 @@ class _Hole:
         value = values[self.name]
         if self.for_save:
             return self.field.get_db_prep_save(value, connection=connection)
+        if value is None:  # Django compares with IS NULL, compiled in
+            raise ValueError(f"A slot outside SET cannot be None ({self.name}).")
         return self.field.get_db_prep_value(value, connection, prepared=False)
 
 
@@ -147,29 +150,34 @@ def update(queryset: models.QuerySet[Any], values: Mapping[str, Any]) -> Update:
 @dataclasses.dataclass(frozen=True)
 class Select:
     """A ``SELECT`` of one model's rows (and its annotations) compiled with
-    its slots, with what turns a row into an instance."""
+    its slots, with what turns a row into an instance (``sql`` is ``None``
+    for a filter that can match nothing: no query is sent)."""
 
-    sql: str
+    sql: str | None
     params: tuple[Any, ...]
     model: type[Any]  # a concrete model (its DoesNotExist, ...)
     compiler: Any
     converters: Any
+    columns: slice  # the model's columns in a row
     attnames: tuple[str, ...]
     annotations: tuple[tuple[str, int], ...]  # (name, column)
 
     def rows(self, values: Mapping[str, Any]) -> list[Any]:
-        """The instances of the rows it reads with the slots' ``values``."""
-        params = fill(self.params, values)  # a refused value breaks no transaction
-        with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        """The instances of the rows it reads with the slots' ``values``. A
+        value refused (by its field or the driver) leaves the caller's
+        transaction usable, as Django's own reads do."""
+        params = fill(self.params, values)
+        if self.sql is None:
+            return []
+        with connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             found = cursor.fetchall()
         if self.converters:
             found = list(self.compiler.apply_converters(found, self.converters))
-        count = len(self.attnames)
         instances = []
         for row in found:
             instance = self.model.from_db(
-                connection.alias, list(self.attnames), row[:count]
+                connection.alias, list(self.attnames), row[self.columns]
             )
             for name, column in self.annotations:
                 setattr(instance, name, row[column])
@@ -177,9 +185,9 @@ class Select:
         return instances
 
     def get(self, values: Mapping[str, Any]) -> Any:
-        """The one row it reads, as ``QuerySet.get`` returns it: the model's
-        ``DoesNotExist`` without one, ``MultipleObjectsReturned`` with more
-        (the statement reads at most two)."""
+        """The one row it reads (compile it with ``select_one``), as
+        ``QuerySet.get`` returns it: the model's ``DoesNotExist`` without
+        one, ``MultipleObjectsReturned`` with more."""
         found = self.rows(values)
         if not found:
             raise self.model.DoesNotExist(
@@ -192,34 +200,61 @@ class Select:
         return found[0]
 
 
-def select(queryset: models.QuerySet[Any], *, limit: int | None = 2) -> Select:
+def select_one(queryset: models.QuerySet[Any]) -> Select:
+    """``queryset.get()`` compiled (run it with ``Select.get``): as
+    ``QuerySet.get`` does, without its ordering and reading at most two
+    rows."""
+    if queryset.query.can_filter() and not queryset.query.distinct_fields:
+        queryset = queryset.order_by()
+    return select(queryset, limit=2)
+
+
+def select(queryset: models.QuerySet[Any], *, limit: int | None = None) -> Select:
     """``queryset`` compiled (its filters may hold slots), reading at most
     ``limit`` rows (``None``: all), as iterating it would: the model's
-    concrete columns (no ``only()``/``defer()``, ``select_related()`` or
-    ``values()``) and its annotations."""
-    query = queryset.query.chain()
+    concrete columns and its annotations (and ``extra()`` columns). Refused
+    (``ValueError``), as what it builds would differ from what Django
+    builds: ``only()``/``defer()``, ``values()``, ``select_related()``,
+    ``prefetch_related()``, ``select_for_update()``, another database."""
+    query = queryset.query
+    if (
+        queryset._prefetch_related_lookups  # type: ignore[attr-defined]
+        or query.select_for_update
+        or queryset._db not in (None, connection.alias)  # type: ignore[attr-defined]
+    ):
+        raise ValueError(
+            "Only a queryset of whole instances on the default database can be "
+            "compiled."
+        )
+    query = query.chain()
     if limit is not None:
         query.set_limits(high=limit)
     compiler = query.get_compiler(connection=connection)
-    sql, params = compiler.as_sql()
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:  # filter(pk__in=[]): no row, no query
+        compiled: tuple[str | None, Sequence[Any]] = (None, ())
+        compiler.setup_query()  # the columns, as if it had compiled
+    else:
+        compiled = (sql, params)
     klass_info = compiler.klass_info
     if klass_info is None or klass_info.get("related_klass_infos"):  # values(), ...
         raise ValueError("Only a queryset of whole instances can be compiled.")
     fields = klass_info["select_fields"]
+    columns = slice(fields[0], fields[-1] + 1)
     selected = [column[0] for column in compiler.select[: compiler.col_count]]
-    attnames = tuple(
-        column.target.attname for column in selected[fields[0] : fields[-1] + 1]
-    )
+    attnames = tuple(column.target.attname for column in selected[columns])
     if set(attnames) != {
         field.attname for field in queryset.model._meta.concrete_fields
     }:
         raise ValueError("Only a queryset of whole instances can be compiled.")
     return Select(
-        sql=sql,
-        params=tuple(params),
+        sql=compiled[0],
+        params=tuple(compiled[1]),
         model=queryset.model,
         compiler=compiler,
         converters=compiler.get_converters(selected),
+        columns=columns,
         attnames=attnames,
         annotations=tuple(compiler.annotation_col_map.items()),
     )

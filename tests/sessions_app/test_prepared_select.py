@@ -4,6 +4,7 @@ SQLite and PostgreSQL, and a statement is compiled once per connection."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -11,13 +12,17 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Value
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services
 from sessions_app.models import AgentSession
-from tests.sessions_app.factories import AgentSessionFactory, UserFactory
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    ProviderCallFactory,
+    UserFactory,
+)
 from tests.tooling.factories import PromptTemplateFactory
 from tooling import assembly, prepared
 from tooling.models import PromptTemplate
@@ -34,9 +39,10 @@ def fields_of(instance: Any) -> dict[str, Any]:
     }
 
 
-def by_pk() -> prepared.Select:
-    return prepared.select(
-        AgentSession.objects.filter(pk=prepared.slot(AgentSession, "id", "pk"))
+def by_pk(queryset: Any = None) -> prepared.Select:
+    queryset = AgentSession.objects.all() if queryset is None else queryset
+    return prepared.select_one(
+        queryset.filter(pk=prepared.slot(AgentSession, "id", "pk"))
     )
 
 
@@ -74,6 +80,12 @@ def test_a_compiled_read_raises_as_get_does():
     )
     with pytest.raises(AgentSession.MultipleObjectsReturned):
         by_ref.get({"prompt_ref": "same/ref"})
+    with pytest.raises(AgentSession.MultipleObjectsReturned):
+        prepared.select_one(
+            AgentSession.objects.filter(
+                prompt_ref=prepared.slot(AgentSession, "prompt_ref")
+            )
+        ).get({"prompt_ref": "same/ref"})
     assert [row.pk for row in by_ref.rows({"prompt_ref": "same/ref"})] == [
         first.pk,
         second.pk,
@@ -96,12 +108,82 @@ def test_a_compiled_read_keeps_its_annotations():
         lambda: AgentSession.objects.values("id"),
         lambda: AgentSession.objects.only("id"),
         lambda: AgentSession.objects.select_related("created_by"),
+        lambda: AgentSession.objects.prefetch_related("provider_calls"),
+        lambda: AgentSession.objects.select_for_update(),
+        lambda: AgentSession.objects.using("other"),
     ],
-    ids=["values", "only", "select_related"],
+    ids=[
+        "values",
+        "only",
+        "select_related",
+        "prefetch_related",
+        "select_for_update",
+        "using",
+    ],
 )
-def test_only_whole_instances_are_compiled(queryset):
+def test_only_whole_instances_on_the_default_database_are_compiled(queryset):
+    # what it would build differs from what Django builds: refused
     with pytest.raises(ValueError, match="whole instances"):
         prepared.select(queryset())
+
+
+def test_extra_columns_are_read_as_django_reads_them():
+    session = AgentSessionFactory.create()
+    queryset = AgentSession.objects.extra(select={"one": "1"})
+    read = by_pk(queryset).get({"pk": session.pk})
+    expected = queryset.get(pk=session.pk)
+    assert read.one == expected.one == 1  # type: ignore[attr-defined]
+    assert fields_of(read) == fields_of(expected)
+
+
+def test_one_row_is_read_without_its_querysets_ordering_as_get_does():
+    session = AgentSessionFactory.create()
+    for turn in (1, 2):  # an ordering over them would read the session twice
+        ProviderCallFactory.create(session=session, turn=turn)
+    queryset = AgentSession.objects.order_by("provider_calls__turn")
+    assert queryset.get(pk=session.pk).pk == session.pk
+    assert by_pk(queryset).get({"pk": session.pk}).pk == session.pk
+    # rows() keeps it, as iterating the queryset does
+    assert len(prepared.select(queryset).rows({})) == 2
+
+
+def test_a_filter_that_matches_nothing_reads_nothing_as_get_does():
+    session = AgentSessionFactory.create()
+    queryset = AgentSession.objects.filter(prompt_ref__in=[])
+    with pytest.raises(AgentSession.DoesNotExist):
+        queryset.get(pk=session.pk)
+    statement = by_pk(queryset)
+    with (
+        CaptureQueriesContext(connection) as captured,
+        pytest.raises(AgentSession.DoesNotExist),
+    ):
+        statement.get({"pk": session.pk})
+    assert captured.captured_queries == []
+
+
+def test_a_slot_outside_set_refuses_none():
+    # Django's filter(x=None) is IS NULL; a slot compiles "= (%s)", which
+    # would match nothing: refused before anything is sent
+    session = AgentSessionFactory.create(created_by=None)
+    statement = prepared.select_one(
+        AgentSession.objects.filter(
+            pk=prepared.slot(AgentSession, "id", "pk"),
+            created_by=prepared.slot(AgentSession, "created_by"),
+        )
+    )
+    with pytest.raises(ValueError, match="cannot be None"):
+        statement.get({"pk": session.pk, "created_by": None})
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "\x00"], ids=["lone_surrogate", "nul"])
+def test_a_refused_ref_leaves_the_callers_transaction_usable(bad):
+    # as Django's own get(): a value the driver refuses (a lone surrogate; a
+    # NUL on PostgreSQL) raises, and the caller's transaction goes on
+    PromptTemplateFactory.create(namespace="ns", key="k1")
+    with transaction.atomic():
+        with contextlib.suppress(Exception):
+            assembly.load_template("ns/k" + bad)
+        assert PromptTemplate.objects.count() == 1
 
 
 def test_the_sessions_read_back_is_compiled_once_per_connection(monkeypatch):

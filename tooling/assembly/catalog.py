@@ -256,7 +256,7 @@ def load_template(ref: str) -> PromptTemplate:
 
 
 def _template_by_ref() -> prepared.Select:
-    return prepared.select(
+    return prepared.select_one(
         PromptTemplate.objects.enabled()
         .with_generation()
         .filter(
