@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -216,9 +217,9 @@ def _field_text(value: Any) -> str:
         return "t"
     if value is False:
         return "f"
-    if isinstance(value, dt.datetime):
+    if isinstance(value, dt.date):  # a datetime too
         return value.isoformat()
-    if isinstance(value, int | float | uuid.UUID):
+    if isinstance(value, int | float | Decimal | uuid.UUID):
         return str(value)
     if isinstance(value, str):
         return _escape(value)
