@@ -81,15 +81,6 @@ def write(batches: Sequence[Batch]) -> None:
                     cursor.execute(sql, params)
         written(batches)
         return
-    only = batches[0]
-    if (
-        len(batches) == 1
-        and len(only.rows) == 1
-        and not only.update_fields
-        and not only.ignore_conflicts
-    ):
-        only.rows[0].save(force_insert=True)  # one statement, its id read back
-        return
     with transaction.atomic(savepoint=False):
         for batch in batches:
             manager = batch.model._default_manager
