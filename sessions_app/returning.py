@@ -73,12 +73,12 @@ class UpdateReturning:
             return None
         (values_read,) = self.compiler.apply_converters([row], self.converters)
         count = len(self.attnames)
-        instance = self.model.from_db(
-            connection.alias, list(self.attnames), values_read[:count]
+        return prepared.instance(
+            self.model,
+            self.attnames,
+            values_read[:count],
+            zip(self.names, values_read[count:], strict=True),
         )
-        for name, value in zip(self.names, values_read[count:], strict=True):
-            setattr(instance, name, value)
-        return instance
 
 
 def compile_update_returning(

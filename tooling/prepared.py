@@ -27,7 +27,7 @@ once per worker process. What it is built from must not change meanwhile
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from django.core.exceptions import EmptyResultSet
@@ -147,6 +147,21 @@ def update(queryset: models.QuerySet[Any], values: Mapping[str, Any]) -> Update:
     return Update(sql, tuple(params))
 
 
+def instance(
+    model: type[Any],
+    attnames: Sequence[str],
+    values: Sequence[Any],
+    annotations: Iterable[tuple[str, Any]] = (),
+) -> Any:
+    """The instance of ``model`` a row's converted ``values`` (of the fields
+    ``attnames``) make, as Django's iteration builds it (``Model.from_db``),
+    with ``annotations`` (name, value) set as attributes."""
+    built = model.from_db(connection.alias, list(attnames), values)
+    for name, value in annotations:
+        setattr(built, name, value)
+    return built
+
+
 @dataclasses.dataclass(frozen=True)
 class Select:
     """A ``SELECT`` of one model's rows (and its annotations) compiled with
@@ -174,15 +189,15 @@ class Select:
             found = cursor.fetchall()
         if self.converters:
             found = list(self.compiler.apply_converters(found, self.converters))
-        instances = []
-        for row in found:
-            instance = self.model.from_db(
-                connection.alias, list(self.attnames), row[self.columns]
+        return [
+            instance(
+                self.model,
+                self.attnames,
+                row[self.columns],
+                [(name, row[column]) for name, column in self.annotations],
             )
-            for name, column in self.annotations:
-                setattr(instance, name, row[column])
-            instances.append(instance)
-        return instances
+            for row in found
+        ]
 
     def get(self, values: Mapping[str, Any]) -> Any:
         """The one row it reads (compile it with ``select_one``), as
