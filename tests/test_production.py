@@ -21,6 +21,8 @@ import pytest
 from django.test import Client
 from django.urls import path
 
+from tests.limits import LISTEN_SECONDS, REQUEST_SECONDS, SUBPROCESS_SECONDS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Variables a developer's shell may hold that would change what is tested.
@@ -62,7 +64,7 @@ def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_SECONDS,
     )
 
 
@@ -73,7 +75,7 @@ def test_check_deploy_is_clean_with_the_documented_environment():
         env=production_env(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SUBPROCESS_SECONDS,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNINGS" not in result.stdout + result.stderr
@@ -235,7 +237,7 @@ def production_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + LISTEN_SECONDS
         while True:
             if server.poll() is not None:
                 pytest.fail(f"gunicorn exited: {(tmp / 'gunicorn.log').read_text()}")
@@ -244,13 +246,13 @@ def production_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail("gunicorn did not listen within 15 s")
+                    pytest.fail(f"gunicorn did not listen within {LISTEN_SECONDS} s")
                 time.sleep(0.1)
         yield base, token
     finally:
         server.terminate()
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=LISTEN_SECONDS)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
@@ -265,7 +267,7 @@ def _asset(html: str, pattern: str) -> str:
 
 def test_gunicorn_serves_the_admin_with_its_styles(production_server):
     base, _ = production_server
-    with httpx.Client(base_url=base, timeout=10) as client:
+    with httpx.Client(base_url=base, timeout=REQUEST_SECONDS) as client:
         page = client.get("/admin/login/")
         assert page.status_code == 200
         assert page.headers["x-frame-options"] == "DENY"
@@ -281,7 +283,9 @@ def test_gunicorn_serves_the_admin_with_its_styles(production_server):
 
 def test_gunicorn_serves_swagger_ui_with_its_assets(production_server):
     base, token = production_server
-    with httpx.Client(base_url=base, timeout=10, follow_redirects=True) as client:
+    with httpx.Client(
+        base_url=base, timeout=REQUEST_SECONDS, follow_redirects=True
+    ) as client:
         docs = client.get("/api/docs/", headers={"Authorization": f"Token {token}"})
         assert docs.status_code == 200
         sidecar = r"/static/drf_spectacular_sidecar/swagger-ui-dist/"

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.limits import SUBPROCESS_SECONDS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,7 +34,7 @@ def _check(**env: str) -> subprocess.CompletedProcess[str]:
         env={**clean, **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_SECONDS,
     )
 
 
@@ -80,7 +82,7 @@ def _provider(**env: str) -> str:
         env={**clean, "DEBUG": "1", **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_SECONDS,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.split()[-1]  # after the shell's own import notice

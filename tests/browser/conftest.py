@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.limits import BROWSER_SECONDS
+
 REQUIRE_ENV = "WINK_REQUIRE_BROWSER"
 CHROMIUM_ENV = "WINK_CHROMIUM"
 CHROMEDRIVER_ENV = "WINK_CHROMEDRIVER"
@@ -111,7 +113,7 @@ def _chrome(_browser_binaries: tuple[str, str], live_server: Any) -> Iterator[An
     driver = webdriver.Chrome(
         service=Service(executable_path=chromedriver), options=options
     )
-    driver.set_page_load_timeout(30)
+    driver.set_page_load_timeout(BROWSER_SECONDS)
     try:
         yield driver
     finally:

@@ -21,6 +21,7 @@ from selenium.webdriver.common.by import By
 from sessions_app import services as session_services
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from tests.browser.ui import UI
+from tests.limits import REQUEST_SECONDS
 from tooling import services
 from tooling.models import (
     HostedToolDefinition,
@@ -233,7 +234,7 @@ def api_get(ui: UI, path: str) -> Any:
             "Cookie": f"sessionid={cookie['value']}",
         },
     )
-    with urllib.request.urlopen(request, timeout=15) as response:
+    with urllib.request.urlopen(request, timeout=REQUEST_SECONDS) as response:
         assert response.status == 200
         return json.loads(response.read())
 

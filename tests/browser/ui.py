@@ -9,13 +9,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-WAIT_SECONDS = 15
+from tests.limits import BROWSER_SECONDS
+
+WAIT_SECONDS = BROWSER_SECONDS
+# A condition that reads the page may meet an element a script replaced (the
+# live page swaps its content, select2 redraws its results) or not there yet:
+# it is asked again at the next poll.
+RETRIED = (NoSuchElementException, StaleElementReferenceException)
 
 
 class UI:
@@ -26,7 +36,9 @@ class UI:
     # -- waiting and reading -----------------------------------------------------
 
     def wait(self, condition: Any, seconds: float = WAIT_SECONDS) -> Any:
-        return WebDriverWait(self.driver, seconds).until(condition)
+        return WebDriverWait(self.driver, seconds, ignored_exceptions=RETRIED).until(
+            condition
+        )
 
     def find(self, css: str) -> Any:
         return self.driver.find_element(By.CSS_SELECTOR, css)
@@ -115,30 +127,36 @@ class UI:
         return before
 
     def autocomplete(self, select_id: str, search: str, choice: str) -> None:
-        """Pick ``choice`` in the admin's select2 autocomplete for ``select_id``."""
-        container = self.find(f"#{select_id} + .select2 .select2-selection")
-        container.click()
-        box = self.wait(
-            EC.visibility_of_element_located(
-                (By.CSS_SELECTOR, ".select2-container--open .select2-search__field")
-            )
-        )
-        box.send_keys(search)
+        """Pick ``choice`` in the admin's select2 autocomplete for ``select_id``.
 
-        def option(d: Any) -> Any:
+        One condition does the whole pick, step by step, until the select
+        holds ``choice``: select2 redraws its results as each answer comes
+        back (an option found a moment ago may be gone), and on a slow
+        machine a click may land while the list is being redrawn."""
+        opened = ".select2-container--open"
+
+        def picked(d: Any) -> bool:
+            # an autocomplete's select has no option until one is picked
+            chosen = d.find_elements(By.CSS_SELECTOR, f"#{select_id} option:checked")
+            if chosen and chosen[0].text == choice:
+                return True
+            if not d.find_elements(By.CSS_SELECTOR, opened):
+                self.find(f"#{select_id} + .select2 .select2-selection").click()
+                return False
+            box = self.find(f"{opened} .select2-search__field")
+            if box.get_attribute("value") != search:
+                box.clear()
+                box.send_keys(search)
+                return False
             for item in d.find_elements(
-                By.CSS_SELECTOR, ".select2-container--open .select2-results__option"
+                By.CSS_SELECTOR, f"{opened} .select2-results__option"
             ):
                 if item.text == choice:
-                    return item
+                    item.click()
+                    break
             return False
 
-        self.wait(option).click()
-        self.wait(
-            lambda d: (
-                Select(self.find(f"#{select_id}")).first_selected_option.text == choice
-            )
-        )
+        self.wait(picked)
 
     def submit(self, name: str = "_save") -> None:
         self.click_and_load(self.find(f"input[name={name}]"))

@@ -14,6 +14,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from tests.limits import REQUEST_SECONDS
 from tooling.offline import OfflineServer, ScriptedModel, parallel_calls_script
 
 
@@ -74,7 +75,9 @@ def test_server_errors_reach_the_sdk() -> None:
 
 def test_server_keeps_connections_alive_and_answers_health_and_models() -> None:
     with OfflineServer(ScriptedModel(parallel_calls_script())) as server:
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", server.port, timeout=REQUEST_SECONDS
+        )
         replies = []
         for method, path, body in [
             ("GET", "/health", None),
@@ -137,7 +140,9 @@ def test_server_benchmark_conversation_over_httpx() -> None:
 def test_server_answers_keep_alive_requests_without_stalls() -> None:
     body = json.dumps({"model": "m", "input": []})
     with OfflineServer(ScriptedModel(parallel_calls_script())) as server:
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", server.port, timeout=REQUEST_SECONDS
+        )
         timings = []
         for _ in range(40):
             started = time.perf_counter()

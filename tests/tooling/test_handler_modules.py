@@ -20,6 +20,7 @@ from django.test import override_settings
 
 from sessions_app import services
 from sessions_app.models import AgentSession
+from tests.limits import SUBPROCESS_SECONDS
 from tooling.checks import check_handler_modules
 from tooling.handlers import (
     MAX_KEY_LENGTH,
@@ -237,7 +238,7 @@ def _manage_check(modules: str) -> subprocess.CompletedProcess[str]:
         env={**env, "DEBUG": "1", "WINK_HANDLER_MODULES": modules},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SUBPROCESS_SECONDS,
     )
 
 
