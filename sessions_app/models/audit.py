@@ -51,6 +51,12 @@ class ProviderCall(AppendOnlyModel):
     error_type = models.CharField(max_length=100, blank=True)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     unknown_item_types = models.JSONField(default=list, blank=True)
+    commentary = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The text of each message the model marked as commentary "
+        "(phase 'commentary'), in order: on the record, not part of the output.",
+    )
     attempts = models.JSONField(
         default=list,
         blank=True,
@@ -255,7 +261,9 @@ class Citation(AppendOnlyModel):
     search_call_id = models.CharField(
         max_length=100,
         blank=True,
-        help_text="The web_search_call this citation most likely came from.",
+        help_text="The native call this citation most likely came from: the "
+        "web_search_call of a URL, the file_search_call of a file, the "
+        "code_interpreter_call of a container file.",
     )
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -15,15 +15,59 @@ def _text_parts(item: Any) -> Iterable[tuple[int, Any]]:
             yield index, part
 
 
+COMMENTARY = "commentary"
+FINAL_ANSWER = "final_answer"
+
+
+def _phase(item: Any) -> str | None:
+    phase = field(item, "phase")
+    return phase if isinstance(phase, str) else None
+
+
+def _joined(messages: Iterable[Any]) -> str:
+    return "".join(
+        str(field(part, "text", ""))
+        for message in messages
+        for _, part in _text_parts(message)
+    )
+
+
+def _messages(items: Sequence[Any]) -> list[Any]:
+    return [item for item in items if field(item, "type") == "message"]
+
+
+def answer_messages(items: Sequence[Any]) -> list[Any]:
+    """The messages that are the model's answer.
+
+    Newer models mark each message with a ``phase``: ``commentary`` (what it
+    is about to do) or ``final_answer``. When any message has a phase, only
+    the ``final_answer`` ones are the answer; otherwise every message is.
+    """
+    messages = _messages(items)
+    if any(_phase(message) is not None for message in messages):
+        return [m for m in messages if _phase(m) == FINAL_ANSWER]
+    return messages
+
+
 def message_text(items: Sequence[Any]) -> str:
-    """All ``output_text`` of all assistant messages, in order."""
-    chunks: list[str] = []
-    for item in items:
-        if field(item, "type") != "message":
-            continue
-        for _, part in _text_parts(item):
-            chunks.append(str(field(part, "text", "")))
-    return "".join(chunks)
+    """The answer's text: the ``output_text`` of ``answer_messages``, in order
+    (commentary is not part of it)."""
+    return _joined(answer_messages(items))
+
+
+def commentary_texts(items: Sequence[Any]) -> tuple[str, ...]:
+    """The text of each ``commentary`` message, in order."""
+    return tuple(
+        _joined([message])
+        for message in _messages(items)
+        if _phase(message) == COMMENTARY
+    )
+
+
+def only_commentary(items: Sequence[Any]) -> bool:
+    """Whether the model only commented: a commentary message, and no answer
+    (no ``final_answer``): the response is not the end of the run."""
+    return bool(commentary_texts(items)) and not answer_messages(items)
 
 
 class _SearchLog:

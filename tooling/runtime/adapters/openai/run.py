@@ -56,7 +56,12 @@ from .codecs.base import JsonObject, field
 from .costs import RunCosts
 from .local_calls import LocalCalls
 from .native import typed_native_call
-from .parsing import citations_from_items, message_text
+from .parsing import (
+    citations_from_items,
+    commentary_texts,
+    message_text,
+    only_commentary,
+)
 from .quotas import HostedQuotas
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
@@ -70,6 +75,9 @@ logger = logging.getLogger(__name__)
 ADAPTER_NAME = "openai"
 PROVIDER = "openai"
 _IGNORED_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
+# Statuses of a background response (``background: true``), which the
+# product never requests: they carry no output to act on.
+_BACKGROUND_STATUSES = frozenset({"queued", "in_progress", "cancelled"})
 
 _JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -237,6 +245,11 @@ class Run:
             approvals = mcp_approvals.answer(output, turn)
             history.extend(approvals)
             if not calls and not approvals:
+                if only_commentary(output):
+                    # Commentary is not an answer: the request goes again with
+                    # it in the history and the model goes on (the turn limit
+                    # and the budget bound how often).
+                    continue
                 return self._finish(rendered, data, turn)
             for call in calls:
                 replayed = self.resume.tool_outputs.get(self.sequence.peek())
@@ -394,6 +407,7 @@ class Run:
                 usage=usage,
                 latency_ms=reply.latency_ms,
                 citations=tuple(self.citations[earlier:]),
+                commentary=commentary_texts(_items(data)),
                 unknown_item_types=unknown,
                 request_id=reply.request_id,
                 attempts=reply.attempts,
@@ -406,8 +420,17 @@ class Run:
         return data
 
     def _check_status(self, data: Mapping[str, Any]) -> None:
-        """A 200 is not success: a failed or incomplete response ends the run."""
+        """A 200 is not success: only a ``completed`` response is acted on.
+
+        ``failed`` and ``incomplete`` say why; ``queued``, ``in_progress`` and
+        ``cancelled`` belong to background mode, which the product never asks
+        for: such a response has no output yet, and reading it as an answer
+        would end the run "succeeded" with nothing. A body without a status
+        is read as completed, as the SDK's lenient parsing reads it.
+        """
         status = data.get("status")
+        if status is None or status == "completed":
+            return
         if status == "failed":
             failure = data.get("error")
             failure = failure if isinstance(failure, Mapping) else {}
@@ -427,6 +450,20 @@ class Run:
                 "response",
                 {"response_id": data.get("id"), "reason": reason},
             )
+        shown = excerpt(str(status), 40)
+        if isinstance(status, str) and status in _BACKGROUND_STATUSES:
+            message = (
+                f"The provider answered with status '{shown}': the product does "
+                "not use background mode; the response has no output to act on."
+            )
+        else:
+            message = (
+                f"The provider answered with an unknown status '{shown}'; only a "
+                "completed response is acted on."
+            )
+        raise self._fail(
+            message, "response", {"response_id": data.get("id"), "status": shown}
+        )
 
     def _record_native(
         self,
