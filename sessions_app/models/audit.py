@@ -201,6 +201,13 @@ class QuotaDecision(AppendOnlyModel):
         return f"{self.tool_name} withdrawn after {self.used} of {self.limit}"
 
 
+_ORIGIN_LABELS = {
+    "url_citation": "web search",
+    "file_citation": "file search",
+    "container_file_citation": "code interpreter",
+}
+
+
 class CitationQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet["Citation"]):
     def listing(self) -> CitationQuerySet:
         """Newest first, with their turn and the session fields lists read.
@@ -287,6 +294,11 @@ class Citation(AppendOnlyModel):
     @property
     def is_linkable(self) -> bool:
         return self.url.lower().startswith(("http://", "https://"))
+
+    @property
+    def origin_label(self) -> str:
+        """What made the call ``search_call_id`` names, in words."""
+        return _ORIGIN_LABELS.get(self.kind, "call")
 
 
 class StateChange(AppendOnlyModel):

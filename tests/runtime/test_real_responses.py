@@ -15,8 +15,16 @@ import pytest
 
 from tooling.runtime.adapters.openai import OpenAIAdapter
 from tooling.runtime.errors import PromptEvaluationError
-from tooling.runtime.events import InMemorySink, PromptExecuted, ProviderCallCompleted
+from tooling.runtime.events import (
+    InMemorySink,
+    PromptExecuted,
+    ProviderCallCompleted,
+    ToolInvoked,
+)
 from tooling.runtime.hosted.base import HostedTool
+from tooling.runtime.hosted.code_interpreter import code_interpreter_tool
+from tooling.runtime.hosted.file_search import FileSearchConfig, file_search_tool
+from tooling.runtime.hosted.web_search import web_search_tool
 from tooling.runtime.prompt import Prompt, StructuredOutput
 from tooling.runtime.sections import MarkdownSection
 
@@ -205,3 +213,111 @@ def test_messages_without_phase_are_all_the_answer_as_before() -> None:
 
     assert result.text == "".join(m["content"][0]["text"] for m in data["output"])
     assert sink.of_type(ProviderCallCompleted)[0].commentary == ()
+
+
+# -- 17. file and container file citations name their call --------------------------
+
+
+def _file_search() -> HostedTool[Any]:
+    return file_search_tool(FileSearchConfig(vector_store_ids=("vs_1",)))
+
+
+@pytest.mark.parametrize("name", [real.FILE_SEARCH, real.FILE_SEARCH_RESULTS])
+def test_a_file_citation_links_to_its_file_search_call(name: str) -> None:
+    (search,) = real.items_of(name, "file_search_call")
+
+    result, sink = run(real.replay(name), make_prompt(hosted=(_file_search(),)))
+
+    (citation,) = sink.of_type(ProviderCallCompleted)[0].citations
+    assert (citation.kind, citation.filename) == ("file_citation", "ai.pdf")
+    assert citation.search_call_id == search["id"]
+    assert result.citations == (citation,)
+    invoked = sink.of_type(ToolInvoked)
+    assert [call.call_id for call in invoked] == [search["id"]]
+
+
+def test_a_file_citation_prefers_the_search_that_returned_its_file() -> None:
+    # The recorded body with a second, later search that returned other files.
+    data = real.body(real.FILE_SEARCH_RESULTS)
+    first = data["output"][1]
+    other = {**first, "id": "fs_other", "results": [{"file_id": "file-other"}]}
+    data["output"].insert(2, other)
+
+    _result, sink = run(real.replay(data), make_prompt(hosted=(_file_search(),)))
+
+    (citation,) = sink.of_type(ProviderCallCompleted)[0].citations
+    assert citation.search_call_id == first["id"]
+
+
+def test_a_container_file_citation_links_to_its_code_interpreter_call() -> None:
+    runs = real.items_of(real.CODE_INTERPRETER, "code_interpreter_call")
+    assert len(runs) == 3  # several calls of one kind in one response
+
+    _result, sink = run(
+        real.replay(real.CODE_INTERPRETER),
+        make_prompt(hosted=(code_interpreter_tool(),)),
+    )
+
+    (citation,) = sink.of_type(ProviderCallCompleted)[0].citations
+    assert citation.kind == "container_file_citation"
+    assert citation.container_id == runs[-1]["container_id"]
+    assert citation.search_call_id == runs[-1]["id"]  # the latest in its container
+    assert [c.call_id for c in sink.of_type(ToolInvoked)] == [r["id"] for r in runs]
+
+
+def test_a_citation_of_an_unknown_container_links_to_the_latest_run() -> None:
+    data = real.body(real.CODE_INTERPRETER)
+    annotation = data["output"][-1]["content"][0]["annotations"][0]
+    annotation["container_id"] = ["not", "a", "string"]  # hostile: still read
+
+    _result, sink = run(
+        real.replay(data), make_prompt(hosted=(code_interpreter_tool(),))
+    )
+
+    (citation,) = sink.of_type(ProviderCallCompleted)[0].citations
+    runs = real.items_of(real.CODE_INTERPRETER, "code_interpreter_call")
+    assert citation.search_call_id == runs[-1]["id"]
+
+
+# -- 18. web search sources without a URL -------------------------------------------
+
+
+def test_api_sources_of_a_web_search_are_kept_in_the_recorded_call() -> None:
+    # The recorded body; a real-time feed source added to its search (the
+    # reference names them: oai-sports, oai-weather, oai-finance).
+    data = real.body(real.WEB_SEARCH)
+    search = data["output"][1]
+    search["action"]["sources"].append({"type": "api", "name": "oai-weather"})
+
+    result, sink = run(real.replay(data), make_prompt(hosted=(web_search_tool(),)))
+
+    first = sink.of_type(ToolInvoked)[0]
+    assert first.call_id == search["id"]
+    assert first.result.value.api_sources == ("oai-weather",)
+    assert len(first.result.value.sources) == 16  # the URLs as before
+    assert "- api: oai-weather" in first.rendered_output
+    assert "1 API source(s)" in first.result.message
+    assert result.hosted_outputs["web_search"].api_sources == ("oai-weather",)
+
+
+def test_each_web_search_action_of_a_real_response_is_a_recorded_call() -> None:
+    calls = real.items_of(real.WEB_SEARCH, "web_search_call")
+
+    _result, sink = run(
+        real.replay(real.WEB_SEARCH), make_prompt(hosted=(web_search_tool(),))
+    )
+
+    invoked = sink.of_type(ToolInvoked)
+    assert [c.call_id for c in invoked] == [c["id"] for c in calls]
+    assert [c.params["action"] for c in invoked] == [
+        "search",
+        "open_page",
+        "find_in_page",
+    ]
+    assert invoked[2].params["pattern"] == "Vercel"
+    assert all(call.result.success for call in invoked)
+    citations = sink.of_type(ProviderCallCompleted)[0].citations
+    assert len(citations) == 10
+    assert {c.search_call_id for c in citations} == {calls[0]["id"]}
+    usage = sink.of_type(ProviderCallCompleted)[0].usage
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (3712, 3136)
