@@ -9,11 +9,13 @@ Framework-free: ``pytest tests/runtime/test_real_responses.py -p no:django``.
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from tooling.runtime.adapters.openai import OpenAIAdapter
+from tooling.runtime.adapters.openai import OpenAIAdapter, RunRecord
 from tooling.runtime.errors import PromptEvaluationError
 from tooling.runtime.events import (
     InMemorySink,
@@ -24,12 +26,14 @@ from tooling.runtime.events import (
 from tooling.runtime.hosted.base import HostedTool
 from tooling.runtime.hosted.code_interpreter import code_interpreter_tool
 from tooling.runtime.hosted.file_search import FileSearchConfig, file_search_tool
+from tooling.runtime.hosted.shell import ShellConfig, shell_tool
 from tooling.runtime.hosted.web_search import web_search_tool
 from tooling.runtime.prompt import Prompt, StructuredOutput
 from tooling.runtime.sections import MarkdownSection
 
 from . import real_responses as real
-from .fakes import MODEL, FakeProvider
+from .costing import SHEET
+from .fakes import MODEL, FakeProvider, message, response
 
 
 def make_prompt(*, hosted: tuple[HostedTool[Any], ...] = (), **kwargs: Any) -> Prompt:
@@ -206,8 +210,8 @@ def test_commentary_without_end_stops_at_the_turn_limit() -> None:
 
 def test_messages_without_phase_are_all_the_answer_as_before() -> None:
     data = real.body(real.PHASE)
-    for message in data["output"]:
-        del message["phase"]
+    for item in data["output"]:
+        del item["phase"]
 
     result, sink = run(real.replay(data))
 
@@ -321,3 +325,101 @@ def test_each_web_search_action_of_a_real_response_is_a_recorded_call() -> None:
     assert {c.search_call_id for c in citations} == {calls[0]["id"]}
     usage = sink.of_type(ProviderCallCompleted)[0].usage
     assert (usage.cached_tokens, usage.reasoning_tokens) == (3712, 3136)
+
+
+# -- 19. a client-executed shell call for a hosted shell ----------------------------
+
+
+NOT_RUN = (
+    "The model asked for a client-executed shell call, but this prompt's shell "
+    "runs in a provider container; nothing ran."
+)
+
+
+def test_a_client_shell_call_for_a_hosted_shell_fails_and_the_model_is_told() -> None:
+    (recorded,) = real.items_of(real.SHELL_LOCAL, "shell_call")
+    assert "environment" not in recorded  # the recording: the client's to run
+    provider = real.replay(real.SHELL_LOCAL, response(message("Nothing ran.")))
+
+    result, sink = run(provider, make_prompt(hosted=(shell_tool(),)))
+
+    (invoked,) = sink.of_type(ToolInvoked)
+    assert (invoked.native, invoked.kind, invoked.result.success) == (
+        True,
+        "shell",
+        False,
+    )
+    assert invoked.result.message == NOT_RUN
+    assert invoked.call_id == recorded["call_id"]
+    assert invoked.params["commands"] == recorded["action"]["commands"]
+    # the model is answered (the API refuses an unanswered call) and goes on
+    (answer,) = [
+        item
+        for item in provider.requests[1]["input"]
+        if item.get("type") == "shell_call_output"
+    ]
+    assert answer["call_id"] == recorded["call_id"]
+    assert answer["max_output_length"] == 9907
+    refusal = {"type": "exit", "exit_code": 126}
+    assert (
+        answer["output"] == [{"stdout": "", "stderr": NOT_RUN, "outcome": refusal}] * 3
+    )
+    assert json.loads(invoked.model_output) == answer["output"]
+    assert (result.text, result.turns) == ("Nothing ran.", 2)
+
+
+def test_a_client_shell_call_that_ran_nothing_costs_nothing() -> None:
+    provider = real.replay(real.SHELL_LOCAL, response(message("Nothing ran.")))
+    sink = InMemorySink()
+    adapter = OpenAIAdapter(client=provider.client, model=MODEL)
+
+    adapter.evaluate(
+        make_prompt(hosted=(shell_tool(ShellConfig(memory_limit="4g")),)),
+        sink=sink,
+        pricing=SHEET,
+    )
+
+    (invoked,) = sink.of_type(ToolInvoked)
+    assert invoked.cost == Decimal(0)
+
+
+def test_a_hosted_shell_call_with_its_output_still_succeeds() -> None:
+    (recorded,) = real.items_of(real.SHELL_CONTAINER, "shell_call")
+
+    result, sink = run(
+        real.replay(real.SHELL_CONTAINER), make_prompt(hosted=(shell_tool(),))
+    )
+
+    (invoked,) = sink.of_type(ToolInvoked)
+    assert invoked.result.success is True
+    assert invoked.call_id == recorded["call_id"]
+    assert invoked.model_output == ""
+    assert result.turns == 1
+
+
+def test_a_hosted_shell_call_without_environment_but_with_output_ran() -> None:
+    # The recorded container body without its environment: the provider
+    # reported the output, so it ran there.
+    data = real.body(real.SHELL_CONTAINER)
+    del data["output"][0]["environment"]
+
+    result, sink = run(real.replay(data), make_prompt(hosted=(shell_tool(),)))
+
+    (invoked,) = sink.of_type(ToolInvoked)
+    assert invoked.result.success is True
+    assert result.turns == 1
+
+
+def test_a_resumed_run_answers_the_recorded_client_shell_call_again() -> None:
+    first = real.replay(real.SHELL_LOCAL, response(message("Nothing ran.")))
+    run(first, make_prompt(hosted=(shell_tool(),)))
+    provider = FakeProvider(response(message("Nothing ran.")))
+
+    result, _sink = run(
+        provider,
+        make_prompt(hosted=(shell_tool(),)),
+        resume=RunRecord(responses=(real.body(real.SHELL_LOCAL),)),
+    )
+
+    assert provider.requests == first.requests[1:]  # the same answer, resent
+    assert result.text == "Nothing ran."

@@ -225,6 +225,7 @@ class Run:
             output = _items(data)
             self.all_items.extend(output)
             calls: list[FunctionCall] = []
+            answers: list[Mapping[str, Any]] = []  # client calls not run
             for position, item in enumerate(output):
                 item_type = field(item, "type")
                 if item_type == "function_call":
@@ -233,18 +234,21 @@ class Run:
                     calls.append(local.call(item, turn))
                     self.quotas.count(calls[-1].name, turn)
                 elif item_type in hosted_by_type:
-                    self._record_native(
+                    answer = self._record_native(
                         item, hosted_by_type[item_type], rendered, turn, output
                     )
+                    if answer is not None:
+                        answers.append(answer)
                 elif item_type not in _IGNORED_ITEM_TYPES:
                     logger.warning(
                         "Unknown output item type %r at %d", item_type, position
                     )
             history.extend(output)
+            history.extend(answers)
             # answered from the record, or the run pauses for a human here
             approvals = mcp_approvals.answer(output, turn)
             history.extend(approvals)
-            if not calls and not approvals:
+            if not calls and not approvals and not answers:
                 if only_commentary(output):
                     # Commentary is not an answer: the request goes again with
                     # it in the history and the model goes on (the turn limit
@@ -472,7 +476,9 @@ class Run:
         rendered: RenderedPrompt,
         turn: int,
         output: Sequence[Any] = (),
-    ) -> None:
+    ) -> Mapping[str, Any] | None:
+        """Record one native call item; return the input item answering it
+        when it is a client call the product did not run (``NativeCall.answer``)."""
         hosted = candidates[0]
         codec = self.adapter._codec(hosted, rendered.prompt_name)
         item_type = field(item, "type")
@@ -501,9 +507,9 @@ class Run:
                 rendered_output="",
                 alike=alike,
             )
-            return
+            return None
         if call is None:
-            return
+            return None
         params: Any = dict(call.params)
         result: ToolResult[Any] = ToolResult(
             message=call.message,
@@ -524,7 +530,9 @@ class Run:
             rendered_output=rendered_output,
             raw_params=call.params,
             alike=alike,
+            answer=call.answer,
         )
+        return call.answer
 
     def _emit_native(
         self,
@@ -538,14 +546,20 @@ class Run:
         rendered_output: str,
         raw_params: Mapping[str, Any] | None = None,
         alike: Sequence[str] = (),
+        answer: Mapping[str, Any] | None = None,
     ) -> None:
         """Emit a native call's ``ToolInvoked`` with its fee, priced from
         ``raw_params`` (the codec's reading of the call; ``params`` may be a
-        ``NativeTool``'s typed params)."""
+        ``NativeTool``'s typed params). A call answered by the product
+        (``answer``) ran nothing: no fee, and what the model received is kept
+        as its ``model_output``."""
         sequence = next(self.sequence)
-        cost = self.costs.native_call(
-            hosted, raw_params if raw_params is not None else _mapping(params)
-        )
+        if answer is not None:
+            cost = self.costs.nothing_ran()
+        else:
+            cost = self.costs.native_call(
+                hosted, raw_params if raw_params is not None else _mapping(params)
+            )
         self.quotas.count(hosted.name, turn, alike=alike)
         self.sink.emit(
             ToolInvoked(
@@ -556,6 +570,9 @@ class Run:
                 params=params,
                 result=result,
                 rendered_output=rendered_output,
+                model_output=""
+                if answer is None
+                else json.dumps(answer.get("output"), ensure_ascii=False),
                 native=True,
                 provider=PROVIDER,
                 kind=hosted.kind,
