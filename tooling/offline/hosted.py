@@ -172,7 +172,17 @@ def _mcp_tool_names(tool: Mapping[str, Any]) -> list[str]:
     if isinstance(allowed, Mapping):
         allowed = allowed.get("tool_names")
     names = [str(name) for name in allowed or [] if name]
-    return names or ["ask_question"]
+    if names:
+        return names
+    # a connector offers search and fetch, a custom server its own tools
+    return ["search", "fetch"] if tool.get("connector_id") else ["ask_question"]
+
+
+def _mcp_server(tool: Mapping[str, Any]) -> str:
+    """What answers: the connector, or the server's label."""
+    connector = tool.get("connector_id")
+    label = str(tool.get("server_label") or "mcp")
+    return f"{connector} ({label})" if connector else label
 
 
 def awaits_approval(item: Mapping[str, Any]) -> bool:
@@ -205,7 +215,7 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
         request_id = str(requests[-1].get("id"))
         if not ctx.history.approvals.get(request_id, False):
             return []  # denied (or left unanswered): the tool is not called
-        call = _mcp_call(ctx, label, str(requests[-1].get("name") or names[0]))
+        call = _mcp_call(ctx, tool, str(requests[-1].get("name") or names[0]))
         call["approval_request_id"] = request_id
         return [call]
     listing = {
@@ -220,7 +230,7 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "properties": {"question": {"type": "string"}},
                     "required": ["question"],
                 },
-                "description": f"Offline stand-in for {label}.{name}.",
+                "description": f"Offline stand-in for {_mcp_server(tool)}.{name}.",
                 "annotations": {"readOnlyHint": True},
             }
             for name in names
@@ -236,18 +246,19 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
             "arguments": json.dumps({"question": ctx.query}),
         }
         return [listing, request]
-    return [listing, _mcp_call(ctx, label, names[0])]
+    return [listing, _mcp_call(ctx, tool, names[0])]
 
 
-def _mcp_call(ctx: Context, label: str, name: str) -> dict[str, Any]:
+def _mcp_call(ctx: Context, tool: Mapping[str, Any], name: str) -> dict[str, Any]:
     failed = MARKER_MCP_ERROR in ctx.marker_text
+    answer = f"Offline answer from {_mcp_server(tool)}: {ctx.query}."
     return {
         "id": ctx.ids.new("mcp"),
         "type": "mcp_call",
-        "server_label": label,
+        "server_label": str(tool.get("server_label") or "mcp"),
         "name": name,
         "arguments": json.dumps({"question": ctx.query}),
-        "output": None if failed else f"Offline answer from {label}: {ctx.query}.",
+        "output": None if failed else answer,
         "error": (
             {
                 "type": "http_error",

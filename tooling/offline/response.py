@@ -93,3 +93,16 @@ def validate_request(request: Mapping[str, Any]) -> None:
         raise OfflineRequestError(
             400, "Invalid type for 'tools': expected an array.", "tools"
         )
+    for index, tool in enumerate(tools or []):
+        servers = [k for k in _MCP_SERVER_KEYS if tool.get(k)]
+        if tool.get("type") == "mcp" and len(servers) != 1:
+            raise OfflineRequestError(
+                400,
+                f"Invalid 'tools[{index}]': an mcp tool needs exactly one of "
+                f"{', '.join(_MCP_SERVER_KEYS)}.",
+                f"tools[{index}]",
+            )
+
+
+# Where an mcp tool's server is (the API takes exactly one).
+_MCP_SERVER_KEYS = ("server_url", "connector_id", "tunnel_id")
