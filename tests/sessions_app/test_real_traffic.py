@@ -146,7 +146,7 @@ def test_a_feed_source_is_recorded_and_listed_as_text(admin_client):
 
     assert session.status == "succeeded", session.error_message
     call = ToolInvocation.objects.get(session=session, native=True)
-    assert call.value["api_sources"] == ["oai-weather"]
+    assert call.value is not None and call.value["api_sources"] == ["oai-weather"]
     assert "- api: oai-weather" in call.rendered_output
     page = admin_client.get(session.get_absolute_url()).content.decode()
     assert '<li class="api-source">oai-weather <span class="badge"' in page

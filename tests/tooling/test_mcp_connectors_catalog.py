@@ -96,7 +96,7 @@ def test_the_token_is_sent_but_never_stored_shown_or_recorded(admin_client):
     assert TOKEN not in json.dumps(list(session.provider_calls.values("request")))
     call = ToolInvocation.objects.get(session=session, native=True)
     assert (call.kind, call.success) == ("mcp", True)
-    assert call.params["name"] == "search"
+    assert call.params is not None and call.params["name"] == "search"
     assert "connector_googledrive" in call.rendered_output
 
 
