@@ -66,6 +66,7 @@ from .quotas import HostedQuotas
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
 from .sending import Sender, SendFailure, excerpt
+from .statuses import status_problem
 
 if TYPE_CHECKING:
     from .adapter import OpenAIAdapter
@@ -75,9 +76,6 @@ logger = logging.getLogger(__name__)
 ADAPTER_NAME = "openai"
 PROVIDER = "openai"
 _IGNORED_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
-# Statuses of a background response (``background: true``), which the
-# product never requests: they carry no output to act on.
-_BACKGROUND_STATUSES = frozenset({"queued", "in_progress", "cancelled"})
 
 _JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -424,50 +422,11 @@ class Run:
         return data
 
     def _check_status(self, data: Mapping[str, Any]) -> None:
-        """A 200 is not success: only a ``completed`` response is acted on.
-
-        ``failed`` and ``incomplete`` say why; ``queued``, ``in_progress`` and
-        ``cancelled`` belong to background mode, which the product never asks
-        for: such a response has no output yet, and reading it as an answer
-        would end the run "succeeded" with nothing. A body without a status
-        is read as completed, as the SDK's lenient parsing reads it.
-        """
-        status = data.get("status")
-        if status is None or status == "completed":
-            return
-        if status == "failed":
-            failure = data.get("error")
-            failure = failure if isinstance(failure, Mapping) else {}
-            raise self._fail(
-                f"The provider reported the response as failed: "
-                f"{failure.get('code') or 'error'}: "
-                f"{failure.get('message') or 'no message'}",
-                "response",
-                {"response_id": data.get("id"), "error": failure},
-            )
-        if status == "incomplete":
-            details = data.get("incomplete_details")
-            details = details if isinstance(details, Mapping) else {}
-            reason = details.get("reason") or "unknown"
-            raise self._fail(
-                f"The provider returned an incomplete response (reason: {reason}).",
-                "response",
-                {"response_id": data.get("id"), "reason": reason},
-            )
-        shown = excerpt(str(status), 40)
-        if isinstance(status, str) and status in _BACKGROUND_STATUSES:
-            message = (
-                f"The provider answered with status '{shown}': the product does "
-                "not use background mode; the response has no output to act on."
-            )
-        else:
-            message = (
-                f"The provider answered with an unknown status '{shown}'; only a "
-                "completed response is acted on."
-            )
-        raise self._fail(
-            message, "response", {"response_id": data.get("id"), "status": shown}
-        )
+        """A 200 is not success: only a ``completed`` response is acted on
+        (``statuses.status_problem``)."""
+        problem = status_problem(data)
+        if problem is not None:
+            raise self._fail(problem[0], "response", problem[1])
 
     def _record_native(
         self,
