@@ -79,20 +79,25 @@ _ORIGIN_OF_KIND = {
 _ORIGIN_TYPES = frozenset(_ORIGIN_OF_KIND.values())
 
 
+def _listed(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array (the provider's items are untrusted)."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
 def _origin_keys(item_type: str, item: Any) -> frozenset[str]:
     """What a call item names that a citation of it names too: the URLs a
     web search listed, the files a file search returned, the container of a
     code run."""
     if item_type == "web_search_call":
         action = field(item, "action")
-        sources = field(action, "sources", []) if action is not None else []
+        sources = _listed(field(action, "sources") if action is not None else None)
         return frozenset(
             source_key(url)
             for url in (field(source, "url") for source in sources)
             if isinstance(url, str) and url
         )
     if item_type == "file_search_call":
-        results = field(item, "results", [])
+        results = _listed(field(item, "results"))
         return frozenset(
             file_id
             for file_id in (field(result, "file_id") for result in results)
@@ -113,7 +118,7 @@ class _CallLog:
         """Remember ``item`` if it is a call citations point to; say whether
         it was."""
         item_type = field(item, "type")
-        if item_type not in _ORIGIN_TYPES:
+        if not isinstance(item_type, str) or item_type not in _ORIGIN_TYPES:
             return False
         keys = _origin_keys(item_type, item)
         self._calls.setdefault(item_type, []).append((str(field(item, "id", "")), keys))
