@@ -23,7 +23,6 @@ SHELL_LOCAL = "shell_local__vercel-ai__openai-shell-tool_1.json"
 SHELL_CONTAINER = "shell_container__vercel-ai__openai-shell-container_1.json"
 IMAGE_GENERATION = "image_generation__vercel-ai__openai-image-generation-tool_1.json"
 REASONING = "reasoning_encrypted__vercel-ai__openai-reasoning-encrypted-content_1.json"
-MCP = "mcp__vercel-ai__openai-mcp-tool_1.json"
 
 
 @cache

@@ -26,6 +26,7 @@ from tooling.runtime.events import (
 from tooling.runtime.hosted.base import HostedTool
 from tooling.runtime.hosted.code_interpreter import code_interpreter_tool
 from tooling.runtime.hosted.file_search import FileSearchConfig, file_search_tool
+from tooling.runtime.hosted.image_generation import image_generation_tool
 from tooling.runtime.hosted.shell import ShellConfig, shell_tool
 from tooling.runtime.hosted.web_search import web_search_tool
 from tooling.runtime.prompt import Prompt, StructuredOutput
@@ -423,3 +424,32 @@ def test_a_resumed_run_answers_the_recorded_client_shell_call_again() -> None:
 
     assert provider.requests == first.requests[1:]  # the same answer, resent
     assert result.text == "Nothing ran."
+
+
+# -- 21. what the offline provider now mirrors, as the real API sends it ----------
+
+
+def test_a_real_image_generation_call_has_no_action_and_is_recorded() -> None:
+    (recorded,) = real.items_of(real.IMAGE_GENERATION, "image_generation_call")
+    assert "action" not in recorded  # what the offline provider no longer invents
+
+    _result, sink = run(
+        real.replay(real.IMAGE_GENERATION),
+        make_prompt(hosted=(image_generation_tool(),)),
+    )
+
+    (invoked,) = sink.of_type(ToolInvoked)
+    assert invoked.result.success is True
+    assert invoked.result.value.action is None
+    assert invoked.result.value.output_format == "webp"
+
+
+def test_reasoning_items_are_replayed_and_their_tokens_counted() -> None:
+    provider = real.replay(real.REASONING)
+
+    result, sink = run(provider)
+
+    (call,) = sink.of_type(ProviderCallCompleted)
+    assert (call.usage.reasoning_tokens, call.usage.output_tokens) == (128, 163)
+    assert result.text.endswith("Final result: 570")
+    assert sink.of_type(ToolInvoked) == []  # a reasoning item is not a call
