@@ -2,8 +2,8 @@
 
 A kind's spec (``tooling.runtime.hosted.spec``) says which keys its stored
 ``config`` may hold and how they become its config dataclass; this module
-adds only what the deployment owns: the values of the ``header_env`` shape
-and the registered names of the ``executor`` shape.
+adds only what the deployment owns: the values of the ``header_env`` and
+``secret_env`` shapes and the registered names of the ``executor`` shape.
 
 MCP header values and the MCP authorization token are read from the
 environment here, when the prompt is built: the catalog stores only the
