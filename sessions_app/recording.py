@@ -114,6 +114,7 @@ def record_provider_call(
         latency_ms=event.latency_ms,
         request_id=scrub.text(event.request_id, _limit(ProviderCall, "request_id")),
         unknown_item_types=scrub.json(list(event.unknown_item_types)),
+        commentary=scrub.json(list(event.commentary)),
         attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
         attempt_count=min(len(event.attempts) or 1, 32767),
         event_id=event.event_id,

@@ -17,6 +17,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 from django.http import (
     Http404,
     HttpRequest,
@@ -84,18 +85,33 @@ def consulted_sources(
     return sources
 
 
+def consulted_api_sources(tool_invocations: Iterable[ToolInvocation]) -> list[str]:
+    """The names of the sources without a URL (real-time feeds such as
+    ``oai-weather``) native web searches read, each once: shown as text,
+    never as links."""
+    names: list[str] = []
+    for invocation in tool_invocations:
+        value = invocation.value
+        if not invocation.native or not isinstance(value, dict):
+            continue
+        for name in value.get("api_sources") or ():
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return names
+
+
 def search_call_fields() -> dict[str, Any]:
-    """A citation's web search call, for the sources list to name and link:
-    its tool name and query (``search_call_name``, ``search_call_query``),
+    """A citation's call (a web search, file search or code run), for the
+    sources list to name and link: its tool name and query
+    (``search_call_name``, ``search_call_query``: a file search's first),
     read with the citation, whether or not the call is on this page."""
     search = ToolInvocation.objects.filter(
         session=OuterRef("session_id"), native=True, call_id=OuterRef("search_call_id")
     ).order_by()
+    query = Coalesce(KT("params__query"), KT("params__queries__0"))
     return {
         "search_call_name": Subquery(search.values("name")[:1]),
-        "search_call_query": Subquery(
-            search.annotate(query=KT("params__query")).values("query")[:1]
-        ),
+        "search_call_query": Subquery(search.annotate(query=query).values("query")[:1]),
     }
 
 
@@ -193,6 +209,7 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             citations=citations,
             more_citations=more_citations,
             consulted_sources=consulted_sources(invocations, citations),
+            consulted_api_sources=consulted_api_sources(invocations),
             files=files,
             more_files=more_files,
             may_cancel=not session.is_finished

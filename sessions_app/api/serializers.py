@@ -67,6 +67,7 @@ class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
             "error_type",
             "status_code",
             "unknown_item_types",
+            "commentary",
             "attempt_count",
             "attempts",
             "cost",

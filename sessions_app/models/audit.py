@@ -51,6 +51,12 @@ class ProviderCall(AppendOnlyModel):
     error_type = models.CharField(max_length=100, blank=True)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     unknown_item_types = models.JSONField(default=list, blank=True)
+    commentary = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The text of each message the model marked as commentary "
+        "(phase 'commentary'), in order: on the record, not part of the output.",
+    )
     attempts = models.JSONField(
         default=list,
         blank=True,
@@ -195,6 +201,13 @@ class QuotaDecision(AppendOnlyModel):
         return f"{self.tool_name} withdrawn after {self.used} of {self.limit}"
 
 
+_ORIGIN_LABELS = {
+    "url_citation": "web search",
+    "file_citation": "file search",
+    "container_file_citation": "code interpreter",
+}
+
+
 class CitationQuerySet(VisibleQuerySetMixin, AppendOnlyQuerySet["Citation"]):
     def listing(self) -> CitationQuerySet:
         """Newest first, with their turn and the session fields lists read.
@@ -255,7 +268,9 @@ class Citation(AppendOnlyModel):
     search_call_id = models.CharField(
         max_length=100,
         blank=True,
-        help_text="The web_search_call this citation most likely came from.",
+        help_text="The native call this citation most likely came from: the "
+        "web_search_call of a URL, the file_search_call of a file, the "
+        "code_interpreter_call of a container file.",
     )
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -279,6 +294,11 @@ class Citation(AppendOnlyModel):
     @property
     def is_linkable(self) -> bool:
         return self.url.lower().startswith(("http://", "https://"))
+
+    @property
+    def origin_label(self) -> str:
+        """What made the call ``search_call_id`` names, in words."""
+        return _ORIGIN_LABELS.get(self.kind, "call")
 
 
 class StateChange(AppendOnlyModel):

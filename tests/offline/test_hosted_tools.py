@@ -128,7 +128,8 @@ def test_image_generation_returns_a_valid_png() -> None:
     assert png.endswith(b"IEND\xaeB`\x82")
     assert (call.size, call.quality, call.output_format) == ("1024x1024", "low", "png")
     assert call.revised_prompt and "Refund policy" in call.revised_prompt
-    assert call.action == "generate"
+    assert call.action is None  # the real item has no action (issue #24)
+    assert "action" not in call.model_dump(exclude_none=True)
 
 
 def test_mcp_lists_tools_then_calls_the_first_allowed_one() -> None:

@@ -338,10 +338,12 @@ LEGACY_FIELDS = {
     "mcp": (
         "server_label",
         "server_url",
+        "connector_id",  # issue #24: OpenAI's connectors
         "allowed_tools",
         "require_approval",
         "server_description",
         "header_env",
+        "authorization_env",  # issue #24: a connector's token variable
     ),
     "shell": (
         "environment",

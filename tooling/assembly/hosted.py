@@ -2,14 +2,15 @@
 
 A kind's spec (``tooling.runtime.hosted.spec``) says which keys its stored
 ``config`` may hold and how they become its config dataclass; this module
-adds only what the deployment owns: the values of the ``header_env`` shape
-and the registered names of the ``executor`` shape.
+adds only what the deployment owns: the values of the ``header_env`` and
+``secret_env`` shapes and the registered names of the ``executor`` shape.
 
-MCP header values are read from the environment here, when the prompt is
-built: the catalog stores only the variables' names, and only variables the
-operator allowed may be named (``WINK_MCP_HEADER_ENV_PREFIX``, default
-``WINK_MCP_``, or ``WINK_MCP_HEADER_ENV_ALLOW``): an MCP server can never be
-handed the application's own secrets.
+MCP header values and the MCP authorization token are read from the
+environment here, when the prompt is built: the catalog stores only the
+variables' names, and only variables the operator allowed may be named
+(``WINK_MCP_HEADER_ENV_PREFIX``, default ``WINK_MCP_``, or
+``WINK_MCP_HEADER_ENV_ALLOW``): an MCP server can never be handed the
+application's own secrets.
 """
 
 from __future__ import annotations
@@ -48,9 +49,34 @@ def header_variable_rule() -> str:
     return " or ".join(parts) or "none (no variable is allowed)"
 
 
+def _checked_variable(option: str, what: str, variable: Any) -> str:
+    """``variable`` when an MCP credential (``what``: "MCP header 'X'",
+    "MCP authorization") may read it."""
+    if not isinstance(variable, str) or not ENV_VAR_NAME.fullmatch(variable):
+        raise PromptValidationError(
+            f"{what} needs an environment variable name matching "
+            f"^[A-Z_][A-Z0-9_]*$ (got {variable!r}).",
+            placeholder=option,
+        )
+    if not allowed_header_variable(variable):
+        readers = "MCP headers" if what.startswith("MCP header") else "MCP credentials"
+        raise PromptValidationError(
+            f"{what} cannot read '{variable}': {readers} read "
+            f"only the environment variables the operator allowed "
+            f"({header_variable_rule()}; settings WINK_MCP_HEADER_ENV_PREFIX "
+            "and WINK_MCP_HEADER_ENV_ALLOW).",
+            placeholder=option,
+        )
+    return variable
+
+
+#: (option, what reads it, variable, its value: None unset, "" empty)
+Missing = tuple[str, str, str, str | None]
+
+
 def _header_values(
     option: str, header_env: Any, environ: Mapping[str, str]
-) -> tuple[dict[str, str], list[tuple[str, str, str | None]]]:
+) -> tuple[dict[str, str], list[Missing]]:
     """Header values read from ``environ``, and the variables that are unset."""
     if not isinstance(header_env, Mapping):
         raise PromptValidationError(
@@ -59,25 +85,13 @@ def _header_values(
             placeholder=option,
         )
     headers: dict[str, str] = {}
-    missing: list[tuple[str, str, str | None]] = []
+    missing: list[Missing] = []
     for header, variable in header_env.items():
-        if not isinstance(variable, str) or not ENV_VAR_NAME.fullmatch(variable):
-            raise PromptValidationError(
-                f"MCP header '{header}' needs an environment variable name matching "
-                f"^[A-Z_][A-Z0-9_]*$ (got {variable!r}).",
-                placeholder=option,
-            )
-        if not allowed_header_variable(variable):
-            raise PromptValidationError(
-                f"MCP header '{header}' cannot read '{variable}': MCP headers read "
-                f"only the environment variables the operator allowed "
-                f"({header_variable_rule()}; settings WINK_MCP_HEADER_ENV_PREFIX "
-                "and WINK_MCP_HEADER_ENV_ALLOW).",
-                placeholder=option,
-            )
+        what = f"MCP header '{header}'"
+        variable = _checked_variable(option, what, variable)
         value = environ.get(variable)
         if not value:
-            missing.append((str(header), variable, value))
+            missing.append((option, what, variable, value))
         headers[str(header)] = value or ""
     return headers, missing
 
@@ -89,14 +103,24 @@ class _Deployment:
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
-        self.missing: list[tuple[str, str, str, str | None]] = []
+        self.missing: list[Missing] = []
         self.executors: list[str] = []
 
     def __call__(self, option: HostedOption, value: Any) -> Any:
         if option.shape == "header_env":
             headers, missing = _header_values(option.name, value, self.environ)
-            self.missing += [(option.name, *row) for row in missing]
+            self.missing += missing
             return headers
+        if option.shape == "secret_env":
+            variable = _checked_variable(option.name, "MCP authorization", value)
+            secret = self.environ.get(variable)
+            if not secret:
+                self.missing.append(
+                    (option.name, "MCP authorization", variable, secret)
+                )
+                # a placeholder the config accepts: the run is refused anyway
+                return "unset"
+            return secret
         if option.shape == "executor" and isinstance(value, str):
             self.executors.append(value.strip())
         return value
@@ -111,11 +135,10 @@ class _Deployment:
                     placeholder="executor",
                 )
         if self.missing:
-            option, header, variable, value = self.missing[0]
+            option, what, variable, value = self.missing[0]
             state = "which is not set" if value is None else "which is empty"
             raise PromptValidationError(
-                f"MCP header '{header}' reads environment variable '{variable}', "
-                f"{state}.",
+                f"{what} reads environment variable '{variable}', {state}.",
                 placeholder=option,
             )
 

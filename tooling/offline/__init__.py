@@ -26,7 +26,9 @@ from .hosted import (
     TINY_PNG_BASE64,
     search_sources,
 )
+from .markers import MARKER_COMMENTARY, MARKER_COMMENTARY_ONLY, MARKER_STATUS
 from .model import ScriptedModel, parallel_calls_script
+from .reasoning import MARKER_REASONING
 from .response import FIXED_EPOCH, build_response
 from .schema_values import check_value, sample_value
 from .server import OfflineServer, Served
@@ -34,9 +36,13 @@ from .transport import Reply, offline_transport, route
 
 __all__ = [
     "FIXED_EPOCH",
+    "MARKER_COMMENTARY",
+    "MARKER_COMMENTARY_ONLY",
     "MARKER_MCP_ERROR",
+    "MARKER_REASONING",
     "MARKER_SEARCH_EACH_TURN",
     "MARKER_SEARCH_FAILS",
+    "MARKER_STATUS",
     "TINY_PNG_BASE64",
     "OfflineRequestError",
     "OfflineServer",

@@ -112,7 +112,7 @@ def _summary(ctx: Context, output: list[dict[str, Any]]) -> str:
     labels: list[str] = []
     for item in hosted:
         kind = str(item.get("type"))
-        if kind in ("mcp_list_tools", "reasoning", "shell_call_output"):
+        if kind in ("mcp_list_tools", "reasoning", "shell_call_output", "message"):
             continue
         if awaits_answer(item):  # run by the product: summarised below
             continue

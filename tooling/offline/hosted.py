@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .context import Context, digest
+from .reasoning import reasoning_item, reasons
 from .shell import hosted_shell_items
 
 DEFAULT_DOMAINS = ("docs.python.org", "www.djangoproject.com", "developers.openai.com")
@@ -70,22 +71,60 @@ def search_sources(query: str, tool: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
-def _web_search_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+def _web_search_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A search; a reasoning model then opens the first page it found and
+    looks for the query's longest word in it (one call per action, each after
+    a reasoning item, as the real API sends them). A question about the
+    weather, sports or stocks also reads the matching real-time feed (a
+    source with a name and no URL)."""
     failed = MARKER_SEARCH_FAILS in ctx.marker_text
     action: dict[str, Any] = {
         "type": "search",
         "query": ctx.query,
         "queries": [ctx.query],
     }
+    urls = search_sources(ctx.query, tool)
     if not failed and "web_search_call.action.sources" in ctx.include:
-        urls = search_sources(ctx.query, tool)
         action["sources"] = [{"type": "url", "url": url} for url in urls]
-    return {
-        "id": ctx.ids.new("ws"),
-        "type": "web_search_call",
-        "status": "failed" if failed else "completed",
-        "action": action,
-    }
+        action["sources"] += [{"type": "api", "name": feed} for feed in _feeds(ctx)]
+    items = [
+        {
+            "id": ctx.ids.new("ws"),
+            "type": "web_search_call",
+            "status": "failed" if failed else "completed",
+            "action": action,
+        }
+    ]
+    if failed or not reasons(ctx):
+        return items
+    words = sorted(re.findall(r"[A-Za-z0-9]{3,}", ctx.query), key=len, reverse=True)
+    follow_ups: tuple[dict[str, Any], ...] = (
+        {"type": "open_page", "url": urls[0]},
+        {"type": "find_in_page", "url": urls[0], "pattern": (words or ["the"])[0]},
+    )
+    for follow_up in follow_ups:
+        items.append(reasoning_item(ctx, f"Reading {urls[0]} for the answer."))
+        items.append(
+            {
+                "id": ctx.ids.new("ws"),
+                "type": "web_search_call",
+                "status": "completed",
+                "action": follow_up,
+            }
+        )
+    return items
+
+
+# Real-time feeds the real web search reads (sources with a name, no URL).
+_FEEDS = (
+    ("oai-weather", re.compile(r"\b(weather|forecast)\b", re.I)),
+    ("oai-sports", re.compile(r"\b(scores|league|sports?)\b", re.I)),
+    ("oai-finance", re.compile(r"\b(stocks?|stock market|exchange rates?)\b", re.I)),
+)
+
+
+def _feeds(ctx: Context) -> list[str]:
+    return [name for name, words in _FEEDS if words.search(ctx.query)]
 
 
 def file_results(query: str, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -106,17 +145,19 @@ def file_results(query: str, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
     return results[: limit if isinstance(limit, int) and limit > 0 else None]
 
 
-def _file_search_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+def _file_search_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
     results = None
     if "file_search_call.results" in ctx.include:
         results = file_results(ctx.query, tool)
-    return {
-        "id": ctx.ids.new("fs"),
-        "type": "file_search_call",
-        "status": "completed",
-        "queries": [ctx.query],
-        "results": results,
-    }
+    return [
+        {
+            "id": ctx.ids.new("fs"),
+            "type": "file_search_call",
+            "status": "completed",
+            "queries": [ctx.query],
+            "results": results,
+        }
+    ]
 
 
 def _container_id(tool: Mapping[str, Any], seed: str) -> str:
@@ -126,7 +167,19 @@ def _container_id(tool: Mapping[str, Any], seed: str) -> str:
     return f"cntr_{digest(seed, 'container')[:24]}"
 
 
-def _code_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
+CHART_WORDS = re.compile(r"\b(chart|plot|graph)s?\b", re.IGNORECASE)
+_CHART_CODE = (
+    "import matplotlib.pyplot as plt\n"
+    "plt.bar(['step'], [2])\n"
+    "plt.savefig('/mnt/data/chart.png')\n"
+    "plt.show()"
+)
+
+
+def _code_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A run that writes ``result.csv``; when the prompt asks for a chart
+    (or plot, or graph), a second run in the same container draws it (an
+    image output)."""
     code = (
         "import csv\n"
         "rows = [('step', 'value'), ('1', '2')]\n"
@@ -134,17 +187,23 @@ def _code_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
         "    csv.writer(handle).writerows(rows)\n"
         "print(len(rows))"
     )
-    outputs = None
-    if "code_interpreter_call.outputs" in ctx.include:
-        outputs = [{"type": "logs", "logs": "2\n"}]
-    return {
-        "id": ctx.ids.new("ci"),
-        "type": "code_interpreter_call",
-        "status": "completed",
-        "container_id": _container_id(tool, ctx.ids.seed),
-        "code": code,
-        "outputs": outputs,
-    }
+    included = "code_interpreter_call.outputs" in ctx.include
+    container = _container_id(tool, ctx.ids.seed)
+    runs = [(code, [{"type": "logs", "logs": "2\n"}])]
+    if CHART_WORDS.search(ctx.marker_text):
+        image = f"data:image/png;base64,{TINY_PNG_BASE64}"
+        runs.append((_CHART_CODE, [{"type": "image", "url": image}]))
+    return [
+        {
+            "id": ctx.ids.new("ci"),
+            "type": "code_interpreter_call",
+            "status": "completed",
+            "container_id": container,
+            "code": source,
+            "outputs": outputs if included else None,
+        }
+        for source, outputs in runs
+    ]
 
 
 def _choice(tool: Mapping[str, Any], key: str, default: str) -> str:
@@ -152,19 +211,21 @@ def _choice(tool: Mapping[str, Any], key: str, default: str) -> str:
     return default if value in (None, "auto") else str(value)
 
 
-def _image_item(ctx: Context, tool: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "id": ctx.ids.new("ig"),
-        "type": "image_generation_call",
-        "status": "completed",
-        "result": TINY_PNG_BASE64,
-        "revised_prompt": f"A simple illustration of {ctx.query}",
-        "size": _choice(tool, "size", "1024x1024"),
-        "quality": _choice(tool, "quality", "medium"),
-        "output_format": "png",  # the bytes are always a PNG
-        "background": _choice(tool, "background", "opaque"),
-        "action": _choice(tool, "action", "generate"),
-    }
+def _image_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    # No "action": the real API's item does not carry one.
+    return [
+        {
+            "id": ctx.ids.new("ig"),
+            "type": "image_generation_call",
+            "status": "completed",
+            "result": TINY_PNG_BASE64,
+            "revised_prompt": f"A simple illustration of {ctx.query}",
+            "size": _choice(tool, "size", "1024x1024"),
+            "quality": _choice(tool, "quality", "medium"),
+            "output_format": "png",  # the bytes are always a PNG
+            "background": _choice(tool, "background", "opaque"),
+        }
+    ]
 
 
 def _mcp_tool_names(tool: Mapping[str, Any]) -> list[str]:
@@ -172,7 +233,17 @@ def _mcp_tool_names(tool: Mapping[str, Any]) -> list[str]:
     if isinstance(allowed, Mapping):
         allowed = allowed.get("tool_names")
     names = [str(name) for name in allowed or [] if name]
-    return names or ["ask_question"]
+    if names:
+        return names
+    # a connector offers search and fetch, a custom server its own tools
+    return ["search", "fetch"] if tool.get("connector_id") else ["ask_question"]
+
+
+def _mcp_server(tool: Mapping[str, Any]) -> str:
+    """What answers: the connector, or the server's label."""
+    connector = tool.get("connector_id")
+    label = str(tool.get("server_label") or "mcp")
+    return f"{connector} ({label})" if connector else label
 
 
 def awaits_approval(item: Mapping[str, Any]) -> bool:
@@ -205,7 +276,7 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
         request_id = str(requests[-1].get("id"))
         if not ctx.history.approvals.get(request_id, False):
             return []  # denied (or left unanswered): the tool is not called
-        call = _mcp_call(ctx, label, str(requests[-1].get("name") or names[0]))
+        call = _mcp_call(ctx, tool, str(requests[-1].get("name") or names[0]))
         call["approval_request_id"] = request_id
         return [call]
     listing = {
@@ -220,7 +291,7 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "properties": {"question": {"type": "string"}},
                     "required": ["question"],
                 },
-                "description": f"Offline stand-in for {label}.{name}.",
+                "description": f"Offline stand-in for {_mcp_server(tool)}.{name}.",
                 "annotations": {"readOnlyHint": True},
             }
             for name in names
@@ -236,18 +307,19 @@ def _mcp_items(ctx: Context, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
             "arguments": json.dumps({"question": ctx.query}),
         }
         return [listing, request]
-    return [listing, _mcp_call(ctx, label, names[0])]
+    return [listing, _mcp_call(ctx, tool, names[0])]
 
 
-def _mcp_call(ctx: Context, label: str, name: str) -> dict[str, Any]:
+def _mcp_call(ctx: Context, tool: Mapping[str, Any], name: str) -> dict[str, Any]:
     failed = MARKER_MCP_ERROR in ctx.marker_text
+    answer = f"Offline answer from {_mcp_server(tool)}: {ctx.query}."
     return {
         "id": ctx.ids.new("mcp"),
         "type": "mcp_call",
-        "server_label": label,
+        "server_label": str(tool.get("server_label") or "mcp"),
         "name": name,
         "arguments": json.dumps({"question": ctx.query}),
-        "output": None if failed else f"Offline answer from {label}: {ctx.query}.",
+        "output": None if failed else answer,
         "error": (
             {
                 "type": "http_error",
@@ -278,16 +350,16 @@ def hosted_items(ctx: Context, allowed: set[str] | None) -> list[dict[str, Any]]
             or MARKER_SEARCH_EACH_TURN in ctx.marker_text
         )
     ):
-        items.append(_web_search_item(ctx, searches[0]))
-    builders: tuple[tuple[str, str, Callable[..., dict[str, Any]]], ...] = (
-        ("file_search", "file_search_call", _file_search_item),
-        ("code_interpreter", "code_interpreter_call", _code_item),
-        ("image_generation", "image_generation_call", _image_item),
+        items.extend(_web_search_items(ctx, searches[0]))
+    builders: tuple[tuple[str, str, Callable[..., list[dict[str, Any]]]], ...] = (
+        ("file_search", "file_search_call", _file_search_items),
+        ("code_interpreter", "code_interpreter_call", _code_items),
+        ("image_generation", "image_generation_call", _image_items),
     )
     for kind, item_type, build in builders:
         offered = [t for t in ctx.tools if t.get("type") == kind]
         if offered and permitted(kind) and not history.hosted_of(item_type):
-            items.append(build(ctx, offered[0]))
+            items.extend(build(ctx, offered[0]))
     items.extend(hosted_shell_items(ctx, permitted))
     done = {str(item.get("server_label")) for item in history.hosted_of("mcp_call")}
     done |= {  # asked, and the answer was not a yes

@@ -43,7 +43,15 @@ from .hosted import (
     hosted_items,
     within_tool_call_limit,
 )
+from .markers import (
+    commentary_item,
+    comments,
+    only_comments,
+    played_status,
+    with_status,
+)
 from .patches import awaits_answer, local_items
+from .reasoning import reasoning_item, reasons
 from .response import build_response, token_usage, validate_request
 from .schema_values import sample_value
 
@@ -89,13 +97,21 @@ class ScriptedModel:
         )
         output = self._turn(ctx)
         turn = history.prior_turns + 1
-        return build_response(
+        response = build_response(
             request, output, response_id=f"resp_{seed[:12]}", turn=turn
         )
+        status = played_status(ctx)
+        return response if status is None else with_status(response, status)
 
     def _turn(self, ctx: Context) -> list[dict[str, Any]]:
         allowed = allowed_names(ctx.request.get("tool_choice", "auto"))
         output: list[dict[str, Any]] = []
+        if reasons(ctx):
+            output.append(reasoning_item(ctx, f'Planning how to answer "{ctx.query}".'))
+        if comments(ctx):
+            output.append(commentary_item(ctx))
+        if only_comments(ctx):
+            return output  # not an answer: the product sends the history again
         if allowed != set():
             output.extend(within_tool_call_limit(ctx, hosted_items(ctx, allowed)))
             local = local_items(ctx, lambda key: allowed is None or key in allowed)

@@ -3,11 +3,11 @@ real API makes before it answers."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import OfflineRequestError
+from .reasoning import usage_of
 
 FIXED_EPOCH = 1767225600  # 2026-01-01T00:00:00Z; created_at = FIXED_EPOCH + turn
 
@@ -36,9 +36,7 @@ def build_response(
     text.setdefault("format", {"type": "text"})
     text.setdefault("verbosity", "medium")
     if usage is None:
-        usage = token_usage(
-            len(json.dumps(request.get("input"))) // 4, len(json.dumps(output)) // 4
-        )
+        usage = usage_of(request, output)
     return {
         "id": response_id,
         "object": "response",
@@ -93,3 +91,16 @@ def validate_request(request: Mapping[str, Any]) -> None:
         raise OfflineRequestError(
             400, "Invalid type for 'tools': expected an array.", "tools"
         )
+    for index, tool in enumerate(tools or []):
+        servers = [k for k in _MCP_SERVER_KEYS if tool.get(k)]
+        if tool.get("type") == "mcp" and len(servers) != 1:
+            raise OfflineRequestError(
+                400,
+                f"Invalid 'tools[{index}]': an mcp tool needs exactly one of "
+                "server_url, connector_id or tunnel_id.",
+                f"tools[{index}]",
+            )
+
+
+# Where an mcp tool's server is (the API takes exactly one).
+_MCP_SERVER_KEYS = ("server_url", "connector_id", "tunnel_id")

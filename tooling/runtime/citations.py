@@ -30,9 +30,12 @@ class Citation:
     message_id: str | None = None
     content_index: int = 0
     search_call_id: str | None = None
-    """The ``web_search_call`` this URL citation most likely came from: the
-    latest earlier call that listed the URL among its sources, else the latest
-    earlier call (the API does not link them itself)."""
+    """The id of the native call this citation most likely came from (the API
+    does not link them itself): for a URL, the latest earlier
+    ``web_search_call`` that listed it among its sources; for a file, the
+    latest earlier ``file_search_call`` whose results named it; for a
+    container file, the latest earlier ``code_interpreter_call`` in its
+    container; else the latest earlier call of that type."""
 
 
 # Query parameters the provider adds to cited URLs (not part of the source).

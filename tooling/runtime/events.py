@@ -111,6 +111,9 @@ class ProviderCallCompleted:
     usage: TokenUsage
     latency_ms: float
     citations: tuple[Citation, ...] = ()
+    #: The text of each message the model marked ``phase: commentary``: kept
+    #: on the record, never part of the answer.
+    commentary: tuple[str, ...] = ()
     unknown_item_types: tuple[str, ...] = ()
     request_id: str | None = None
     attempts: tuple[ProviderAttempt, ...] = ()

@@ -6,7 +6,10 @@ first (``mcp_approval_request``): the run pauses until a human decides, and
 the decision goes back as an ``mcp_approval_response`` on the next request
 (``adapters/openai/approvals.py``); ``"never"`` (the default) calls at once.
 
-``headers`` usually carry credentials: they are kept out of ``repr``.
+A server is a URL (``server_url``) or one of OpenAI's connectors
+(``connector_id``, e.g. ``connector_googledrive``), never both. ``headers``
+and ``authorization`` (the OAuth access token a connector needs) carry
+credentials: they are kept out of ``repr``.
 """
 
 from __future__ import annotations
@@ -26,14 +29,57 @@ from .spec import HostedKindSpec, HostedOption
 ApprovalMode = Literal["always", "never"]
 APPROVAL_MODES: tuple[str, ...] = ("always", "never")
 SERVER_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: OpenAI's connectors (openai 3.54's ``connector_id`` literal; deprecated for
+#: models released after 2026-09-01, per its docstring).
+CONNECTOR_IDS: tuple[str, ...] = (
+    "connector_dropbox",
+    "connector_gmail",
+    "connector_googlecalendar",
+    "connector_googledrive",
+    "connector_microsoftteams",
+    "connector_outlookcalendar",
+    "connector_outlookemail",
+    "connector_sharepoint",
+)
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
+
+
+def _given(value: object) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _check_connector(connector: object) -> str:
+    if not isinstance(connector, str) or connector.strip() not in CONNECTOR_IDS:
+        raise PromptValidationError(
+            f"connector_id {connector!r} is not one of OpenAI's connectors: "
+            f"{', '.join(CONNECTOR_IDS)}.",
+            placeholder="connector_id",
+        )
+    return connector.strip()
+
+
+def _check_authorization(token: object) -> str | None:
+    if token is None:
+        return None
+    if (
+        not isinstance(token, str)
+        or not token.strip()
+        or _HEADER_VALUE_FORBIDDEN.search(token)
+    ):
+        # The value is secret: never echo it.
+        raise PromptValidationError(
+            "authorization must be a non-blank access token without line breaks.",
+            placeholder="authorization",
+        )
+    return token.strip()
 
 
 def _check_url(url: object) -> str:
     if not isinstance(url, str) or not url.strip():
         raise PromptValidationError(
-            "server_url must be the http(s) URL of the MCP server.",
+            "server_url must be the http(s) URL of the MCP server (or give a "
+            "connector_id for one of OpenAI's connectors).",
             placeholder="server_url",
         )
     value = url.strip()
@@ -100,20 +146,25 @@ def _check_headers(headers: object) -> Mapping[str, str]:
 class McpConfig:
     """Options of one remote MCP server.
 
-    ``server_label`` identifies the server in calls (``^[A-Za-z0-9_-]{1,64}$``);
-    ``allowed_tools`` restricts which of its tools the model sees (empty: all).
-    ``headers`` are sent to the server (typically ``Authorization``); they are
-    secret, immutable and excluded from ``repr``.
+    ``server_label`` identifies the server in calls (``^[A-Za-z0-9_-]{1,64}$``).
+    The server is either ``server_url`` or ``connector_id`` (one of
+    ``CONNECTOR_IDS``), exactly one of them. ``allowed_tools`` restricts which
+    of its tools the model sees (empty: all). ``headers`` are sent to a
+    server URL (typically ``Authorization``); ``authorization`` is the OAuth
+    access token, which a connector requires. Both are secret, immutable and
+    excluded from ``repr``.
     """
 
     server_label: str
-    server_url: str
+    server_url: str = ""
     allowed_tools: tuple[str, ...] = ()
     require_approval: ApprovalMode = "never"
     headers: Mapping[str, str] = dataclasses.field(
         default_factory=lambda: MappingProxyType({}), repr=False
     )
     server_description: str | None = None
+    connector_id: str | None = None
+    authorization: str | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         label = self.server_label
@@ -123,7 +174,20 @@ class McpConfig:
                 "ASCII letters, digits, underscores or hyphens.",
                 placeholder="server_label",
             )
-        object.__setattr__(self, "server_url", _check_url(self.server_url))
+        if _given(self.connector_id):
+            if _given(self.server_url):
+                raise PromptValidationError(
+                    "Give either server_url or connector_id, not both: a "
+                    "connector is run by OpenAI and has no URL.",
+                    placeholder="connector_id",
+                )
+            object.__setattr__(
+                self, "connector_id", _check_connector(self.connector_id)
+            )
+            object.__setattr__(self, "server_url", "")
+        else:
+            object.__setattr__(self, "connector_id", None)
+            object.__setattr__(self, "server_url", _check_url(self.server_url))
         if self.allowed_tools is None or isinstance(self.allowed_tools, Mapping):
             raise PromptValidationError(
                 "allowed_tools must be a list of tool names.",
@@ -147,6 +211,22 @@ class McpConfig:
                 placeholder="require_approval",
             )
         object.__setattr__(self, "headers", _check_headers(self.headers))
+        object.__setattr__(
+            self, "authorization", _check_authorization(self.authorization)
+        )
+        if self.connector_id is not None:
+            if self.headers:
+                raise PromptValidationError(
+                    "headers are sent to a server URL; a connector takes its "
+                    "access token in authorization instead.",
+                    placeholder="headers",
+                )
+            if self.authorization is None:
+                raise PromptValidationError(
+                    f"connector_id '{self.connector_id}' needs authorization: "
+                    "the OAuth access token of the account the connector reads.",
+                    placeholder="authorization",
+                )
         description = self.server_description
         if description is not None:
             if not isinstance(description, str):
@@ -240,6 +320,8 @@ def mcp_template(config: McpConfig) -> str:
         f"The tools of the MCP server '{config.server_label}' are available to you;"
         " the provider calls them for you.",
     ]
+    if config.connector_id is not None:
+        lines.append(f"It is OpenAI's connector {config.connector_id}.")
     if config.server_description:
         lines.append(f"About this server: {config.server_description}")
     if config.allowed_tools:
@@ -261,6 +343,7 @@ class McpSection(HostedToolSection[McpConfig]):
 
 __all__ = [
     "APPROVAL_MODES",
+    "CONNECTOR_IDS",
     "SERVER_LABEL",
     "ApprovalMode",
     "McpApprovalRequest",
@@ -281,16 +364,23 @@ MCP_SPEC: HostedKindSpec[McpConfig] = HostedKindSpec(
     label="MCP server",
     config_type=McpConfig,
     tool_factory=mcp_tool,
-    description="Used when the kind is mcp. Header values are secrets: only the "
-    "names of the environment variables holding them are stored, and the values "
-    "are never shown.",
+    description="Used when the kind is mcp: a server URL, or one of OpenAI's "
+    "connectors. Header values and the authorization token are secrets: only "
+    "the names of the environment variables holding them are stored, and the "
+    "values are never shown.",
     refused={
         "headers": (
             "MCP header values are never stored in the catalog: name an "
             "environment variable per header instead, as header_env "
             '{"Authorization": "WINK_MCP_CRM_TOKEN"}.',
             "header_env",
-        )
+        ),
+        "authorization": (
+            "The MCP authorization token is never stored in the catalog: name "
+            "the environment variable holding it instead, as authorization_env "
+            '"WINK_MCP_DRIVE_TOKEN".',
+            "authorization_env",
+        ),
     },
     options=(
         HostedOption(
@@ -304,7 +394,17 @@ MCP_SPEC: HostedKindSpec[McpConfig] = HostedKindSpec(
             label="Server URL",
             max_length=500,
             default="",
-            help="https:// (or http://) URL of the MCP server, without credentials.",
+            help="https:// (or http://) URL of the MCP server, without credentials; "
+            "leave empty for a connector.",
+        ),
+        HostedOption(
+            "connector_id",
+            "choice",
+            label="Connector",
+            choices=CONNECTOR_IDS,
+            blank="none (a server URL)",
+            help="One of OpenAI's connectors instead of a server URL (not both); "
+            "it needs an authorization variable.",
         ),
         HostedOption(
             "allowed_tools",
@@ -330,6 +430,17 @@ MCP_SPEC: HostedKindSpec[McpConfig] = HostedKindSpec(
             "Authorization=DEEPWIKI_MCP_AUTH. Only the variable's name is stored; "
             "its value is read from the environment when the prompt is built and "
             "is never stored or shown.",
+        ),
+        HostedOption(
+            "authorization_env",
+            "secret_env",
+            label="Authorization variable",
+            field="authorization",
+            max_length=100,
+            help="The environment variable holding the OAuth access token sent "
+            "as authorization (a connector needs one), e.g. WINK_MCP_DRIVE_TOKEN. "
+            "Only its name is stored; the value is read when the prompt is built, "
+            "under the same rules as header variables, and never stored or shown.",
         ),
     ),
 )

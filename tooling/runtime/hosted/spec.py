@@ -9,10 +9,11 @@ that turns a stored config into the config dataclass (unknown keys refused),
 and the kinds a ``HostedToolDefinition`` may have; no option name is written
 anywhere else. ``docs/hosted-kinds.md`` shows the steps to add a kind.
 
-Two shapes name things only the deployment has, and the host resolves them
+Three shapes name things only the deployment has, and the host resolves them
 when the prompt is built: ``header_env`` (header names mapped to environment
-variable names; the host reads the values) and ``executor`` (the name of a
-registered local executor).
+variable names; the host reads the values), ``secret_env`` (the name of one
+environment variable holding a secret; the host reads it) and ``executor``
+(the name of a registered local executor).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ OptionShape = Literal[
     "boolean",
     "json",  # any JSON value (an object, usually)
     "header_env",  # {"Header-Name": "ENV_VAR"}: the host reads the values
+    "secret_env",  # "ENV_VAR": the host reads the value (a token)
     "executor",  # the name of an executor the host registered
 ]
 OPTION_SHAPES: tuple[str, ...] = get_args(OptionShape)
@@ -159,7 +161,8 @@ class HostedKindSpec(Generic[ConfigT]):
     ) -> dict[str, Any]:
         """The options' values by JSON key: empty ones left out (or their
         ``default``), booleans as booleans, ``resolve`` applied to the rest
-        (the host resolves the ``header_env`` and ``executor`` shapes)."""
+        (the host resolves the ``header_env``, ``secret_env`` and ``executor``
+        shapes)."""
         values: dict[str, Any] = {}
         for option in self.options:
             value = stored.get(option.name)

@@ -146,7 +146,9 @@ class WebSearchConfig:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class WebSearchCall:
-    """One ``web_search_call`` item: its action and the sources it consulted."""
+    """One ``web_search_call`` item: its action and the sources it consulted:
+    ``sources`` the URLs, ``api_sources`` the names of sources without one
+    (real-time feeds such as ``oai-weather``)."""
 
     call_id: str
     status: str
@@ -155,6 +157,7 @@ class WebSearchCall:
     url: str | None = None
     pattern: str | None = None
     sources: tuple[str, ...] = ()
+    api_sources: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -165,6 +168,7 @@ class WebSearchResult:
     citations: tuple[Citation, ...] = ()
     source_urls: tuple[str, ...] = ()
     calls: tuple[WebSearchCall, ...] = ()
+    api_sources: tuple[str, ...] = ()
 
     def render(self) -> str:
         lines = [self.text] if self.text else []

@@ -71,6 +71,10 @@ class RunCosts:
             self.containers.add(fee.container)
         return self._add(fee.amount)
 
+    def nothing_ran(self) -> Decimal | None:
+        """The fee of a native call that ran nothing: 0 (``None`` unpriced)."""
+        return None if self.pricing is None else ZERO
+
     def next_request_floor(self) -> Decimal:
         """The least the next request costs: it resends at least the previous
         request's input, billed at the model's cheapest input rate."""

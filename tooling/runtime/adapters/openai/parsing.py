@@ -15,44 +15,124 @@ def _text_parts(item: Any) -> Iterable[tuple[int, Any]]:
             yield index, part
 
 
+COMMENTARY = "commentary"
+FINAL_ANSWER = "final_answer"
+
+
+def _phase(item: Any) -> str | None:
+    phase = field(item, "phase")
+    return phase if isinstance(phase, str) else None
+
+
+def _joined(messages: Iterable[Any]) -> str:
+    return "".join(
+        str(field(part, "text", ""))
+        for message in messages
+        for _, part in _text_parts(message)
+    )
+
+
+def _messages(items: Sequence[Any]) -> list[Any]:
+    return [item for item in items if field(item, "type") == "message"]
+
+
+def answer_messages(items: Sequence[Any]) -> list[Any]:
+    """The messages that are the model's answer.
+
+    Newer models mark each message with a ``phase``: ``commentary`` (what it
+    is about to do) or ``final_answer``. When any message has a phase, only
+    the ``final_answer`` ones are the answer; otherwise every message is.
+    """
+    messages = _messages(items)
+    if any(_phase(message) is not None for message in messages):
+        return [m for m in messages if _phase(m) == FINAL_ANSWER]
+    return messages
+
+
 def message_text(items: Sequence[Any]) -> str:
-    """All ``output_text`` of all assistant messages, in order."""
-    chunks: list[str] = []
-    for item in items:
-        if field(item, "type") != "message":
-            continue
-        for _, part in _text_parts(item):
-            chunks.append(str(field(part, "text", "")))
-    return "".join(chunks)
+    """The answer's text: the ``output_text`` of ``answer_messages``, in order
+    (commentary is not part of it)."""
+    return _joined(answer_messages(items))
 
 
-class _SearchLog:
-    """The ``web_search_call`` items seen so far, to tell where a URL came from."""
+def commentary_texts(items: Sequence[Any]) -> tuple[str, ...]:
+    """The text of each ``commentary`` message, in order."""
+    return tuple(
+        _joined([message])
+        for message in _messages(items)
+        if _phase(message) == COMMENTARY
+    )
 
-    def __init__(self) -> None:
-        self._calls: list[tuple[str, frozenset[str]]] = []
 
-    def add(self, item: Any) -> bool:
-        """Remember ``item`` if it is a web search call; say whether it was."""
-        if field(item, "type") != "web_search_call":
-            return False
+def only_commentary(items: Sequence[Any]) -> bool:
+    """Whether the model only commented: a commentary message, and no answer
+    (no ``final_answer``): the response is not the end of the run."""
+    return bool(commentary_texts(items)) and not answer_messages(items)
+
+
+# The call item each citation kind points back to.
+_ORIGIN_OF_KIND = {
+    "url_citation": "web_search_call",
+    "file_citation": "file_search_call",
+    "container_file_citation": "code_interpreter_call",
+}
+_ORIGIN_TYPES = frozenset(_ORIGIN_OF_KIND.values())
+
+
+def _listed(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array (the provider's items are untrusted)."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _origin_keys(item_type: str, item: Any) -> frozenset[str]:
+    """What a call item names that a citation of it names too: the URLs a
+    web search listed, the files a file search returned, the container of a
+    code run."""
+    if item_type == "web_search_call":
         action = field(item, "action")
-        sources = field(action, "sources", []) if action is not None else []
-        keys = frozenset(
+        sources = _listed(field(action, "sources") if action is not None else None)
+        return frozenset(
             source_key(url)
             for url in (field(source, "url") for source in sources)
             if isinstance(url, str) and url
         )
-        self._calls.append((str(field(item, "id", "")), keys))
+    if item_type == "file_search_call":
+        results = _listed(field(item, "results"))
+        return frozenset(
+            file_id
+            for file_id in (field(result, "file_id") for result in results)
+            if isinstance(file_id, str) and file_id
+        )
+    container = field(item, "container_id")
+    return frozenset([container] if isinstance(container, str) and container else [])
+
+
+class _CallLog:
+    """The cited kinds' call items seen so far, to tell where a citation came
+    from (the API does not link them itself)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, list[tuple[str, frozenset[str]]]] = {}
+
+    def add(self, item: Any) -> bool:
+        """Remember ``item`` if it is a call citations point to; say whether
+        it was."""
+        item_type = field(item, "type")
+        if not isinstance(item_type, str) or item_type not in _ORIGIN_TYPES:
+            return False
+        keys = _origin_keys(item_type, item)
+        self._calls.setdefault(item_type, []).append((str(field(item, "id", "")), keys))
         return True
 
-    def origin_of(self, url: str) -> str | None:
-        """The latest call that listed ``url``, else the latest call, if any."""
-        key = source_key(url)
-        for call_id, keys in reversed(self._calls):
-            if key in keys:
+    def origin_of(self, kind: str, key: Any) -> str | None:
+        """For a citation of ``kind`` naming ``key`` (a URL's ``source_key``,
+        a file id, a container id): the latest call that named it, else the
+        latest call of the kind's type, if any."""
+        calls = self._calls.get(_ORIGIN_OF_KIND[kind], [])
+        for call_id, keys in reversed(calls):
+            if isinstance(key, str) and key in keys:
                 return call_id or None
-        return (self._calls[-1][0] or None) if self._calls else None
+        return (calls[-1][0] or None) if calls else None
 
 
 def citations_from_items(
@@ -60,11 +140,13 @@ def citations_from_items(
 ) -> list[Citation]:
     """Every citation annotation of every text part of every message.
 
-    URL citations are linked to the web search call they came from, looking at
-    the calls before the message in ``items`` and in ``earlier`` (the run's
-    previous output items).
+    Each is linked to the call it most likely came from (``search_call_id``):
+    a URL to a ``web_search_call``, a file to a ``file_search_call``, a
+    container file to a ``code_interpreter_call``, looking at the calls before
+    the message in ``items`` and in ``earlier`` (the run's previous output
+    items).
     """
-    searches = _SearchLog()
+    searches = _CallLog()
     for item in earlier:
         searches.add(item)
     citations: list[Citation] = []
@@ -89,7 +171,7 @@ def _span(annotation: Any, text: str) -> tuple[tuple[int, int] | None, str]:
 
 
 def _citation(
-    annotation: Any, text: str, message_id: Any, index: int, searches: _SearchLog
+    annotation: Any, text: str, message_id: Any, index: int, searches: _CallLog
 ) -> Citation | None:
     kind = field(annotation, "type")
     if kind == "url_citation":
@@ -103,7 +185,7 @@ def _citation(
             kind=kind,
             message_id=message_id,
             content_index=index,
-            search_call_id=searches.origin_of(url),
+            search_call_id=searches.origin_of(kind, source_key(url)),
         )
     if kind == "container_file_citation":
         span, cited = _span(annotation, text)
@@ -118,6 +200,7 @@ def _citation(
             container_id=field(annotation, "container_id"),
             message_id=message_id,
             content_index=index,
+            search_call_id=searches.origin_of(kind, field(annotation, "container_id")),
         )
     if kind == "file_citation":
         position = field(annotation, "index")
@@ -131,5 +214,6 @@ def _citation(
             filename=field(annotation, "filename"),
             message_id=message_id,
             content_index=index,
+            search_call_id=searches.origin_of(kind, field(annotation, "file_id")),
         )
     return None

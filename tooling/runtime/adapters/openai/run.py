@@ -56,11 +56,17 @@ from .codecs.base import JsonObject, field
 from .costs import RunCosts
 from .local_calls import LocalCalls
 from .native import typed_native_call
-from .parsing import citations_from_items, message_text
+from .parsing import (
+    citations_from_items,
+    commentary_texts,
+    message_text,
+    only_commentary,
+)
 from .quotas import HostedQuotas
 from .redaction import redact_request, redact_tools
 from .resume import RunRecord
 from .sending import Sender, SendFailure, excerpt
+from .statuses import status_problem
 
 if TYPE_CHECKING:
     from .adapter import OpenAIAdapter
@@ -217,6 +223,7 @@ class Run:
             output = _items(data)
             self.all_items.extend(output)
             calls: list[FunctionCall] = []
+            answers: list[Mapping[str, Any]] = []  # client calls not run
             for position, item in enumerate(output):
                 item_type = field(item, "type")
                 if item_type == "function_call":
@@ -225,18 +232,26 @@ class Run:
                     calls.append(local.call(item, turn))
                     self.quotas.count(calls[-1].name, turn)
                 elif item_type in hosted_by_type:
-                    self._record_native(
+                    answer = self._record_native(
                         item, hosted_by_type[item_type], rendered, turn, output
                     )
+                    if answer is not None:
+                        answers.append(answer)
                 elif item_type not in _IGNORED_ITEM_TYPES:
                     logger.warning(
                         "Unknown output item type %r at %d", item_type, position
                     )
             history.extend(output)
+            history.extend(answers)
             # answered from the record, or the run pauses for a human here
             approvals = mcp_approvals.answer(output, turn)
             history.extend(approvals)
-            if not calls and not approvals:
+            if not calls and not approvals and not answers:
+                if only_commentary(output):
+                    # Commentary is not an answer: the request goes again with
+                    # it in the history and the model goes on (the turn limit
+                    # and the budget bound how often).
+                    continue
                 return self._finish(rendered, data, turn)
             for call in calls:
                 replayed = self.resume.tool_outputs.get(self.sequence.peek())
@@ -394,6 +409,7 @@ class Run:
                 usage=usage,
                 latency_ms=reply.latency_ms,
                 citations=tuple(self.citations[earlier:]),
+                commentary=commentary_texts(_items(data)),
                 unknown_item_types=unknown,
                 request_id=reply.request_id,
                 attempts=reply.attempts,
@@ -406,27 +422,11 @@ class Run:
         return data
 
     def _check_status(self, data: Mapping[str, Any]) -> None:
-        """A 200 is not success: a failed or incomplete response ends the run."""
-        status = data.get("status")
-        if status == "failed":
-            failure = data.get("error")
-            failure = failure if isinstance(failure, Mapping) else {}
-            raise self._fail(
-                f"The provider reported the response as failed: "
-                f"{failure.get('code') or 'error'}: "
-                f"{failure.get('message') or 'no message'}",
-                "response",
-                {"response_id": data.get("id"), "error": failure},
-            )
-        if status == "incomplete":
-            details = data.get("incomplete_details")
-            details = details if isinstance(details, Mapping) else {}
-            reason = details.get("reason") or "unknown"
-            raise self._fail(
-                f"The provider returned an incomplete response (reason: {reason}).",
-                "response",
-                {"response_id": data.get("id"), "reason": reason},
-            )
+        """A 200 is not success: only a ``completed`` response is acted on
+        (``statuses.status_problem``)."""
+        problem = status_problem(data)
+        if problem is not None:
+            raise self._fail(problem[0], "response", problem[1])
 
     def _record_native(
         self,
@@ -435,7 +435,9 @@ class Run:
         rendered: RenderedPrompt,
         turn: int,
         output: Sequence[Any] = (),
-    ) -> None:
+    ) -> Mapping[str, Any] | None:
+        """Record one native call item; return the input item answering it
+        when it is a client call the product did not run (``NativeCall.answer``)."""
         hosted = candidates[0]
         codec = self.adapter._codec(hosted, rendered.prompt_name)
         item_type = field(item, "type")
@@ -464,9 +466,9 @@ class Run:
                 rendered_output="",
                 alike=alike,
             )
-            return
+            return None
         if call is None:
-            return
+            return None
         params: Any = dict(call.params)
         result: ToolResult[Any] = ToolResult(
             message=call.message,
@@ -487,7 +489,9 @@ class Run:
             rendered_output=rendered_output,
             raw_params=call.params,
             alike=alike,
+            answer=call.answer,
         )
+        return call.answer
 
     def _emit_native(
         self,
@@ -501,14 +505,20 @@ class Run:
         rendered_output: str,
         raw_params: Mapping[str, Any] | None = None,
         alike: Sequence[str] = (),
+        answer: Mapping[str, Any] | None = None,
     ) -> None:
         """Emit a native call's ``ToolInvoked`` with its fee, priced from
         ``raw_params`` (the codec's reading of the call; ``params`` may be a
-        ``NativeTool``'s typed params)."""
+        ``NativeTool``'s typed params). A call answered by the product
+        (``answer``) ran nothing: no fee, and what the model received is kept
+        as its ``model_output``."""
         sequence = next(self.sequence)
-        cost = self.costs.native_call(
-            hosted, raw_params if raw_params is not None else _mapping(params)
-        )
+        if answer is not None:
+            cost = self.costs.nothing_ran()
+        else:
+            cost = self.costs.native_call(
+                hosted, raw_params if raw_params is not None else _mapping(params)
+            )
         self.quotas.count(hosted.name, turn, alike=alike)
         self.sink.emit(
             ToolInvoked(
@@ -519,6 +529,9 @@ class Run:
                 params=params,
                 result=result,
                 rendered_output=rendered_output,
+                model_output=""
+                if answer is None
+                else json.dumps(answer.get("output"), ensure_ascii=False),
                 native=True,
                 provider=PROVIDER,
                 kind=hosted.kind,

@@ -14,7 +14,13 @@ OutputT = TypeVar("OutputT", covariant=True)
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NativeCall:
-    """One provider-executed call, as a codec reads it from an output item."""
+    """One provider-executed call, as a codec reads it from an output item.
+
+    ``answer`` is set for a call the provider handed to the client that the
+    product did not run: the input item the next request must carry for it
+    (the API refuses a request that leaves a client call unanswered). Such a
+    call ran nothing, and is not charged.
+    """
 
     call_id: str
     params: Mapping[str, Any]
@@ -22,6 +28,7 @@ class NativeCall:
     success: bool
     message: str
     rendered: str
+    answer: Mapping[str, Any] | None = None
 
 
 class HostedToolCodec(Protocol[ConfigT, OutputT]):

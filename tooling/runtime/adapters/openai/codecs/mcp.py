@@ -106,7 +106,8 @@ def listed_tool_names(item: Any) -> tuple[str, ...]:
 
 
 class OpenAIMcpCodec:
-    """``mcp``: one remote server per tool, told apart by ``server_label``.
+    """``mcp``: one remote server (a URL or an OpenAI connector) per tool, told
+    apart by ``server_label``.
 
     An ``mcp_approval_request`` is not a call: the run answers it with a
     human's decision (``adapters/openai/approvals.py``) and the call, if
@@ -119,16 +120,18 @@ class OpenAIMcpCodec:
 
     def serialize(self, tool: HostedTool[Any]) -> dict[str, Any]:
         config = _config(tool)
-        spec: dict[str, Any] = {
-            "type": "mcp",
-            "server_label": config.server_label,
-            "server_url": config.server_url,
-        }
+        spec: dict[str, Any] = {"type": "mcp", "server_label": config.server_label}
+        if config.connector_id is not None:
+            spec["connector_id"] = config.connector_id
+        else:
+            spec["server_url"] = config.server_url
         if config.allowed_tools:
             spec["allowed_tools"] = list(config.allowed_tools)
         spec["require_approval"] = config.require_approval
         if config.headers:
             spec["headers"] = dict(config.headers)
+        if config.authorization is not None:
+            spec["authorization"] = config.authorization
         if config.server_description:
             spec["server_description"] = config.server_description
         return spec

@@ -5,6 +5,12 @@ A hosted shell answers in two items: ``shell_call`` (the commands) and
 ``call_id``. The call is recorded once, at its ``shell_call``, with the output
 found among the same response's items; an output whose call is missing is
 recorded on its own so nothing the provider ran is lost.
+
+A ``shell_call`` that names no environment and comes without its output is a
+call the provider hands to the client (a local shell's). A hosted shell's
+prompt never runs it here: it is recorded as a failed call saying why, and
+the model is answered with that reason (``NativeCall.answer``), so the audit
+shows nothing ran and the run can go on.
 """
 
 from __future__ import annotations
@@ -138,6 +144,50 @@ def _has_call(call_id: Any, items: Sequence[Any]) -> bool:
     )
 
 
+NOT_RUN = (
+    "The model asked for a client-executed shell call, but this prompt's shell "
+    "runs in a provider container; nothing ran."
+)
+# "cannot execute": the wire has no "refused" outcome (ADR 0012)
+_NOT_RUN_EXIT = 126
+
+
+def _client_call(item: Any, items: Sequence[Any]) -> bool:
+    """Whether ``item`` is a ``shell_call`` the provider left to the client:
+    it names no environment and no ``shell_call_output`` came with it."""
+    environment = field(item, "environment")
+    named = isinstance(environment, Mapping) and field(environment, "type")
+    return not named and _output_for(field(item, "call_id"), items) is None
+
+
+def _not_run(call: ShellCall, item: Any) -> NativeCall:
+    """A client call the product did not run (this prompt's shell is
+    hosted): recorded as failed, and answered with the reason per command so
+    the model can go on."""
+    params: dict[str, Any] = {
+        "commands": [run.command for run in call.commands],
+        "environment": None,
+    }
+    answer: dict[str, Any] | None = None
+    call_id = field(item, "call_id")
+    if isinstance(call_id, str) and call_id:
+        refusal = {
+            "stdout": "",
+            "stderr": NOT_RUN,
+            "outcome": {"type": "exit", "exit_code": _NOT_RUN_EXIT},
+        }
+        answer = {
+            "type": "shell_call_output",
+            "call_id": call_id,
+            "output": [dict(refusal) for _ in call.commands or (None,)],
+        }
+        if call.max_output_length is not None:
+            answer["max_output_length"] = call.max_output_length
+    return NativeCall(
+        call.call_id, params, call, False, NOT_RUN, NOT_RUN, answer=answer
+    )
+
+
 def _native(call: ShellCall) -> NativeCall:
     timed_out = sum(run.timed_out for run in call.commands)
     where = call.container_id or call.environment
@@ -213,6 +263,8 @@ class OpenAIShellCodec:
             if _has_call(call_id, items):
                 return None
             return _native(orphan_output(item))
+        if _client_call(item, items):
+            return _not_run(shell_call(item), item)
         return _native(shell_call(item, _output_for(call_id, items)))
 
     def parse_output(

@@ -26,6 +26,17 @@ def _sources(action: Any) -> tuple[str, ...]:
     return tuple(urls)
 
 
+def _api_sources(action: Any) -> tuple[str, ...]:
+    """The named sources without a URL: real-time feeds the search read
+    (``{"type": "api", "name": "oai-weather"}``)."""
+    names: list[str] = []
+    for source in field(action, "sources", []) or []:
+        url, name = field(source, "url"), field(source, "name")
+        if url is None and isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
 def web_search_call(item: Any) -> WebSearchCall:
     action = field(item, "action")
     action_type = field(action, "type") if action is not None else None
@@ -41,6 +52,7 @@ def web_search_call(item: Any) -> WebSearchCall:
         url=field(action, "url") if action is not None else None,
         pattern=field(action, "pattern") if action is not None else None,
         sources=_sources(action) if action is not None else (),
+        api_sources=_api_sources(action) if action is not None else (),
     )
 
 
@@ -123,11 +135,19 @@ class OpenAIWebSearchCodec:
             summary += f" {target!r}"
         if call.sources:
             summary += f"; {len(call.sources)} source(s)"
+        if call.api_sources:
+            summary += f"; {len(call.api_sources)} API source(s)"
         success = status_ok(call.status)
         message = (
             summary if success else f"Web search call {call.call_id} {call.status}."
         )
-        rendered = "\n".join([summary, *(f"- {url}" for url in call.sources)])
+        rendered = "\n".join(
+            [
+                summary,
+                *(f"- {url}" for url in call.sources),
+                *(f"- api: {name}" for name in call.api_sources),
+            ]
+        )
         return NativeCall(call.call_id, params, call, success, message, rendered)
 
     def parse_output(
@@ -141,8 +161,10 @@ class OpenAIWebSearchCodec:
         if not calls:
             return None
         sources: list[str] = []
+        api_sources: list[str] = []
         for call in calls:
             sources.extend(url for url in call.sources if url not in sources)
+            api_sources.extend(n for n in call.api_sources if n not in api_sources)
         citations = tuple(
             c for c in citations_from_items(response_items) if c.kind == "url_citation"
         )
@@ -155,5 +177,6 @@ class OpenAIWebSearchCodec:
             text=message_text(response_items),
             citations=citations,
             source_urls=tuple(sources),
+            api_sources=tuple(api_sources),
             calls=tuple(calls),
         )
