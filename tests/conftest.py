@@ -26,12 +26,31 @@ def _offline_provider(request):
         return  # runtime tests run without Django (-p no:django)
     settings = request.getfixturevalue("settings")
     settings.WINK_PROVIDER = "offline"
-    # Throttling counts in the cache: each test starts with none.
-    from django.core.cache import cache
+    # Throttles count in the cache (a database table, or Redis): each test
+    # that may reach the database starts with none.
+    if _uses_database(request):
+        from django.core.cache import cache
 
-    cache.clear()
+        cache.clear()
     # Test users need no slow key derivation.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _uses_database(request) -> bool:
+    """Whether the test has the database: marked ``django_db`` (set up by an
+    earlier autouse fixture) or asking for it through a fixture (set up here,
+    as it would be a moment later)."""
+    if request.node.get_closest_marker("django_db") is not None:
+        return True
+    for name, database in (
+        ("live_server", "transactional_db"),
+        ("transactional_db", "transactional_db"),
+        ("db", "db"),
+    ):
+        if name in request.fixturenames:
+            request.getfixturevalue(database)
+            return True
+    return False
 
 
 @pytest.fixture

@@ -278,13 +278,14 @@ def test_flush_empties_the_protected_tables_and_leaves_them_guarded():
     # TRUNCATE; SQLite: DELETE inside a purge's flag, wink_project/sqlite3)
     for model, create in FACTORIES.items():
         create()
-        assert model.objects.exists()
+        assert model._default_manager.exists()
     CatalogRevision.objects.get_or_create_for({"format": 1, "prompt": {}})
 
     call_command("flush", "--noinput", verbosity=0)
 
-    for model in [*FACTORIES, AgentSession, CatalogRevision]:
-        assert not model.objects.exists(), model
+    emptied: list[type[Model]] = [*FACTORIES, AgentSession, CatalogRevision]
+    for model in emptied:
+        assert not model._default_manager.exists(), model
     row = ToolInvocationFactory.create()
     with pytest.raises(DatabaseError, match="append-only"):
         raw(f"DELETE FROM {ToolInvocation._meta.db_table}")
