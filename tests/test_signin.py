@@ -231,22 +231,6 @@ print(
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "WINK_CACHE_URL", "CELERY_BROKER_URL"}
-    }
-    return {
-        **env,
-        "DEBUG": "1",
-        "DJANGO_SETTINGS_MODULE": "wink_project.settings",
-        "WINK_LOGIN_RATE": "3/15m",
-        "PYTHONPATH": str(ROOT),
-        **extra,
-    }
-
-
 def _run(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(
         [sys.executable, *args],
@@ -272,23 +256,26 @@ def _redis_cache_url() -> str | None:
 
 
 @pytest.mark.parametrize("cache", ["database", "redis"])
-def test_signin_count_is_shared_by_processes(tmp_path, cache):
-    extra = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+def test_signin_count_is_shared_by_processes(migrated_sqlite, cache):
+    # a database set up by `migrate` alone (its cache table included)
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "WINK_CACHE_URL"},
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "wink_project.settings",
+        "DATABASE_URL": migrated_sqlite(),
+        "WINK_LOGIN_RATE": "3/15m",
+    }
     if cache == "redis":
         url = _redis_cache_url()
         if url is None:
             pytest.skip("no Redis at 127.0.0.1:6379 (database 12)")
-        extra["WINK_CACHE_URL"] = url
-    env = _env(**extra)
-    # the tables a sign-in reads: users, and the cache's (0015 creates it)
-    _run(env, "manage.py", "migrate", "auth", "--noinput", "-v0")
-    _run(env, "manage.py", "createcachetable", "wink_cache")
-    _run(
-        env,
-        "-c",
-        "import django; django.setup(); "
-        "from django.core.cache import cache; cache.clear()",
-    )
+        env["WINK_CACHE_URL"] = url
+        _run(
+            env,
+            "-c",
+            "import django; django.setup(); "
+            "from django.core.cache import cache; cache.clear()",
+        )
     first = _run(env, "-c", _ATTEMPTS, "3")
     second = _run(env, "-c", _ATTEMPTS, "1")
     assert first == "[200, 200, 200]"
