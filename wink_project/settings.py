@@ -277,8 +277,9 @@ else:
 
 # Sign-in (the login page and the admin's): failed attempts per username, and
 # per client address (REMOTE_ADDR), before more are refused without checking
-# the password (429) until the oldest of them is this old (README, "Signing
-# in"). "off" turns one off (e.g. behind a proxy all clients share an address).
+# the password (429) until the oldest of them is this old (README, "Throttles
+# and signing in"). "off" turns one off (behind a proxy all clients share one
+# address).
 WINK_LOGIN_RATE = env_rate("WINK_LOGIN_RATE", "5/15m")
 WINK_LOGIN_IP_RATE = env_rate("WINK_LOGIN_IP_RATE", "50/15m")
 
