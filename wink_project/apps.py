@@ -1,3 +1,5 @@
+"""The project's app configurations."""
+
 from django.contrib.admin.apps import AdminConfig as DjangoAdminConfig
 
 

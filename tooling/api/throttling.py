@@ -13,6 +13,12 @@ count before the others wrote theirs.
 
 A check reads the slots in one ``get_many`` and takes one with one ``add``
 (another if a concurrent request took that one first).
+
+One interleaving is left on the database cache: Django's ``DatabaseCache``
+deletes and rewrites an expired entry without a condition, so a slot whose
+time runs out just as concurrent requests reach it may be taken by two of
+them (one request over the limit, rarely). Redis expires keys itself: there
+it cannot happen.
 """
 
 from __future__ import annotations
