@@ -9,19 +9,23 @@ that reaches the limit; otherwise the run may spend at most what is left
 A session's cost is written when its run ends or pauses, so a run still in
 flight (queued, running, or waiting for an approval) counts for its whole
 ``cost_budget``, the most it may spend: what is left of the day is shared
-between the runs in flight, never given to each of them. Two starts at the
-very same moment still race (each reads the day before the other's session
-is written, and may be given all that is left): the overspend is bounded by
-the requests that race, and is not locked against.
+between the runs in flight, never given to each of them. Starts at the same
+moment share it too (``reserving``): each reads the day and writes its session
+in one transaction that holds a lock on the user's row, so the next start of
+the same user reads the day with that session in it.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import datetime, time, timedelta
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 from django.db.models import Case, DecimalField, F, Q, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -136,10 +140,57 @@ def check_daily_budget(user: Any, *, now: datetime | None = None) -> Decimal | N
     """What ``user`` may still spend today (``None``: no limit): the limit
     less what they spent and what their runs in flight may still spend;
     raises ``DailyBudgetExceeded`` when nothing is left. For an authenticated
-    user one query (the budget row), two with a limit (and today's spend)."""
+    user one query (the budget row), two with a limit (and today's spend).
+    A start reads it with ``reserving``, which holds it until its session is
+    written."""
     limit = daily_limit(user)
     if limit is None:
         return None
+    return _left(user, limit, now)
+
+
+@contextlib.contextmanager
+def reserving(
+    user: Any,
+    *,
+    limit: Decimal,
+    template_budget: Decimal | None,
+    now: datetime | None = None,
+) -> Iterator[Decimal | None]:
+    """For a start by ``user``, whose daily ``limit`` applies: the new run's
+    ``cost_budget`` (``session_budget`` of its template's and what is left of
+    the day), for the caller to write its session inside the block.
+
+    The block is one transaction holding a lock on the user's row, taken by
+    every start of theirs with a limit before it reads the day (PostgreSQL:
+    ``SELECT ... FOR NO KEY UPDATE``, which leaves rows that refer to the
+    user free to be written; SQLite: the transaction holds the database's
+    write lock from its ``BEGIN IMMEDIATE``). So simultaneous starts read the
+    day one after the other, each with the sessions of those before it, and
+    what is left is shared between them. Raises ``DailyBudgetExceeded`` (and
+    releases the lock) when nothing is left."""
+    with transaction.atomic():
+        _lock_user(user)
+        left = _left(user, limit, now)
+        yield session_budget(template_budget, left)
+
+
+def _lock_user(user: Any) -> None:
+    """Lock ``user``'s row until the transaction ends (where the database
+    locks rows: SQLite's transactions take the whole database's)."""
+    features = connection.features
+    if not features.has_select_for_update:
+        return
+    rows = get_user_model().objects.filter(pk=_user_id(user))
+    list(
+        rows.select_for_update(
+            no_key=features.has_select_for_no_key_update
+        ).values_list("pk", flat=True)
+    )
+
+
+def _left(user: Any, limit: Decimal, now: datetime | None) -> Decimal:
+    """What is left of ``limit`` today; ``DailyBudgetExceeded`` if nothing."""
     spent, reserved = _day(user, now)
     left = limit - spent - reserved
     # less than the cost_budget column can hold (a cent of a cent) is nothing
@@ -177,6 +228,7 @@ __all__ = [
     "daily_limit",
     "day_start",
     "next_midnight",
+    "reserving",
     "session_budget",
     "spent_today",
 ]

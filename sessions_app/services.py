@@ -84,7 +84,8 @@ def start_session(
 
     Raises ``budgets.DailyBudgetExceeded`` before recording anything when
     ``user`` has spent their daily budget; otherwise the run may spend at most
-    its template's budget, capped by what is left of the user's day.
+    its template's budget, capped by what is left of the user's day, which
+    simultaneous starts share (``budgets.reserving``).
     """
     try:
         template = assembly.load_template(prompt_ref)
@@ -106,14 +107,29 @@ def start_session(
     preview = catalog.preview_prompt(
         template=template, params=params or {}, trust_level=trust_level
     )
-    cost_budget = budgets.session_budget(
-        template.max_cost_per_session, budgets.check_daily_budget(user)
-    )
-    session, rows = _new_session(
-        template, preview, params, trust_level, user, cost_budget=cost_budget
-    )
+    limit = budgets.daily_limit(user)
+    if limit is None:  # nothing to share: written below, with its claim inline
+        session, rows = _new_session(
+            template,
+            preview,
+            params,
+            trust_level,
+            user,
+            cost_budget=budgets.session_budget(template.max_cost_per_session, None),
+        )
+    else:
+        # what is left of the day is read and the session that takes its share
+        # written under the user's lock: the next start reads the day with it
+        with budgets.reserving(
+            user, limit=limit, template_budget=template.max_cost_per_session
+        ) as cost_budget:
+            session, rows = _new_session(
+                template, preview, params, trust_level, user, cost_budget=cost_budget
+            )
+            inserts.write(rows)
+        rows = []  # written: an inline run's claim finds the session stored
     if not dispatch.runs_inline():
-        inserts.write(rows)  # one query on PostgreSQL
+        inserts.write(rows)  # one query on PostgreSQL (nothing if written)
         # the stored revision may be older than the one built here: read it
         # if asked (only its hash is needed)
         AgentSession._meta.get_field("revision").delete_cached_value(session)
@@ -122,7 +138,8 @@ def start_session(
     pricing = assembly.price_sheet(token=catalog_token)
     # Inline, nothing is acknowledged before the run ends, and its end flushes
     # every commit before it: the session's creation commits as its steps do,
-    # written with its claim (and the setting) in one query on PostgreSQL.
+    # written with its claim (and the setting) in one query on PostgreSQL
+    # (a start under a daily budget wrote it already, with its share).
     with steps.run_commits(by_claim=True):
         return run_session(
             session_id=session.pk,

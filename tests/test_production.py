@@ -322,12 +322,14 @@ _WORD = {
         "upstream",
         "authz",
         "cookie",
+        "cache",
     )
 }
 SECRETS = {
     "DATABASE_URL": f"postgres://user:{_WORD['db']}@host/db",
     "CELERY_BROKER_URL": f"redis://:{_WORD['broker']}@host:6379/0",
     "CELERY_RESULT_BACKEND": f"redis://:{_WORD['result']}@host:6379/1",
+    "WINK_CACHE_URL": f"redis://:{_WORD['cache']}@host:6379/2",
     "SENTRY_DSN": f"https://{_WORD['dsn']}@sentry.example.com/1",
     "WINK_MCP_GITHUB": _WORD["mcp"],
     "ACME_MCP_GITHUB": _WORD["mcp_prefix"],

@@ -100,3 +100,39 @@ def test_settings_default_provider_is_openai_with_a_key():
 @pytest.mark.django_db
 def test_models_and_migrations_are_in_sync():
     call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("5/15m", (5, 900)),
+        ("30/minute", (30, 60)),
+        ("100/2h", (100, 7200)),
+        ("10/d", (10, 86400)),
+        (" 3/90S ", (3, 90)),
+        ("off", None),
+        ("", (5, 900)),  # the default
+    ],
+)
+def test_settings_login_rates_parse(raw, expected):
+    from unittest import mock
+
+    from wink_project.settings import env_rate
+
+    with mock.patch.dict(os.environ, {"WINK_LOGIN_RATE": raw}):
+        assert env_rate("WINK_LOGIN_RATE", "5/15m") == expected
+
+
+@pytest.mark.parametrize("raw", ["five", "0/15m", "5/0m", "5/15", "5/15y", "2000/h"])
+def test_settings_login_rates_refuse_what_is_not_a_rate(raw):
+    from unittest import mock
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    from wink_project.settings import env_rate
+
+    with (
+        mock.patch.dict(os.environ, {"WINK_LOGIN_RATE": raw}),
+        pytest.raises(ImproperlyConfigured, match="WINK_LOGIN_RATE must look like"),
+    ):
+        env_rate("WINK_LOGIN_RATE", "5/15m")

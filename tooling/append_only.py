@@ -2,25 +2,43 @@
 
 Used by the audit trail and by catalog revisions. ``save()`` of an existing
 row, ``Model.delete()``, and the query set's ``update()``, ``delete()`` and
-``bulk_update()`` raise ``AppendOnlyError``. On PostgreSQL a trigger refuses
-``UPDATE`` and ``DELETE`` too (``refuse_changes_sql``), so raw SQL cannot
-change a row either.
+``bulk_update()`` raise ``AppendOnlyError``. A trigger refuses ``UPDATE`` and
+``DELETE`` too, so raw SQL cannot change a row either: on PostgreSQL
+(``refuse_changes_sql``) and on SQLite (``sqlite_refuse_changes_sql``).
 
 The one sanctioned removal is ``purge()``: whole sessions, by the retention
-command, inside a transaction that sets ``wink.purge`` (the trigger then lets
-the deletes through). Cascading deletes run through Django's collector, which
-does not call the overridden methods.
+command, inside a transaction that ``purging()`` marks (the triggers then let
+its deletes through): on PostgreSQL it sets ``wink.purge`` for the
+transaction; on SQLite, which has no such settings (and whose triggers cannot
+read a connection's temporary tables), it writes the one row of
+``PURGE_FLAG_TABLE`` and deletes it again before the transaction commits, so
+no other connection ever sees it. Cascading deletes run through Django's
+collector, which does not call the overridden methods. Emptying every table
+(``manage.py flush``, the test runner between tests) passes too: PostgreSQL's
+``TRUNCATE`` fires no row trigger, and the project's SQLite backend
+(``wink_project/sqlite3``) flushes inside such a marked transaction.
+
+On SQLite, a migration that rebuilds a protected table (most ``AddField`` and
+``AlterField`` operations do) drops its triggers: it must put them back
+(``tests/sessions_app/test_append_only.py`` checks that every protected table
+has them after ``migrate``).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from django.db import models
+from django.db import models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 M = TypeVar("M", bound=models.Model)
 
 PURGE_SETTING = "wink.purge"
+# SQLite: holds one row while a purge (or a flush) deletes, inside its
+# transaction only; the triggers let deletes through while it is there.
+PURGE_FLAG_TABLE = "wink_append_only_purge"
 
 
 class AppendOnlyError(Exception):
@@ -104,6 +122,81 @@ def postgresql_only(*statements: str) -> Any:
             return
         with schema_editor.connection.cursor() as cursor:
             for statement in statements:  # no parameters: '%' is plpgsql's own
+                cursor.execute(statement)
+
+    return run
+
+
+@contextlib.contextmanager
+def purging(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """Inside a transaction: its deletes pass the append-only triggers until
+    the block ends (PostgreSQL: ``wink.purge``, set ``LOCAL`` to the
+    transaction; SQLite: the flag row, written and deleted in the transaction,
+    so never committed). The pass ends with the block even inside a larger
+    transaction."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("purging() needs a transaction (transaction.atomic()).")
+    if connection.vendor == "postgresql":
+        start = f"SET LOCAL {PURGE_SETTING} = 'on'"
+        end = f"SET LOCAL {PURGE_SETTING} = 'off'"
+    elif connection.vendor == "sqlite":
+        start, end = SQLITE_SET_PURGE_FLAG, SQLITE_CLEAR_PURGE_FLAG
+    else:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(start)
+    try:
+        yield
+    finally:
+        # a transaction marked for rollback loses the pass with the rest
+        if not transaction.get_rollback(using=connection.alias):
+            with connection.cursor() as cursor:
+                cursor.execute(end)
+
+
+# -- SQLite -------------------------------------------------------------------------
+
+SQLITE_CREATE_PURGE_FLAG = (
+    f"CREATE TABLE IF NOT EXISTS {PURGE_FLAG_TABLE} (purging integer NOT NULL)"
+)
+SQLITE_DROP_PURGE_FLAG = f"DROP TABLE IF EXISTS {PURGE_FLAG_TABLE}"
+SQLITE_SET_PURGE_FLAG = f"INSERT INTO {PURGE_FLAG_TABLE} (purging) VALUES (1)"
+SQLITE_CLEAR_PURGE_FLAG = f"DELETE FROM {PURGE_FLAG_TABLE}"
+# the condition of a trigger that refuses deletes outside a purge
+SQLITE_NOT_PURGING = f"NOT EXISTS (SELECT 1 FROM {PURGE_FLAG_TABLE})"
+
+
+def sqlite_refuse_changes_sql(table: str) -> list[str]:
+    """The triggers that make ``table`` append-only on SQLite, with the
+    messages of PostgreSQL's (``wink_refuse_audit_change``). ``RAISE(ABORT)``
+    undoes the statement; Django raises it as an ``IntegrityError``."""
+    return [
+        f"CREATE TRIGGER {table}_append_only_update BEFORE UPDATE ON {table} "
+        f"BEGIN SELECT RAISE(ABORT, '{table} rows are append-only: UPDATE "
+        "refused'); END",
+        f"CREATE TRIGGER {table}_append_only_delete BEFORE DELETE ON {table} "
+        f"WHEN {SQLITE_NOT_PURGING} "
+        f"BEGIN SELECT RAISE(ABORT, '{table} rows are append-only: DELETE "
+        "refused'); END",
+    ]
+
+
+def sqlite_drop_refuse_changes_sql(table: str) -> list[str]:
+    return [
+        f"DROP TRIGGER IF EXISTS {table}_append_only_update",
+        f"DROP TRIGGER IF EXISTS {table}_append_only_delete",
+    ]
+
+
+def sqlite_only(*statements: str) -> Any:
+    """A migration operation that runs ``statements`` on SQLite only."""
+
+    def run(apps: Any, schema_editor: Any) -> None:
+        if schema_editor.connection.vendor != "sqlite":
+            return
+        with schema_editor.connection.cursor() as cursor:
+            for statement in statements:
                 cursor.execute(statement)
 
     return run

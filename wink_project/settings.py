@@ -10,6 +10,7 @@ import os
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -52,6 +53,29 @@ def env_number(name: str, default: float, *, minimum: float = 0) -> float:
     return value
 
 
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def env_rate(name: str, default: str) -> tuple[int, int] | None:
+    """A rate such as ``5/15m`` (at most 5 per 15 minutes): a count, then a
+    period of seconds, minutes, hours or days (``30/minute``, ``100/2h``, ``10/d``);
+    ``(count, seconds)``, or ``None`` for ``off``; unset or empty: ``default``."""
+    raw = os.environ.get(name, "").strip() or default
+    if raw.lower() == "off":
+        return None
+    match = re.fullmatch(
+        r"(\d+)/(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)s?",
+        raw,
+        flags=re.IGNORECASE,
+    )
+    if not match or int(match[1]) < 1 or match[2] == "0" or int(match[1]) > 1000:
+        raise ImproperlyConfigured(
+            f"{name} must look like 5/15m (1 to 1000, then a period: a number of "
+            f"seconds, minutes, hours or days: s, m, h or d), or off; got {raw!r}."
+        )
+    return int(match[1]), int(match[2] or 1) * _PERIODS[match[3][0].lower()]
+
+
 def env_usd(name: str) -> Decimal | None:
     """An amount of US dollars (``"5"``, ``"0.25"``); unset or empty: ``None``."""
     raw = os.environ.get(name, "").strip()
@@ -92,7 +116,8 @@ ALLOWED_HOSTS = env_list(
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, with a login that refuses repeated failures
+    "wink_project.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -150,6 +175,9 @@ DATABASES = {
 }
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, whose flush passes the append-only triggers (as
+    # PostgreSQL's TRUNCATE does): wink_project/sqlite3/base.py.
+    DATABASES["default"]["ENGINE"] = "wink_project.sqlite3"
     # Writers take the lock when their transaction starts: no deadlocked
     # upgrades, and catalog tree edits are serialised.
     # Write-ahead logging: readers (the live session page) never wait for a
@@ -214,6 +242,46 @@ if not re.fullmatch(
         "WINK_API_START_RATE must look like 30/minute (a number, then second, "
         f"minute, hour or day); got {WINK_API_START_RATE!r}."
     )
+
+# The cache every process shares (gunicorn's workers, Celery's): the API's
+# throttles and the sign-in limits count in it. By default a table of the
+# database (created by `migrate`); WINK_CACHE_URL: Redis (a database of its own:
+# the test suite clears it).
+WINK_CACHE_URL = os.environ.get("WINK_CACHE_URL", "").strip()
+if WINK_CACHE_URL:
+    if not re.fullmatch(r"(rediss?|unix)://\S+", WINK_CACHE_URL, flags=re.IGNORECASE):
+        # the URL may carry a password: never echoed
+        raise ImproperlyConfigured(
+            "WINK_CACHE_URL must be a redis://, rediss:// or unix:// URL such as "
+            "redis://127.0.0.1:6379/1; got another value (not shown)."
+        )
+    CACHES: dict[str, dict[str, Any]] = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": WINK_CACHE_URL,
+            "KEY_PREFIX": "wink",
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            # sessions_app/migrations/0015_cache_table.py creates it
+            "LOCATION": "wink_cache",
+            # past this many entries, expired ones are deleted, then a third of
+            # the rest: far above what the limits hold (each user's starts of
+            # the last minute, failed sign-ins)
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+
+# Sign-in (the login page and the admin's): failed attempts per username, and
+# per client address (REMOTE_ADDR), before more are refused without checking
+# the password (429) until the oldest of them is this old (README, "Throttles
+# and signing in"). "off" turns one off (behind a proxy all clients share one
+# address).
+WINK_LOGIN_RATE = env_rate("WINK_LOGIN_RATE", "5/15m")
+WINK_LOGIN_IP_RATE = env_rate("WINK_LOGIN_IP_RATE", "50/15m")
 
 REST_FRAMEWORK = {
     # Token first: a request without credentials is a 401 with

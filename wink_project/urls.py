@@ -5,6 +5,8 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from wink_project.signin import SignInView
+
 # The schema and its documentation are public: a product's API is not secret
 # (every operation still needs credentials).
 api_docs_permissions = [AllowAny]
@@ -12,11 +14,8 @@ api_docs_permissions = [AllowAny]
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Every account logs in here (the admin's login takes staff only).
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
+    # Failed sign-ins are limited, here and at the admin's login (signin.py).
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "api/schema/",

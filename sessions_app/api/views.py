@@ -34,7 +34,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
-from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
+from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, dispatch, services, timeline
@@ -70,6 +70,7 @@ from sessions_app.filters import (
 )
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
+from tooling.api.throttling import SharedScopedRateThrottle
 
 EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
     "provider_call": ProviderCallSummarySerializer,
@@ -133,8 +134,9 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         return AgentSessionDetailSerializer
 
     def get_throttles(self) -> list[BaseThrottle]:
-        # Runs cost money: starting one is throttled per user.
-        return [ScopedRateThrottle()] if self.action == "create" else []
+        # Runs cost money: starting one is throttled per user, counted in the
+        # cache every worker shares.
+        return [SharedScopedRateThrottle()] if self.action == "create" else []
 
     def _detail(self, session: AgentSession) -> dict[str, Any]:
         """The session with the first rows of each list of its trail: the

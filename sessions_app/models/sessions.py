@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from sessions_app import access
 from tooling.append_only import (
-    PURGE_SETTING,
     AppendOnlyError,
     AppendOnlyQuerySet,
+    purging,
 )
 from tooling.models import TrustLevel
 
@@ -97,15 +97,11 @@ class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]
     def purge(self) -> tuple[int, dict[str, int]]:
         """Delete these sessions with their whole record, in one transaction.
 
-        Only the retention command calls this; on PostgreSQL it sets
-        ``wink.purge`` for the transaction, which the append-only triggers
+        Only the retention command calls this; it marks the transaction as a
+        purge (``tooling.append_only.purging``), which the append-only triggers
         let through.
         """
-        with transaction.atomic(using=self.db):
-            connection = connections[self.db]
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL {PURGE_SETTING} = 'on'")
+        with transaction.atomic(using=self.db), purging(connections[self.db]):
             return super().delete()
 
 

@@ -15,6 +15,8 @@ import pytest
 from django.apps import apps
 from django.contrib.auth.models import Permission
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -255,6 +257,37 @@ def test_budgets_cap_a_runs_cost_budget(api_client, user):
     assert session.cost_budget == D("0.25")  # what was left of the day
     assert session.status == AgentSession.Status.SUCCEEDED
     assert D(0) < session.cost <= D("0.25")
+
+
+def test_budgets_a_start_takes_its_share_under_the_users_lock(user):
+    # the day's read and the session's insert in one transaction behind the
+    # user's row lock (PostgreSQL; SQLite's transaction locks the database),
+    # then the run's claim finds the session stored (test_budget_races.py)
+    UserBudget.objects.create(user=user, daily_limit=D(1))
+    template = prompt()
+    with CaptureQueriesContext(connection) as captured:
+        session = services.start_session(prompt_ref=template.ref, user=user)
+    sqls = [query["sql"] for query in captured.captured_queries]
+    lock = [i for i, sql in enumerate(sqls) if "FOR NO KEY UPDATE" in sql]
+    day = next(
+        i for i, sql in enumerate(sqls) if 'SUM("sessions_app_agentsession' in sql
+    )
+    insert = next(i for i, sql in enumerate(sqls) if "INSERT INTO" in sql)
+    claim = next(i for i, sql in enumerate(sqls) if sql.startswith("UPDATE"))
+    if connection.vendor == "postgresql":
+        assert len(lock) == 1 and 'FROM "auth_user"' in sqls[lock[0]]
+        assert lock[0] < day
+    else:
+        assert lock == []
+    assert day < insert < claim
+    assert session.cost_budget == D(1)
+    assert session.status == AgentSession.Status.SUCCEEDED
+
+
+def test_budgets_a_start_without_a_limit_takes_no_lock(user):
+    with CaptureQueriesContext(connection) as captured:
+        services.start_session(prompt_ref=prompt().ref, user=user)
+    assert not any("FOR " in query["sql"] for query in captured.captured_queries)
 
 
 def test_budgets_a_run_without_limits_has_no_cost_budget(user):

@@ -1,0 +1,101 @@
+"""Rate limits every process shares, exact under concurrent requests.
+
+A limit of ``limit`` per ``seconds`` for one key (a user and a scope, a
+username trying to sign in) is ``limit`` slots in the default cache (the
+database cache, or Redis: ``settings.CACHES``), each held for ``seconds`` by
+the request that took it. A request goes ahead only if it takes a free slot
+with ``cache.add``, which writes a key only where there is none, atomically on
+both backends: two workers can never take the same slot, so however many
+requests arrive at once, at most ``limit`` go ahead in any ``seconds``
+(a sliding window, as DRF's own throttles count). DRF's ``SimpleRateThrottle``
+reads its history and writes it back, and concurrent requests each read the
+count before the others wrote theirs.
+
+A check reads the slots in one ``get_many`` and takes one with one ``add``
+(another if a concurrent request took that one first).
+
+One interleaving is left on the database cache: Django's ``DatabaseCache``
+deletes and rewrites an expired entry without a condition, so a slot whose
+time runs out just as concurrent requests reach it may be taken by two of
+them (one request over the limit, rarely). Redis expires keys itself: there
+it cannot happen.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.cache import BaseCache
+from django.core.cache import cache as default_cache
+from rest_framework.request import Request
+from rest_framework.throttling import ScopedRateThrottle
+
+
+class Slots:
+    """``limit`` slots of ``key``, each held ``seconds`` once taken."""
+
+    def __init__(
+        self, key: str, limit: int, seconds: int, *, cache: BaseCache | None = None
+    ) -> None:
+        self.keys = [f"{key}:{index}" for index in range(limit)]
+        self.seconds = seconds
+        self.cache = cache if cache is not None else default_cache
+        #: the slot this object took (``take``)
+        self.taken: str | None = None
+        #: seconds until a slot frees, when ``take`` found none
+        self.wait: float | None = None
+
+    def take(self) -> bool:
+        """Take a free slot (``True``), or find them all held (``False``,
+        ``wait`` says for how long yet)."""
+        now = time.time()
+        held: dict[str, Any] = self.cache.get_many(self.keys)
+        for key in self.keys:
+            if key not in held and self.cache.add(key, now, timeout=self.seconds):
+                self.taken, self.wait = key, None
+                return True
+        # taken by the ones seen (a slot taken meanwhile frees later)
+        taken_at = [value for value in held.values() if isinstance(value, float)]
+        self.wait = max(0.0, min(taken_at, default=now) + self.seconds - now)
+        return False
+
+    def give_back(self) -> None:
+        """Free the slot this object took (what it counted did not happen)."""
+        if self.taken is not None:
+            self.cache.delete(self.taken)
+            self.taken = None
+
+    def clear(self) -> None:
+        """Free every slot of the key."""
+        self.cache.delete_many(self.keys)
+        self.taken = None
+
+
+class SharedScopedRateThrottle(ScopedRateThrottle):
+    """DRF's ``ScopedRateThrottle`` (the view's ``throttle_scope``, the rate of
+    that scope in ``DEFAULT_THROTTLE_RATES``, per user or else per client
+    address), counted in ``Slots``: shared by every worker, exact when
+    requests arrive together."""
+
+    slots: Slots | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        self.scope = getattr(view, self.scope_attr, None)
+        if not self.scope:
+            return True
+        self.rate = self.get_rate()
+        if self.rate is None:
+            return True
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        self.key = self.get_cache_key(request, view)
+        if self.key is None or self.num_requests is None or self.duration is None:
+            return True
+        self.slots = Slots(self.key, self.num_requests, self.duration, cache=self.cache)
+        return self.slots.take()
+
+    def wait(self) -> float | None:
+        return self.slots.wait if self.slots is not None else None
+
+
+__all__ = ["SharedScopedRateThrottle", "Slots"]

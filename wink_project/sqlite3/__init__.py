@@ -1,0 +1,2 @@
+"""Django's SQLite backend, with a flush the append-only triggers let through
+(``base.py``). ``settings.py`` selects it for every SQLite database."""
