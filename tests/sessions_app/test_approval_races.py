@@ -91,12 +91,13 @@ def test_the_resumed_run_applies_each_decision_to_its_own_call(
     approval = ApprovalRequest.objects.get(session=paused)
     approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     approval.refresh_from_db()
-    (decision,) = replay.decisions(paused).values()
+    ((decision,),) = replay.decisions(paused).values()
     assert (decision.kind, decision.tool_name, decision.turn) == (
         "function",
         "deploy",
         approval.turn,
     )
+    assert decision.policy_name == "release-approval"  # its policy's only
     assert decision.arguments == approval.raw_arguments
     assert decision.applies_to(
         kind="function",

@@ -137,7 +137,7 @@ def test_notify_email_names_prompt_tool_reason_deadline_and_links_the_inbox():
     message = mail.outbox[0]
     assert message.subject == "Approval needed: deploy in demo/ship"
     assert "deploy to production needs a human yes." in message.body
-    assert "policy production-deploy" in message.body
+    assert 'Policy: "production-deploy"' in message.body
     assert '"environment": "production"' in message.body
     assert f"{approval.expires_at:%Y-%m-%d %H:%M} UTC" in message.body
     link = f"https://catalog.example.com/audit/approvals/{approval.pk}/"
