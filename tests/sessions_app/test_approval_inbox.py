@@ -209,9 +209,7 @@ def test_author_sees_their_approval_read_only(client, paused, author):
     assert response.status_code == 200
     assert 'id="decision-form"' not in response.content.decode()
     # demo/ship's production deploy is under four eyes: the note says why
-    assert "You started this run; a second person must decide it." in text_of(
-        response
-    )
+    assert "You started this run; a second person must decide it." in text_of(response)
     response = client.post(
         f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
     )
