@@ -91,7 +91,7 @@ def decisions(session: AgentSession) -> dict[str, tuple[ApprovalDecision, ...]]:
             session=session, call_id__isnull=False, status__in=DECIDED
         )
         .order_by("requested_at", "pk")
-        .values_list(
+        .values(
             "call_id",
             "policy_name",
             "status",
@@ -104,18 +104,18 @@ def decisions(session: AgentSession) -> dict[str, tuple[ApprovalDecision, ...]]:
         )
     )
     by_call: dict[str, tuple[ApprovalDecision, ...]] = {}
-    for call_id, policy_name, status, reason, username, *call in decided:
-        kind, tool_name, raw_arguments, turn = call
+    for row in decided:
         decision = ApprovalDecision(
-            approved=status == ApprovalRequest.Status.APPROVED,
-            decided_by=username or "",
-            reason=reason,
-            status=cast(DecisionStatus, status),
-            kind=kind,
-            tool_name=tool_name,
-            arguments=raw_arguments,
-            turn=turn,
-            policy_name=policy_name,
+            approved=row["status"] == ApprovalRequest.Status.APPROVED,
+            decided_by=row["decided_by__username"] or "",
+            reason=row["decision_reason"],
+            status=cast(DecisionStatus, row["status"]),
+            kind=row["kind"],
+            tool_name=row["tool_name"],
+            arguments=row["raw_arguments"],
+            turn=row["turn"],
+            policy_name=row["policy_name"],
         )
-        by_call[str(call_id)] = (*by_call.get(str(call_id), ()), decision)
+        call_id = str(row["call_id"])
+        by_call[call_id] = (*by_call.get(call_id, ()), decision)
     return by_call

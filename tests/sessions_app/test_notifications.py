@@ -502,12 +502,14 @@ def test_email_leads_with_the_link_and_quotes_untrusted_values_on_one_line():
         "Tool",
         "Why",
     ]
+    author = approval.session.created_by
+    assert author is not None
     expected = {
         "Prompt": approval.session.prompt_ref,
         "Tool": approval.tool_name,
         "MCP server": approval.server_label,
         "Policy": approval.policy_name,
-        "Started by": approval.session.created_by.username,
+        "Started by": author.username,
         "Why": approval.reason,
     }
     for label, text in expected.items():
