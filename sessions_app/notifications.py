@@ -107,7 +107,8 @@ def inbox_url(approval: ApprovalRequest) -> str:
 def approvers(approval: ApprovalRequest) -> QuerySet[Any]:
     """The active users who may decide ``approval`` (``access.may_decide``):
     superusers, holders of ``decide_any_approval``, and the holders of the
-    permission or the members of the group its policy names."""
+    permission or the members of the group its policy names; under four eyes,
+    not the run's author."""
     spec = approval.approvers if isinstance(approval.approvers, dict) else {}
     who = Q(is_superuser=True)
     # a tuple, not a set: a hostile non-text value must not raise here
@@ -126,6 +127,8 @@ def approvers(approval: ApprovalRequest) -> QuerySet[Any]:
     if isinstance(group, str) and group:
         who |= Q(groups__name=group)
     users = get_user_model().objects.filter(who, is_active=True)
+    if approval.four_eyes and approval.session.created_by_id is not None:
+        users = users.exclude(pk=approval.session.created_by_id)
     return get_user_model().objects.filter(pk__in=users.values("pk"))
 
 

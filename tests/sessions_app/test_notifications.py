@@ -123,6 +123,23 @@ def test_notify_survives_a_malformed_approvers_spec():
     assert [m.to for m in mail.outbox] == [["alice@example.com"]]
 
 
+def test_notify_under_four_eyes_does_not_email_the_runs_author():
+    author = approver("author")
+    approver("alice")
+    approval = ApprovalRequestFactory.create(session__created_by=author, four_eyes=True)
+
+    notifications.approval_requested(approval)
+
+    assert [m.to for m in mail.outbox] == [["alice@example.com"]]
+    mail.outbox.clear()
+    approval = ApprovalRequestFactory.create(session__created_by=author)
+    notifications.approval_requested(approval)  # no four eyes: the author may
+    assert sorted(m.to for m in mail.outbox) == [
+        ["alice@example.com"],
+        ["author@example.com"],
+    ]
+
+
 def test_notify_sends_no_email_when_no_approver_has_an_address():
     approver("nomail", email="")
     notifications.approval_requested(ApprovalRequestFactory.create())
