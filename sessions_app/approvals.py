@@ -50,6 +50,14 @@ from tooling.runtime import expiry_reason
 logger = logging.getLogger(__name__)
 
 Status = ApprovalRequest.Status
+SessionStatus = AgentSession.Status
+# After an approval, the run will still get to the approved call (or already
+# got past it).
+_GOING_ON = (
+    SessionStatus.QUEUED,
+    SessionStatus.RUNNING,
+    SessionStatus.AWAITING_APPROVAL,
+)
 
 MAX_REASON = 2000
 
@@ -142,15 +150,6 @@ def decide(
     if approve:
         _check_resumed(approval)
     return ApprovalRequest.objects.select_related("decided_by").get(pk=approval.pk)
-
-
-SessionStatus = AgentSession.Status
-# The run will still get to the approved call (or already got past it).
-_GOING_ON = (
-    SessionStatus.QUEUED,
-    SessionStatus.RUNNING,
-    SessionStatus.AWAITING_APPROVAL,
-)
 
 
 def _session_status(session_id: Any) -> str:
