@@ -278,7 +278,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
                 )
                 lines.append((f"{label}: {why}", messages.WARNING))
             except approvals.RunNotResumed as ended:
-                outcomes["approved, run ended first"] += 1
+                outcomes["approved but not run"] += 1
                 lines.append((f"{label}: {ended}", messages.WARNING))
             except approvals.ApprovalClosed as closed:
                 outcomes["closed"] += 1

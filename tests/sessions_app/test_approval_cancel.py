@@ -239,7 +239,7 @@ def test_the_page_and_the_admin_say_the_same(
     )
     listing = text_of(client.get("/admin/sessions_app/approvalrequest/"))
     assert f"Deploy in {PROMPT}: {message}" in listing
-    assert "Approvals: 1 approved, run ended first." in listing
+    assert "Approvals: 1 approved but not run." in listing
 
 
 def test_an_approval_whose_run_goes_on_is_answered_approved(
