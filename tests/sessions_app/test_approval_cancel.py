@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
@@ -297,7 +297,10 @@ def test_approve_racing_cancel_answers_what_happened(settings: Any) -> None:
     add_approval()
     author = UserFactory.create(username="author")
     approver = UserFactory.create(username="alice")
-    approver.groups.add(Group.objects.get(name="Approvers"))
+    # the permission itself: a transactional test's flush drops the groups
+    approver.user_permissions.add(
+        Permission.objects.get(codename="decide_any_approval")
+    )
     approver = type(approver).objects.get(pk=approver.pk)
     sessions = [
         services.start_session(prompt_ref=PROMPT, user=author) for _ in range(ROUNDS)
