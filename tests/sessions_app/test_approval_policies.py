@@ -276,6 +276,18 @@ def test_the_page_shows_the_author_the_request_read_only_with_why(
     assert pending(own_run).pk == approval.pk
 
 
+def test_without_four_eyes_the_authors_note_names_who_decides(
+    client: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    release_with(policy("release-approval"))
+    author = UserFactory.create(username="author")
+    approval = pending(start(author, django_capture_on_commit_callbacks))
+    client.force_login(author)
+    text = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
+    assert "You may see this approval but not decide it: that needs" in text
+    assert access.OWN_RUN not in text and "Four eyes" not in text
+
+
 def test_the_admin_action_refuses_the_author_with_the_reason(
     client: Client, own_run: AgentSession, boss: Any
 ) -> None:
