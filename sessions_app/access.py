@@ -10,7 +10,8 @@ the admin.
 - Deciding an approval needs ``decide_any_approval`` (the "Approvers" group),
   or the permission or membership of the group its policy names
   (``approvers``). A user who may decide an approval sees it; so does whoever
-  sees its session (read-only).
+  sees its session (read-only). Under four eyes (``ApprovalRequest.four_eyes``)
+  the run's author may not decide it, whatever they hold (superusers too).
 
 Superusers hold every permission.
 """
@@ -55,11 +56,28 @@ def may_cancel(user: Any, session: Any) -> bool:
     return bool(session.created_by_id == user.pk or user.has_perm(CANCEL_ANY))
 
 
+OWN_RUN = "You started this run; a second person must decide it."
+
+
+def is_own_run(user: Any, approval: Any) -> bool:
+    """Four eyes: ``approval`` keeps its run's author from deciding it, and
+    ``user`` is that author."""
+    return bool(
+        approval.four_eyes
+        and is_user(user)
+        and approval.session.created_by_id is not None
+        and approval.session.created_by_id == user.pk
+    )
+
+
 def may_decide(user: Any, approval: Any) -> bool:
     """Superusers, holders of ``decide_any_approval``, and the approvers the
     approval's policy names: its ``permission``'s holders, its ``group``'s
-    members (``ApprovalRequest.objects.decidable_by`` is the same rule)."""
+    members; under four eyes never the run's author (``is_own_run``).
+    ``ApprovalRequest.objects.decidable_by`` is the same rule."""
     if not is_user(user) or not getattr(user, "is_active", False):
+        return False
+    if is_own_run(user, approval):
         return False
     if user.has_perm(DECIDE_ANY):
         return True

@@ -6,7 +6,8 @@ Who may use it: staff who may view approvals (``view_approvalrequest``,
 inbox shows them (``inbox.visible_to``; anything else is a 404). Every
 decision goes through ``approvals.decide``, one per approval; one that is
 already decided, or that the user may not decide, is reported on its own line,
-never as an error page.
+never as an error page (under four eyes, the run's author is told why; an
+approval whose run was cancelled before the call ran says so).
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
         "policy_name",
         "reason",
         "approvers",
+        "four_eyes",
         "status",
         "requested_at",
         "expires_at",
@@ -267,11 +269,17 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
                 )
             except ApprovalRequest.DoesNotExist:
                 outcomes["gone"] += 1
-            except PermissionDenied:
+            except PermissionDenied as refused:
                 outcomes["not allowed"] += 1
-                lines.append(
-                    (f"{label}: you may not decide this approval.", messages.WARNING)
+                why = (
+                    access.OWN_RUN
+                    if str(refused) == access.OWN_RUN
+                    else "you may not decide this approval."
                 )
+                lines.append((f"{label}: {why}", messages.WARNING))
+            except approvals.RunNotResumed as ended:
+                outcomes["approved but not run"] += 1
+                lines.append((f"{label}: {ended}", messages.WARNING))
             except approvals.ApprovalClosed as closed:
                 outcomes["closed"] += 1
                 lines.append(

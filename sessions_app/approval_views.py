@@ -4,7 +4,9 @@ Who may see them (``inbox.py``): logged-in users, each only the approvals they
 may decide or whose session they may see; anything else is a 404. Only a user
 who may decide an approval gets the form; a decision from anyone else is a
 403. Deciding goes through ``approvals.decide`` (one winner: a second decision
-is reported as "already decided", not as an error). Untrusted text (the call's
+is reported as "already decided", not as an error; an approval whose run was
+cancelled before the call ran says so). Under four eyes the run's author sees
+the request read-only, with a note saying why. Untrusted text (the call's
 arguments, reasons) is escaped, and bidi controls are shown neutralised.
 """
 
@@ -114,6 +116,8 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
                 "approval": approval,
                 "form": form,
                 "may_decide": may_decide,
+                "own_run": access.is_own_run(request.user, approval),
+                "own_run_note": access.OWN_RUN,
                 "is_pending": approval.status == ApprovalRequest.Status.PENDING,
                 "sees_session": sees_session,
             },
@@ -125,6 +129,8 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
 
     def post(self, request: HttpRequest, pk: Any) -> HttpResponse:
         approval = self._approval(request, pk)
+        if access.is_own_run(request.user, approval):
+            raise PermissionDenied(access.OWN_RUN)
         if not access.may_decide(request.user, approval):
             raise PermissionDenied("You may not decide this approval.")
         form = DecisionForm(request.POST)
@@ -140,6 +146,9 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
             )
         except ApprovalRequest.DoesNotExist:
             raise Http404("No such approval.") from None
+        except approvals.RunNotResumed as ended:
+            messages.warning(request, str(ended))
+            return HttpResponseRedirect(approval_url(approval.pk))
         except approvals.ApprovalClosed as closed:
             messages.info(request, str(closed))
             return HttpResponseRedirect(approval_url(approval.pk))

@@ -15,6 +15,11 @@ transaction). Here the request is decided, once:
 - ``expire_overdue`` (called by the sweeper) denies automatically every
   request left pending past its ``expires_at`` and resumes those runs.
 
+A decision is refused once the run no longer waits for it (cancelled: its
+request is ``cancelled`` too), and an approval that wins but whose run is
+cancelled (or ends otherwise) before the approved call runs is not answered
+as if the call ran: ``RunNotResumed`` names the run's state.
+
 The run resumes exactly once: only the winning update requeues the session,
 only a queued session can be claimed, and a claim is one conditional update
 (``lifecycle.claim``); a worker that dies during the resumed run is recovered
@@ -33,24 +38,47 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app import access, dispatch, lifecycle
-from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    ToolInvocation,
+)
 from sessions_app.storable import Scrubber
 from tooling.runtime import expiry_reason
 
 logger = logging.getLogger(__name__)
 
 Status = ApprovalRequest.Status
+SessionStatus = AgentSession.Status
+# After an approval, the run will still get to the approved call (or already
+# got past it).
+_GOING_ON = (
+    SessionStatus.QUEUED,
+    SessionStatus.RUNNING,
+    SessionStatus.AWAITING_APPROVAL,
+)
 
 MAX_REASON = 2000
 
 
 class ApprovalClosed(Exception):
-    """The approval was already decided, or expired: nothing to decide."""
+    """The approval was already decided, expired or cancelled, or its run no
+    longer waits for it: nothing to decide. ``status`` is the approval's,
+    ``session_status`` its run's."""
 
-    def __init__(self, message: str, *, status: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: str = "", session_status: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.session_status = session_status
+
+
+class RunNotResumed(ApprovalClosed):
+    """The approval was recorded, but its run was cancelled (or ended
+    otherwise) before the approved call ran: the call did not run."""
 
 
 def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
@@ -74,49 +102,121 @@ def decide(
     """Approve or deny a pending approval and resume its run.
 
     Raises ``ApprovalRequest.DoesNotExist`` (unknown, or neither decidable
-    nor visible to ``user``), ``PermissionDenied`` (visible, not decidable),
-    ``ApprovalClosed`` (already decided or expired) and ``ValidationError``
-    (a deny without a reason, a reason that is not text or too long).
+    nor visible to ``user``), ``PermissionDenied`` (visible, not decidable;
+    ``access.OWN_RUN`` for the author under four eyes), ``ApprovalClosed``
+    (already decided, expired or cancelled, or its run no longer waits),
+    ``RunNotResumed`` (approved, but the run was cancelled or ended before
+    the call ran) and ``ValidationError`` (a deny without a reason, a reason
+    that is not text or too long).
     """
     if not isinstance(approve, bool):
         raise ValidationError({"approve": "Say true (approve) or false (deny)."})
     try:
-        approval = ApprovalRequest.objects.visible_to(user).get(pk=approval_id)
+        approval = (
+            ApprovalRequest.objects.visible_to(user)
+            .select_related("session")
+            .get(pk=approval_id)
+        )
     except (TypeError, ValueError, ValidationError):  # not an approval's id at all
         raise ApprovalRequest.DoesNotExist(approval_id) from None
+    if access.is_own_run(user, approval):
+        raise PermissionDenied(access.OWN_RUN)
     if not access.may_decide(user, approval):
         raise PermissionDenied("You may not decide this approval.")
     text, altered = _clean_reason(reason, required=not approve)
     now = timezone.now()
-    inline = False
+    inline = decided = False
     with transaction.atomic():
         lifecycle.lock(approval.session_id)
-        decided = ApprovalRequest.objects.filter(
-            pk=approval.pk, status=Status.PENDING, expires_at__gt=now
-        ).update(
-            status=Status.APPROVED if approve else Status.DENIED,
-            decided_by=user,
-            decided_at=now,
-            decision_reason=text,
-            text_altered=altered,
-        )
+        session_status = _session_status(approval.session_id)
+        if session_status == SessionStatus.AWAITING_APPROVAL:
+            decided = bool(
+                ApprovalRequest.objects.filter(
+                    pk=approval.pk, status=Status.PENDING, expires_at__gt=now
+                ).update(
+                    status=Status.APPROVED if approve else Status.DENIED,
+                    decided_by=user,
+                    decided_at=now,
+                    decision_reason=text,
+                    text_altered=altered,
+                )
+            )
         if decided:
             inline = _requeue(approval.session_id, now=now)
     if not decided:
         raise _closed(approval.pk, now=now)
     if inline:
         _run_inline(approval.session_id)
+    if approve:
+        _check_resumed(approval)
     return ApprovalRequest.objects.select_related("decided_by").get(pk=approval.pk)
 
 
+def _session_status(session_id: Any) -> str:
+    return str(AgentSession.objects.values_list("status", flat=True).get(pk=session_id))
+
+
+def _session_label(status: str) -> str:
+    return SessionStatus(status).label.lower()
+
+
+def _check_resumed(approval: ApprovalRequest) -> None:
+    """``RunNotResumed`` if the run ended (cancelled, most likely) without
+    the approved call: the approver must not read "approved" as "it ran"."""
+    status = _session_status(approval.session_id)
+    if status in _GOING_ON or _call_ran(approval):
+        return
+    raise RunNotResumed(
+        f"Approved, but the run was {_session_label(status)} before the approved "
+        "call ran; the call did not run.",
+        status=Status.APPROVED,
+        session_status=status,
+    )
+
+
+def _call_ran(approval: ApprovalRequest) -> bool:
+    """Whether the resumed run got to the approved call: a function call is
+    recorded (run, or refused by another policy); an MCP request was answered
+    on the run's next provider request."""
+    if approval.kind == ApprovalRequest.Kind.MCP:
+        return ProviderCall.objects.filter(
+            session_id=approval.session_id, turn__gt=approval.turn
+        ).exists()
+    return ToolInvocation.objects.filter(
+        session_id=approval.session_id, call_id=approval.call_id
+    ).exists()
+
+
 def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:
-    row = ApprovalRequest.objects.filter(pk=approval_id).values("status").get()
-    if row["status"] == Status.PENDING:  # overdue, not yet swept: expire it now
+    row = (
+        ApprovalRequest.objects.filter(pk=approval_id)
+        .values("status", "session__status")
+        .get()
+    )
+    if (
+        row["status"] == Status.PENDING
+        and row["session__status"] == SessionStatus.AWAITING_APPROVAL
+    ):  # overdue, not yet swept: expire it now
         expire_overdue(now=now, ids=[approval_id])
-        row = ApprovalRequest.objects.filter(pk=approval_id).values("status").get()
-    status = row["status"]
+        row = (
+            ApprovalRequest.objects.filter(pk=approval_id)
+            .values("status", "session__status")
+            .get()
+        )
+    status, session_status = row["status"], row["session__status"]
+    if status == Status.PENDING:  # its run no longer waits (cancelled)
+        return ApprovalClosed(
+            f"The run is {_session_label(session_status)}; it no longer waits "
+            "for this approval.",
+            status=status,
+            session_status=session_status,
+        )
     label = Status(status).label.lower() if status in Status.values else status
-    return ApprovalClosed(f"This approval is already {label}.", status=status)
+    return ApprovalClosed(
+        f"This approval is already {label}.",
+        status=status,
+        session_status=session_status,
+    )
 
 
 def _requeue(session_id: Any, *, now: datetime) -> bool:

@@ -465,7 +465,7 @@ def cancel_claimed(claim: Claim) -> None:
 
 def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
     """Cancel a session no worker holds (queued, or waiting for a decision)
-    at once; a pending approval of it expires with it."""
+    at once; a pending approval of it is cancelled with it."""
     user_id = getattr(user, "pk", None)
     message = _cancel_message(user_id)
     fields = ending_fields(
@@ -479,7 +479,7 @@ def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
             ApprovalRequest.objects.filter(
                 session_id=session_id, status=ApprovalRequest.Status.PENDING
             ).update(
-                status=ApprovalRequest.Status.EXPIRED,
+                status=ApprovalRequest.Status.CANCELLED,
                 decided_at=now,
                 decision_reason=f"The session was cancelled. {message}",
             )

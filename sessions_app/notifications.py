@@ -9,6 +9,12 @@ Notifying must never fail the pause nor hold it up: every error is logged
 free at once. Each approver gets a message of their own (no approver learns
 another's address). Secrets (the webhook's signing key, its URL's query) are
 never logged.
+
+What a run puts in a notification is untrusted (an MCP tool's name and
+arguments come from a remote server): the email leads with the link, and
+quotes every such value on one line of its own, its line breaks, control and
+bidi characters escaped (``quoted``), so none can add a line or a fake link.
+The webhook's body is JSON, escaped by construction.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import logging
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
@@ -44,8 +51,14 @@ WEBHOOK_TIMEOUT_SECONDS = 5.0
 # The most the emails of one approval may take in all (EMAIL_TIMEOUT bounds
 # each step with the mail server, not their sum).
 EMAIL_BUDGET_SECONDS = 30.0
-# How much of a call's arguments a notification quotes.
+# How much of a call's arguments a notification quotes, and of other texts.
 ARGUMENTS_EXCERPT = 1000
+TEXT_EXCERPT = 300
+SHORTENED = " … (shortened; the inbox shows all)"
+# Characters escaped in a notification: controls (C0, DEL, C1: line breaks
+# among them), format characters (the bidi controls among them), line and
+# paragraph separators, surrogates and private use.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
 # At most this many approvers are emailed (one message each, over one
 # connection); more are logged, not mailed: the inbox lists the approval.
 MAX_RECIPIENTS = 100
@@ -94,7 +107,8 @@ def inbox_url(approval: ApprovalRequest) -> str:
 def approvers(approval: ApprovalRequest) -> QuerySet[Any]:
     """The active users who may decide ``approval`` (``access.may_decide``):
     superusers, holders of ``decide_any_approval``, and the holders of the
-    permission or the members of the group its policy names."""
+    permission or the members of the group its policy names; under four eyes,
+    not the run's author."""
     spec = approval.approvers if isinstance(approval.approvers, dict) else {}
     who = Q(is_superuser=True)
     # a tuple, not a set: a hostile non-text value must not raise here
@@ -113,44 +127,75 @@ def approvers(approval: ApprovalRequest) -> QuerySet[Any]:
     if isinstance(group, str) and group:
         who |= Q(groups__name=group)
     users = get_user_model().objects.filter(who, is_active=True)
+    if approval.four_eyes and approval.session.created_by_id is not None:
+        users = users.exclude(pk=approval.session.created_by_id)
     return get_user_model().objects.filter(pk__in=users.values("pk"))
 
 
-def _excerpt(approval: ApprovalRequest) -> str:
-    if approval.params is not None:
-        text = json.dumps(approval.params, indent=2, ensure_ascii=False)
-    else:
-        text = approval.raw_arguments
+def escaped(text: str) -> str:
+    """``text`` with each character that could break a line or reorder what
+    is shown (``_ESCAPED_CATEGORIES``) written as ``\\uXXXX``."""
+    return "".join(
+        (f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+        if unicodedata.category(char) in _ESCAPED_CATEGORIES
+        else char
+        for char in text
+    )
+
+
+def quoted(value: Any, limit: int = TEXT_EXCERPT) -> str:
+    """An untrusted text as one line: in double quotes, escaped as a JSON
+    string (``"``, ``\\``, line breaks) and beyond (``escaped``), its first
+    ``limit`` characters and a marker if it is longer."""
+    text = value if isinstance(value, str) else str(value)
+    shortened = len(text) > limit
+    line = escaped(json.dumps(text[:limit], ensure_ascii=False))
+    return line + SHORTENED if shortened else line
+
+
+def _arguments(approval: ApprovalRequest) -> str:
+    """The call's arguments on one line: JSON (every text in it quoted and
+    escaped) when they parsed, else the raw text, quoted."""
+    if approval.params is None:
+        return quoted(approval.raw_arguments, ARGUMENTS_EXCERPT)
+    text = json.dumps(approval.params, ensure_ascii=False)
     if len(text) > ARGUMENTS_EXCERPT:
-        text = text[:ARGUMENTS_EXCERPT] + "\n… (shortened; the inbox shows all)"
-    return text
+        return escaped(text[:ARGUMENTS_EXCERPT]) + SHORTENED
+    return escaped(text)
 
 
 def message(approval: ApprovalRequest) -> tuple[str, str]:
-    """The email's subject and body."""
-    prompt = approval.session.prompt_ref
-    subject = f"Approval needed: {approval.tool_name} in {prompt}"
-    where = f" on MCP server {approval.server_label}" if approval.server_label else ""
-    policy = f" (policy {approval.policy_name})" if approval.policy_name else ""
-    body = "\n".join(
-        [
-            f"A run of {prompt} waits for a decision before it calls "
-            f"{approval.tool_name}{where}.",
-            "",
-            f"Why{policy}: {approval.reason}",
-            "",
-            "Arguments:",
-            _excerpt(approval),
-            "",
-            f"Decide before {approval.expires_at:%Y-%m-%d %H:%M} UTC; after that it "
-            "is denied automatically.",
-            "",
-            f"Approve or deny: {inbox_url(approval)}",
-        ]
-    )
-    # A subject is one line (a tool name cannot hold a newline, a prompt
-    # reference neither; this is belt and braces for the mail headers).
-    return " ".join(subject.split())[:200], body
+    """The email's subject and body: the link first, then each untrusted
+    value quoted on its own line."""
+    session = approval.session
+    author = session.created_by
+    lines = [
+        f"Approve or deny: {inbox_url(approval)}",
+        "",
+        "A run waits for a human decision before it calls a tool. The quoted "
+        "values come from the run (its prompt, the model, the tool's server).",
+        "",
+        f"Prompt: {quoted(session.prompt_ref)}",
+        f"Tool: {quoted(approval.tool_name)}",
+    ]
+    if approval.server_label:
+        lines.append(f"MCP server: {quoted(approval.server_label)}")
+    if approval.policy_name:
+        lines.append(f"Policy: {quoted(approval.policy_name)}")
+    lines += [
+        "Started by: "
+        + (quoted(author.get_username()) if author else "nobody (no user started it)"),
+        f"Why: {quoted(approval.reason)}",
+        f"Arguments: {_arguments(approval)}",
+        "",
+        f"Decide before {approval.expires_at:%Y-%m-%d %H:%M} UTC; after that it "
+        "is denied automatically.",
+    ]
+    if approval.four_eyes:
+        lines.append("Four eyes: the person who started the run may not decide it.")
+    subject = escaped(f"Approval needed: {approval.tool_name} in {session.prompt_ref}")
+    # A subject is one line (belt and braces for the mail headers).
+    return " ".join(subject.split())[:200], "\n".join(lines)
 
 
 def send_email(approval: ApprovalRequest) -> int:

@@ -281,7 +281,10 @@ def record_approval_requested(
     the session's pause). It expires after the policy's deadline, else
     ``WINK_APPROVAL_TIMEOUT_SECONDS``; a deadline from a policy other than
     ``ApprovalPolicy`` (which validates its own) is kept within 1 second and
-    a year, so it can neither expire at once nor overflow the date."""
+    a year, so it can neither expire at once nor overflow the date. The
+    four-eyes rule in effect (the policy's, else ``WINK_APPROVAL_FOUR_EYES``)
+    is copied onto it: the decision is checked against the row, not the
+    live catalog."""
     scrub = Scrubber()
     seconds = event.deadline_seconds or settings.WINK_APPROVAL_TIMEOUT_SECONDS
     if not isinstance(seconds, int) or isinstance(seconds, bool):
@@ -309,6 +312,11 @@ def record_approval_requested(
         ),
         reason=scrub.text(event.reason),
         approvers=scrub.json(approvers),
+        four_eyes=(
+            event.four_eyes
+            if isinstance(event.four_eyes, bool)
+            else bool(settings.WINK_APPROVAL_FOUR_EYES)
+        ),
         requested_at=event.created_at,
         expires_at=event.created_at + timedelta(seconds=int(seconds)),
         event_id=event.event_id,

@@ -9,6 +9,7 @@ from typing import Any, cast
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
+    PolicyDenial,
     ProviderCall,
     QuotaDecision,
     ToolInvocation,
@@ -16,6 +17,13 @@ from sessions_app.models import (
 from tooling.runtime import ApprovalDecision, RunRecord
 from tooling.runtime.approvals import DecisionStatus
 
+# The statuses a resumed run reads as decisions (a cancelled request's run
+# never resumes).
+DECIDED = (
+    ApprovalRequest.Status.APPROVED,
+    ApprovalRequest.Status.DENIED,
+    ApprovalRequest.Status.EXPIRED,
+)
 # The phase a failed provider call ended the run with, by its error type.
 _PHASES = {"DeadlineExceeded": "deadline", "InvalidResponseBody": "response"}
 
@@ -52,13 +60,16 @@ def load(session: AgentSession) -> Resumption:
                 recorded.add(str(event_id))
         else:
             outputs[sequence] = output
-    # the replayed turns withdraw the same hosted tools again, with the same ids
-    recorded.update(
-        str(event_id)
-        for event_id in QuotaDecision.objects.filter(session=session).values_list(
-            "event_id", flat=True
+    # the replayed turns withdraw the same hosted tools again, and answer the
+    # same MCP approval requests "no" again (denials), with the same ids
+    for model in (QuotaDecision, PolicyDenial):
+        recorded.update(
+            str(event_id)
+            for event_id in model.objects.filter(session=session).values_list(
+                "event_id", flat=True
+            )
+            if event_id is not None
         )
-    )
     return Resumption(
         RunRecord(
             responses=tuple(responses),
@@ -69,16 +80,20 @@ def load(session: AgentSession) -> Resumption:
     )
 
 
-def decisions(session: AgentSession) -> dict[str, ApprovalDecision]:
+def decisions(session: AgentSession) -> dict[str, tuple[ApprovalDecision, ...]]:
     """The decided approvals of the session, by the paused call's id (the
-    MCP request item's id for provider-side approvals), each bound to the
-    call it was made for (kind, tool, arguments and turn as stored): the
-    resumed run applies it to that call only."""
+    MCP request item's id for provider-side approvals): one per policy that
+    asked about the call, each bound to its policy and to the call it was
+    made for (kind, tool, arguments and turn as stored): the resumed run
+    applies it to that policy's check of that call only."""
     decided = (
-        ApprovalRequest.objects.filter(session=session, call_id__isnull=False)
-        .exclude(status=ApprovalRequest.Status.PENDING)
-        .values_list(
+        ApprovalRequest.objects.filter(
+            session=session, call_id__isnull=False, status__in=DECIDED
+        )
+        .order_by("requested_at", "pk")
+        .values(
             "call_id",
+            "policy_name",
             "status",
             "decision_reason",
             "decided_by__username",
@@ -88,18 +103,19 @@ def decisions(session: AgentSession) -> dict[str, ApprovalDecision]:
             "turn",
         )
     )
-    return {
-        str(call_id): ApprovalDecision(
-            approved=status == ApprovalRequest.Status.APPROVED,
-            decided_by=username or "",
-            reason=reason,
-            status=cast(DecisionStatus, status),
-            kind=kind,
-            tool_name=tool_name,
-            arguments=raw_arguments,
-            turn=turn,
+    by_call: dict[str, tuple[ApprovalDecision, ...]] = {}
+    for row in decided:
+        decision = ApprovalDecision(
+            approved=row["status"] == ApprovalRequest.Status.APPROVED,
+            decided_by=row["decided_by__username"] or "",
+            reason=row["decision_reason"],
+            status=cast(DecisionStatus, row["status"]),
+            kind=row["kind"],
+            tool_name=row["tool_name"],
+            arguments=row["raw_arguments"],
+            turn=row["turn"],
+            policy_name=row["policy_name"],
         )
-        for call_id, status, reason, username, kind, tool_name, raw_arguments, turn in (
-            decided
-        )
-    }
+        call_id = str(row["call_id"])
+        by_call[call_id] = (*by_call.get(call_id, ()), decision)
+    return by_call

@@ -169,23 +169,25 @@ class DatabaseSink:
         worker that lost its lease (or a cancelled run) writes neither. The
         approvers hear of it once it is committed.
 
-        A call id its column cannot hold as it is (missing, longer than the
-        column, or with a NUL byte or a lone surrogate) could not be matched
-        with its decision on resume: such a run ends failed instead of
-        pausing (pausing again on every resume)."""
+        A call id (or a policy name) its column cannot hold as it is
+        (missing, longer than the column, or with a NUL byte or a lone
+        surrogate) could not be matched with its decision on resume: such a
+        run ends failed instead of pausing (pausing again on every resume)."""
         limit = ApprovalRequest._meta.get_field("call_id").max_length or 100
         call_id = event.call_id
         if call_id is None or len(call_id) > limit or storable_text(call_id)[1]:
-            lifecycle.finish(
-                self.claim,
-                status=AgentSession.Status.FAILED,
-                records=self.writer.take(),
-                phase="response",
-                message=f"The provider's call id for '{event.tool_name[:64]}' is "
+            self._refuse_pause(
+                f"The provider's call id for '{event.tool_name[:64]}' is "
                 f"missing, longer than {limit} characters or not text a database "
-                "stores: the run cannot pause on it for approval, and the call "
-                "did not run.",
-                summed=self._summed(),
+                "stores"
+            )
+            return
+        limit = ApprovalRequest._meta.get_field("policy_name").max_length or 64
+        policy = event.policy_name
+        if len(policy) > limit or storable_text(policy)[1]:
+            self._refuse_pause(
+                f"The name of the policy asking about '{event.tool_name[:64]}' "
+                f"is longer than {limit} characters or not text a database stores"
             )
             return
         approval = recording.record_approval_requested(
@@ -202,3 +204,14 @@ class DatabaseSink:
             approval.save(force_insert=True)
             lifecycle.pause(self.claim, summed=self._summed())
         transaction.on_commit(lambda: notifications.approval_requested(approval))
+
+    def _refuse_pause(self, problem: str) -> None:
+        lifecycle.finish(
+            self.claim,
+            status=AgentSession.Status.FAILED,
+            records=self.writer.take(),
+            phase="response",
+            message=f"{problem}: the run cannot pause on it for approval, and the "
+            "call did not run.",
+            summed=self._summed(),
+        )

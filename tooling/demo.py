@@ -218,17 +218,19 @@ def _seed_ship_prompt(
 ) -> PromptTemplate:
     """The release pipeline to production: ``deploy`` waits for a human yes
     (the ``production-deploy`` approval policy) once the release order allows
-    it. The prompt names only ``production``, so the offline model deploys
-    there (``tooling.offline.calls.named_choices``)."""
+    it, from someone other than the person who started the run (four eyes).
+    The prompt names only ``production``, so the offline model deploys there
+    (``tooling.offline.calls.named_choices``)."""
     approval, _ = PolicyDefinition.objects.get_or_create(
         name="production-deploy",
         defaults={
             "kind": PolicyDefinition.Kind.APPROVAL,
             "config": {
-                "rules": [{"tool": "deploy", "when": {"environment": "production"}}]
+                "rules": [{"tool": "deploy", "when": {"environment": "production"}}],
+                "four_eyes": True,
             },
             "description": "A deploy to production waits for an approver's yes "
-            "(the Approvers group).",
+            "(the Approvers group); whoever started the run may not give it.",
         },
     )
     section = _section(

@@ -350,6 +350,10 @@ if WINK_APPROVAL_TIMEOUT_SECONDS > 366 * 24 * 3600:  # as a policy's deadline_se
         "WINK_APPROVAL_TIMEOUT_SECONDS must be at most 31622400 (a year); got "
         f"{WINK_APPROVAL_TIMEOUT_SECONDS}."
     )
+# Four eyes by default: the author of a run may not decide its approval
+# requests (whatever their permissions), unless the asking policy says
+# "four_eyes": false. Off: only policies with "four_eyes": true keep them out.
+WINK_APPROVAL_FOUR_EYES = env_bool("WINK_APPROVAL_FOUR_EYES", False)
 # The most each user's runs may spend per day (USD, the project's time zone),
 # for users without their own budget (admin: user budgets). Unset: no limit.
 WINK_DAILY_BUDGET_USD = env_usd("WINK_DAILY_BUDGET_USD")

@@ -24,7 +24,8 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
         slug_field="username",
         read_only=True,
         allow_null=True,
-        help_text="Who decided (null: pending, or expired without a decision).",
+        help_text="Who decided (null: pending, or expired or cancelled without "
+        "a decision).",
     )
 
     class Meta:
@@ -44,6 +45,7 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
             "policy_name",
             "reason",
             "approvers",
+            "four_eyes",
             "status",
             "requested_at",
             "expires_at",

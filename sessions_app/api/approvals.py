@@ -2,9 +2,12 @@
 
 Who may use it (``sessions_app.inbox``): authenticated users; each sees the
 approvals they may decide and those of the sessions they may see, anything
-else is a 404. Deciding needs ``access.may_decide`` (403 otherwise); an
-approval already decided or expired is a 409 that names its status. Errors
-have one shape (``tooling.api.errors``).
+else is a 404. Deciding needs ``access.may_decide`` (403 otherwise; under
+four eyes the run's author is told why); an approval already decided, expired
+or cancelled, or whose run no longer waits or was cancelled before the
+approved call ran, is a 409 that names its status and its run's
+(``session_status``). Errors have one shape (``tooling.api.errors``), the 409
+with those two fields added.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -28,7 +31,14 @@ from sessions_app.api.approval_serializers import (
 from sessions_app.api.pagination import StrictCursorPagination
 from sessions_app.approval_filters import ApprovalRequestFilterSet
 from sessions_app.models import ApprovalRequest
-from tooling.api.errors import Conflict, ErrorSerializer, from_django
+from tooling.api.errors import ErrorSerializer, error_body, from_django
+
+
+class ApprovalConflictSerializer(ErrorSerializer):
+    """A 409 of ``approve/`` and ``deny/``: the error shape, and the states."""
+
+    status = serializers.CharField(help_text="The approval's status.")
+    session_status = serializers.CharField(help_text="Its session's status.")
 
 
 class RequestedAtCursorPagination(StrictCursorPagination):
@@ -47,12 +57,16 @@ DECISION_RESPONSES = {
         "deny, no reason.",
     ),
     403: OpenApiResponse(
-        ErrorSerializer, description="You may see the approval but not decide it."
+        ErrorSerializer,
+        description="You may see the approval but not decide it (under four "
+        "eyes: you started its run).",
     ),
     409: OpenApiResponse(
-        ErrorSerializer,
-        description="The approval is no longer pending (decided or expired); "
-        "the detail names its status.",
+        ApprovalConflictSerializer,
+        description="The approval is no longer pending (decided, expired or "
+        "cancelled), its run no longer waits for it, or it was approved but "
+        "the run was cancelled before the call ran; `status` is the "
+        "approval's, `session_status` its run's.",
     ),
 }
 
@@ -80,6 +94,8 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
 
     def _decide(self, request: Request, *, approve: bool) -> Response:
         approval = self.get_object()
+        if access.is_own_run(request.user, approval):
+            raise PermissionDenied(access.OWN_RUN)
         if not access.may_decide(request.user, approval):
             raise PermissionDenied("You may see this approval but not decide it.")
         serializer = ApprovalDecisionSerializer(data=request.data)
@@ -101,7 +117,7 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
         except DjangoPermissionDenied as error:
             raise PermissionDenied(str(error) or None) from error
         except approvals.ApprovalClosed as closed:
-            raise Conflict(f"{closed} (status: {closed.status})") from closed
+            return self._conflict(closed)
         except DjangoValidationError as error:
             raise from_django(error) from error
         fresh = self.get_queryset().get(pk=approval.pk)
@@ -109,6 +125,19 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
             ApprovalRequestDetailSerializer(
                 fresh, context=self.get_serializer_context()
             ).data
+        )
+
+    def _conflict(self, closed: approvals.ApprovalClosed) -> Response:
+        detail = str(closed)
+        if not isinstance(closed, approvals.RunNotResumed):
+            detail = f"{detail} (status: {closed.status})"
+        return Response(
+            {
+                **error_body(detail, "conflict"),
+                "status": closed.status,
+                "session_status": closed.session_status,
+            },
+            status=status.HTTP_409_CONFLICT,
         )
 
     @extend_schema(

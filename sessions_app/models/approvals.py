@@ -25,14 +25,16 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
     def decidable_by(self, user: Any) -> Any:
         """The approvals ``user`` may decide (``access.may_decide``, as one
         query): all for ``decide_any_approval``, else those whose policy
-        names a permission ``user`` holds or a group ``user`` is in."""
+        names a permission ``user`` holds or a group ``user`` is in; never,
+        under four eyes, those of the runs ``user`` started."""
         if not access.is_user(user) or not getattr(user, "is_active", False):
             return self.none()
+        others = self.exclude(four_eyes=True, session__created_by=user)
         if user.has_perm(access.DECIDE_ANY):
-            return self
+            return others
         permissions = sorted(user.get_all_permissions())
         groups = list(user.groups.values_list("name", flat=True))
-        return self.filter(
+        return others.filter(
             Q(approvers__permission__in=permissions) | Q(approvers__group__in=groups)
         )
 
@@ -64,6 +66,7 @@ class ApprovalRequest(models.Model):
         APPROVED = "approved", "Approved"
         DENIED = "denied", "Denied"
         EXPIRED = "expired", "Expired (denied automatically)"
+        CANCELLED = "cancelled", "Cancelled (the run was cancelled)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(
@@ -91,6 +94,11 @@ class ApprovalRequest(models.Model):
         help_text='Who may decide: {"permission": "app.codename", "group": "name"}; '
         "empty: holders of sessions_app.decide_any_approval.",
     )
+    four_eyes = models.BooleanField(
+        default=False,
+        help_text="The run's author may not decide it (the policy's four_eyes, "
+        "else WINK_APPROVAL_FOUR_EYES, when it was requested).",
+    )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PENDING
     )
@@ -116,10 +124,11 @@ class ApprovalRequest(models.Model):
             ("decide_any_approval", "Can approve or deny any approval request"),
         ]
         constraints = [
+            # one request per policy that asks about a call (in turn)
             models.UniqueConstraint(
-                fields=["session", "call_id"],
+                fields=["session", "call_id", "policy_name"],
                 condition=Q(call_id__isnull=False),
-                name="unique_approval_call",
+                name="unique_approval_call_policy",
             ),
             models.UniqueConstraint(
                 fields=["session"],

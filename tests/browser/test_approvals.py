@@ -1,18 +1,22 @@
 """The approval inbox in a real browser, as a new operator would try it: run
 ``demo/ship`` from its preview page; the run stops awaiting approval of its
 deploy to production (a banner on the session page says so); the inbox,
-reached from the navigation, lists it pending; the operator approves it with a
-reason; the run resumes and finishes; its timeline shows who approved and
-why, just before the deploy it let through."""
+reached from the navigation, lists it pending. The deploy is under four eyes:
+the operator who started the run sees it read-only ("a second person must
+decide it"); a second person, an approver, logs in on the product's login
+page and approves it with a reason; the run resumes and finishes; its
+timeline shows who approved and why, just before the deploy it let through."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from selenium.webdriver.common.by import By
 
 from sessions_app.models import ApprovalRequest
+from tests.browser.conftest import OPERATOR_PASSWORD
 from tests.browser.test_catalog_admin import positions, timeline
 from tests.browser.test_demo_sessions import open_preview
 from tests.browser.ui import UI
@@ -21,6 +25,7 @@ from tooling.demo import seed_demo_catalog
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 REASON = "Release notes reviewed; go ahead."
+APPROVER_PASSWORD = "a-second-browser-password"
 
 
 @pytest.fixture(autouse=True)
@@ -29,8 +34,15 @@ def _demo_catalog(transactional_db: Any) -> None:
 
 
 def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
-    ui: UI, shot: Any
+    ui: UI, shot: Any, django_user_model: Any
 ) -> None:
+    approver = django_user_model.objects.create_user(
+        "approver", password=APPROVER_PASSWORD
+    )
+    # (a transactional test's flush drops the groups the migrations made)
+    approver.user_permissions.add(
+        Permission.objects.get(codename="decide_any_approval")
+    )
     open_preview(ui, "demo/ship")
     ui.click_and_load(ui.find("input[name=run]"))
     session_path = ui.path
@@ -48,23 +60,41 @@ def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
     shot("approvals-02-inbox")
 
     ui.click_and_load(row.find_element(By.CSS_SELECTOR, "td a"))
+    approval_path = ui.path
     assert ui.text("h1") == "deploy needs approval Pending"
     assert ui.json_of("#approval-arguments") == {"environment": "production"}
     assert "production-deploy" in ui.text("#approval-facts")
+    # four eyes: the operator started this run, so they may not decide it
+    assert not ui.find_all("#decision-form")
+    assert ui.text("#read-only-note") == (
+        "You started this run; a second person must decide it."
+    )
+    shot("approvals-03-own-run-read-only")
+
+    ui.click_and_load(ui.find("header.site form button[type=submit]"))  # log out
+    ui.go(approval_path)
+    assert ui.path == f"/accounts/login/?next={approval_path}", ui.path
+    ui.fill("username", "approver")
+    ui.fill("password", APPROVER_PASSWORD)
+    ui.click_and_load(ui.find("form.login button[type=submit]"))
+    assert ui.path == approval_path
     ui.fill("reason", REASON)
-    shot("approvals-03-decide")
+    shot("approvals-04-decide")
     ui.click_and_load(ui.find("button[value=approve]"))
 
     assert "Approved. The run goes on (its session is now succeeded)." in (
         ui.text("ul.messages")
     )
     decision = ui.text("#approval-decision")
-    assert decision.startswith("Approved by operator at ")
+    assert decision.startswith("Approved by approver at ")
     assert decision.endswith(f": {REASON}")
     assert not ui.find_all("#decision-form")
-    shot("approvals-04-decided")
+    shot("approvals-05-decided")
 
-    ui.click_and_load(ui.find("#approval-facts dd a"))
+    # the approver may decide the run, not see it: the operator reads the timeline
+    ui.click_and_load(ui.find("header.site form button[type=submit]"))  # log out
+    ui.login("operator", OPERATOR_PASSWORD)
+    ui.go(session_path)
     assert ui.path == session_path
     assert ui.text("h1") == "demo/ship Succeeded"
     assert not ui.find_all("#approval-banner")
@@ -73,7 +103,7 @@ def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
     assert "policy production-deploy" in entries[asked][1]
     approval = ApprovalRequest.objects.get()
     assert (
-        f"Approved by operator at {approval.decided_at:%Y-%m-%d %H:%M}: "
+        f"Approved by approver at {approval.decided_at:%Y-%m-%d %H:%M}: "
         in (entries[asked][2])
     )
     assert REASON in entries[asked][2]
@@ -81,4 +111,4 @@ def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
     deploys = positions(entries, "tool-invocation", "deploy")
     assert deploys[-1] == asked + 1
     assert "failed" not in entries[deploys[-1]][0]
-    shot("approvals-05-timeline")
+    shot("approvals-06-timeline")

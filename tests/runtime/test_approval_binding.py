@@ -160,10 +160,12 @@ def approval_request(
 
 
 def mcp_answers(
-    recorded: list[dict[str, Any]], approvals: dict[str, ApprovalDecision]
+    recorded: list[dict[str, Any]],
+    approvals: dict[str, ApprovalDecision],
+    sink: InMemorySink | None = None,
 ) -> list[dict[str, Any]]:
     provider = FakeProvider(response(message("done"), id="r_last"))
-    sink = InMemorySink()
+    sink = sink if sink is not None else InMemorySink()
     OpenAIAdapter(client=provider.client, model=MODEL).evaluate(
         mcp_prompt(),
         sink=sink,
@@ -198,9 +200,18 @@ def test_mcp_decision_bound_to_its_request_approves_it() -> None:
 def test_mcp_request_id_reused_for_another_call_is_answered_no() -> None:
     # the provider reuses the id at turn 1 for a call with other arguments
     turn_1 = response(approval_request("mcpr_1", arguments='{"id": 7}'), id="r1")
-    (answer,) = mcp_answers([turn_1], {"mcpr_1": mcp_decision()})
+    sink = InMemorySink()
+    (answer,) = mcp_answers([turn_1], {"mcpr_1": mcp_decision()}, sink)
     assert answer["approve"] is False
     assert answer["reason"] == mismatch_reason("mcpr_1")
+    # recorded, under the hosted tool's name (the "policy" of its requests)
+    (denial,) = sink.of_type(PolicyDenied)
+    assert (denial.policy_name, denial.call_id, denial.params) == (
+        "crm",
+        "mcpr_1",
+        {"id": 7},
+    )
+    assert denial.reason == mismatch_reason("mcpr_1")
 
 
 def test_mcp_same_id_twice_in_one_response_is_answered_once() -> None:
@@ -237,16 +248,37 @@ def test_mcp_denial_reason_is_made_sendable() -> None:
 
 def test_mcp_and_function_approval_event_ids_never_collide() -> None:
     assert event_id_for(RUN_ID, "approval", "mcp", "1") != event_id_for(
-        RUN_ID, "approval", 1
+        RUN_ID, "approval", 1, "crm"
     )
 
 
 def test_mcp_request_from_a_server_the_prompt_lacks_is_answered_no_unasked() -> None:
     stranger = dict(approval_request("mcpr_9"), server_label="elsewhere")
     turn_1 = response(stranger, id="r1")
-    (answer,) = mcp_answers([turn_1], {})  # no decision, and no pause either
-    assert answer["approve"] is False
-    assert "'elsewhere' is not a tool of this prompt" in answer["reason"]
+    sink = InMemorySink()
+    (answer,) = mcp_answers([turn_1], {}, sink)  # no decision, and no pause either
+    reason = (
+        "MCP server 'elsewhere' is not offered by this prompt; its approval "
+        "request was answered no."
+    )
+    assert answer == {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mcpr_9",
+        "approve": False,
+        "reason": reason,
+    }
+    assert sink.of_type(ApprovalRequested) == []
+    # not without a trace: a recorded denial, with its reason
+    (denial,) = sink.of_type(PolicyDenied)
+    assert (denial.policy_name, denial.tool_name, denial.call_id, denial.turn) == (
+        "offered-mcp-servers",
+        "delete_customer",
+        "mcpr_9",
+        1,
+    )
+    assert denial.reason == reason
+    assert denial.params == {"id": 42}
+    assert denial.event_id == event_id_for(RUN_ID, "denial", "mcp", "mcpr_9")
 
 
 def test_mcp_request_without_an_id_fails_the_run() -> None:

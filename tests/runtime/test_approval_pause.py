@@ -86,7 +86,8 @@ def test_pause_emits_approval_requested_and_records_nothing_for_the_call() -> No
         "Tool 'deploy' needs a human decision when environment is 'production'."
     )
     assert request.session_id == RUN_ID
-    assert request.event_id == event_id_for(RUN_ID, "approval", 1)
+    # one request per policy asking about the call: the policy is in its id
+    assert request.event_id == event_id_for(RUN_ID, "approval", 1, "approval")
     assert deployed == []
     assert sink.of_type(ToolInvoked) == [] and sink.of_type(PolicyDenied) == []
     assert sink.of_type(PromptExecuted) == []

@@ -208,7 +208,8 @@ def test_author_sees_their_approval_read_only(client, paused, author):
     response = client.get(f"/audit/approvals/{approval.pk}/")
     assert response.status_code == 200
     assert 'id="decision-form"' not in response.content.decode()
-    assert "may see this approval but not decide it" in text_of(response)
+    # demo/ship's production deploy is under four eyes: the note says why
+    assert "You started this run; a second person must decide it." in text_of(response)
     response = client.post(
         f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
     )
@@ -795,6 +796,10 @@ def test_seed_demo_leaves_the_ship_run_in_the_admins_inbox(
     assert session.status == Status.AWAITING_APPROVAL
     admin = get_user_model().objects.get(username="admin")
     assert admin.groups.filter(name="Approvers").exists()
-    assert [message.to for message in mail.outbox] == [["admin@example.invalid"]]
+    # the superuser and the second demo account, both approvers
+    assert sorted(message.to for message in mail.outbox) == [
+        ["admin@example.invalid"],
+        ["approver@example.invalid"],
+    ]
     listed = page(client, admin).get("/audit/approvals/").context["approvals"]
     assert [a.session_id for a in listed] == [session.pk]

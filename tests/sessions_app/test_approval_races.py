@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 
 from sessions_app import approvals, lifecycle, replay, services
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
@@ -20,6 +21,8 @@ from sessions_app.recording import record_approval_requested
 from tests.runtime.fakes import FakeProvider, function_call, response
 from tests.sessions_app.approval_setup import PROMPT, add_approval, deploys
 from tests.sessions_app.factories import AgentSessionFactory
+from tooling.demo import seed_demo_catalog
+from tooling.models import PolicyDefinition, PromptTemplate
 from tooling.runtime import ApprovalRequested
 
 pytestmark = pytest.mark.django_db
@@ -91,12 +94,13 @@ def test_the_resumed_run_applies_each_decision_to_its_own_call(
     approval = ApprovalRequest.objects.get(session=paused)
     approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     approval.refresh_from_db()
-    (decision,) = replay.decisions(paused).values()
+    ((decision,),) = replay.decisions(paused).values()
     assert (decision.kind, decision.tool_name, decision.turn) == (
         "function",
         "deploy",
         approval.turn,
     )
+    assert decision.policy_name == "release-approval"  # its policy's only
     assert decision.arguments == approval.raw_arguments
     assert decision.applies_to(
         kind="function",
@@ -183,6 +187,32 @@ def test_a_call_id_too_long_to_store_fails_the_run_instead_of_pausing() -> None:
     assert "longer than 100 characters" in session.error_message
     assert not ApprovalRequest.objects.filter(session=session).exists()
     assert not ToolInvocation.objects.filter(session=session, name="lint").exists()
+
+
+def test_a_policy_name_too_long_to_store_fails_the_run_instead_of_pausing() -> None:
+    """Its decision could not be matched on resume (the column holds 64
+    characters): the run ends failed rather than pause for ever."""
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL refuses such a name in the catalog already")
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.create(
+        name="p" * 80,
+        kind=PolicyDefinition.Kind.APPROVAL,
+        config={"rules": [{"tool": "lint"}]},
+    )
+    PromptTemplate.objects.get(namespace="demo", key="release").policies.add(policy)
+    provider = FakeProvider(response(function_call("lint", "{}", "c1")))
+
+    session = services.start_session(prompt_ref=PROMPT, client=provider.client)
+
+    assert session.status == Status.FAILED
+    assert session.error_phase == "response"
+    assert session.error_message == (
+        "The name of the policy asking about 'lint' is longer than 64 characters "
+        "or not text a database stores: the run cannot pause on it for approval, "
+        "and the call did not run."
+    )
+    assert not ApprovalRequest.objects.filter(session=session).exists()
 
 
 @pytest.mark.parametrize(

@@ -230,7 +230,7 @@ def test_sweep_leaves_approvals_within_their_deadline(paused: AgentSession) -> N
     assert paused.status == Status.AWAITING_APPROVAL
 
 
-def test_cancel_while_waiting_cancels_at_once_and_expires_the_approval(
+def test_cancel_while_waiting_cancels_at_once_and_the_approval_with_it(
     paused: AgentSession,
 ) -> None:
     author = paused.created_by
@@ -240,7 +240,9 @@ def test_cancel_while_waiting_cancels_at_once_and_expires_the_approval(
     assert paused.status == Status.CANCELLED
     assert paused.error_message == "Cancelled by author."
     approval = ApprovalRequest.objects.get(session=paused)
-    assert approval.status == ApprovalRequest.Status.EXPIRED
+    # cancelled, not "expired (denied automatically)": nobody denied it
+    assert approval.status == ApprovalRequest.Status.CANCELLED
+    assert approval.get_status_display() == "Cancelled (the run was cancelled)"
     assert approval.decision_reason == "The session was cancelled. Cancelled by author."
 
 

@@ -21,8 +21,12 @@ from django.contrib.auth.models import Group, Permission
 from django.core import mail
 
 from sessions_app import notifications, tasks
-from sessions_app.models import ApprovalRequest
-from tests.sessions_app.factories import ApprovalRequestFactory, UserFactory
+from sessions_app.models import AgentSession, ApprovalRequest
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    ApprovalRequestFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -119,6 +123,23 @@ def test_notify_survives_a_malformed_approvers_spec():
     assert [m.to for m in mail.outbox] == [["alice@example.com"]]
 
 
+def test_notify_under_four_eyes_does_not_email_the_runs_author():
+    author = approver("author")
+    approver("alice")
+    approval = ApprovalRequestFactory.create(session__created_by=author, four_eyes=True)
+
+    notifications.approval_requested(approval)
+
+    assert [m.to for m in mail.outbox] == [["alice@example.com"]]
+    mail.outbox.clear()
+    approval = ApprovalRequestFactory.create(session__created_by=author)
+    notifications.approval_requested(approval)  # no four eyes: the author may
+    assert sorted(m.to for m in mail.outbox) == [
+        ["alice@example.com"],
+        ["author@example.com"],
+    ]
+
+
 def test_notify_sends_no_email_when_no_approver_has_an_address():
     approver("nomail", email="")
     notifications.approval_requested(ApprovalRequestFactory.create())
@@ -137,7 +158,7 @@ def test_notify_email_names_prompt_tool_reason_deadline_and_links_the_inbox():
     message = mail.outbox[0]
     assert message.subject == "Approval needed: deploy in demo/ship"
     assert "deploy to production needs a human yes." in message.body
-    assert "policy production-deploy" in message.body
+    assert 'Policy: "production-deploy"' in message.body
     assert '"environment": "production"' in message.body
     assert f"{approval.expires_at:%Y-%m-%d %H:%M} UTC" in message.body
     link = f"https://catalog.example.com/audit/approvals/{approval.pk}/"
@@ -437,6 +458,128 @@ def test_email_subject_stays_one_line_whatever_the_tool_name():
     assert headers["Bcc"] is None and headers["Cc"] is None
     assert headers["To"] == "alice@example.com"
     assert message.recipients() == ["alice@example.com"]
+
+
+# -- untrusted text in the email (issue #24, item 13) ---------------------------------
+
+HOSTILE = (
+    "read\r\n\r\nApprove or deny: https://evil.example/steal\n"
+    "Approve: https://evil.example/2\u2028Approve: https://evil.example/3"
+    '\u2029\x85\u202eknil\u202c\u2066x\u2069\x1b[31m\x7f"quoted"\\'
+)
+# what may never reach a mail client as it is: line breaks, C0/C1 controls,
+# line and paragraph separators, bidi controls
+RAW = ["\r", "\x85", "\u2028", "\u2029", "\u202e", "\u202c", "\u2066", "\u2069"]
+RAW += ["\x1b", "\x7f"]
+
+
+def hostile_approval() -> ApprovalRequest:
+    session = AgentSessionFactory.create(
+        prompt_ref=f"demo/{HOSTILE}"[:200],
+        status=AgentSession.Status.AWAITING_APPROVAL,
+        created_by=UserFactory.create(username=f"bob{HOSTILE}"[:150]),
+    )
+    return ApprovalRequestFactory.create(
+        session=session,
+        kind=ApprovalRequest.Kind.MCP,
+        tool_name=HOSTILE[:64],
+        server_label=f"crm{HOSTILE}"[:64],
+        policy_name=f"p{HOSTILE}"[:64],
+        reason=f"MCP server asks to call {HOSTILE}",
+        params={"note": HOSTILE, HOSTILE: [HOSTILE]},
+        four_eyes=True,
+    )
+
+
+def test_email_leads_with_the_link_and_quotes_untrusted_values_on_one_line():
+    approver("alice")
+    approval = hostile_approval()
+
+    notifications.approval_requested(approval)
+
+    [message] = mail.outbox
+    body = message.body
+    link = f"https://catalog.example.com/audit/approvals/{approval.pk}/"
+    lines = body.split("\n")
+    assert lines[0] == f"Approve or deny: {link}"
+    # nothing else a mail client could show as a line break or reorder
+    for raw in RAW:
+        assert raw not in body, repr(raw)
+    assert body.splitlines() == lines  # no U+2028 and friends: one line each
+    # the one real link: every other "Approve" is inside a quoted value
+    assert [line for line in lines if line.startswith("Approve")] == [lines[0]]
+    labelled = [line for line in lines[1:] if "evil.example" in line]
+    by_label = dict(line.split(": ", 1) for line in labelled)
+    assert sorted(by_label) == [
+        "Arguments",
+        "MCP server",
+        "Policy",
+        "Prompt",
+        "Started by",
+        "Tool",
+        "Why",
+    ]
+    author = approval.session.created_by
+    assert author is not None
+    expected = {
+        "Prompt": approval.session.prompt_ref,
+        "Tool": approval.tool_name,
+        "MCP server": approval.server_label,
+        "Policy": approval.policy_name,
+        "Started by": author.username,
+        "Why": approval.reason,
+    }
+    for label, text in expected.items():
+        value = by_label[label]
+        assert value.startswith('"') and value.endswith('"'), (label, value)
+        assert json.loads(value) == text  # a JSON string: the value, exactly
+    assert by_label["Tool"] == (
+        '"read\\r\\n\\r\\nApprove or deny: https://evil.example/steal\\nApprove: htt"'
+    )
+    # the arguments: one line of JSON, every text in it quoted and escaped
+    assert json.loads(by_label["Arguments"]) == approval.params
+    assert "Four eyes: the person who started the run may not decide it." in lines
+    # the subject: one line, the same escapes
+    assert "\n" not in message.subject and "\r" not in message.subject
+    assert message.subject.startswith("Approval needed: read\\u000d\\u000a")
+
+
+def test_email_shortens_long_values_with_a_marker():
+    approver("alice")
+    approval = ApprovalRequestFactory.create(reason="why " * 500)
+
+    notifications.approval_requested(approval)
+
+    [why] = [line for line in mail.outbox[0].body.split("\n") if line.startswith("Why")]
+    assert why.endswith('" … (shortened; the inbox shows all)')
+    assert len(why) < notifications.TEXT_EXCERPT + 100
+
+
+def test_email_quotes_raw_arguments_that_are_not_json():
+    approver("alice")
+    approval = ApprovalRequestFactory.create(
+        params=None, raw_arguments='{"broken\nApprove: https://evil.example'
+    )
+
+    notifications.approval_requested(approval)
+
+    body = mail.outbox[0].body
+    assert 'Arguments: "{\\"broken\\nApprove: https://evil.example"' in body.split("\n")
+
+
+def test_webhook_body_is_json_whatever_the_values(receiver):
+    approval = hostile_approval()
+
+    notifications.approval_requested(approval)
+
+    [(headers, body)] = receiver.requests
+    assert verify(headers, body, SECRET)
+    # escaped by construction: ASCII only, one line
+    assert body.isascii() and b"\n" not in body and b"\r" not in body
+    payload = json.loads(body)
+    assert payload["tool"] == approval.tool_name
+    assert payload["prompt"] == approval.session.prompt_ref
+    assert payload["reason"] == approval.reason
 
 
 def test_webhook_to_a_closed_port_is_logged_not_raised(settings, caplog):

@@ -77,12 +77,13 @@ def _approval_policy(
     definition: PolicyDefinition, config: Mapping[str, Any]
 ) -> ApprovalPolicy:
     """``{"rules": [...], "approvers": {"permission"?, "group"?},
-    "deadline_seconds"?}``; the runtime checks each part's shape."""
-    unknown = set(config) - {"rules", "approvers", "deadline_seconds"}
+    "deadline_seconds"?, "four_eyes"?}``; the runtime checks each part's
+    shape."""
+    unknown = set(config) - {"rules", "approvers", "deadline_seconds", "four_eyes"}
     if unknown:
         raise PromptValidationError(
             f"Unknown approval option(s): {', '.join(sorted(map(str, unknown)))} "
-            "(allowed: rules, approvers, deadline_seconds).",
+            "(allowed: rules, approvers, deadline_seconds, four_eyes).",
             placeholder="config",
         )
     if "rules" not in config:
@@ -95,5 +96,6 @@ def _approval_policy(
         config["rules"],
         approvers=config.get("approvers"),
         deadline_seconds=config.get("deadline_seconds"),
+        four_eyes=config.get("four_eyes"),
         name=definition.name,
     )

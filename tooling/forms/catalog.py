@@ -112,8 +112,10 @@ class PolicyDefinitionForm(forms.ModelForm):
             'Call limit: {"limits": {"deploy": 1}} (most calls per run). '
             'Approval: {"rules": [{"tool": "deploy", "when": {"environment": '
             '"production"}}], "approvers": {"permission": "app_label.codename", '
-            '"group": "Release managers"}, "deadline_seconds": 3600} (approvers and '
-            "deadline optional; a group may be created later; docs/approvals.md)."
+            '"group": "Release managers"}, "deadline_seconds": 3600, "four_eyes": '
+            "true} (approvers, deadline and four_eyes optional; four_eyes: the "
+            "run's author may not decide, default WINK_APPROVAL_FOUR_EYES; a group "
+            "may be created later; docs/approvals.md)."
         }
 
     def clean(self) -> dict[str, Any]:

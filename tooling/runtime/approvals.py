@@ -23,7 +23,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .errors import PromptValidationError
 from .policies import PolicyDecision
@@ -84,6 +84,12 @@ class ApprovalDecision:
     resumed run applies one only to the very call it was made for
     (``applies_to``), so a reused or colliding id, or a response that differs
     from the one recorded, can never run a call nobody approved.
+
+    ``policy_name`` is the policy the request was made under (for an MCP
+    request: the hosted tool's name): only that policy reads it. ``None``
+    binds it to no policy: it answers every policy of its call that asks, as
+    decisions did before they were made per policy (a host that knows the
+    policy binds it; the product always does).
     """
 
     approved: bool
@@ -94,6 +100,7 @@ class ApprovalDecision:
     tool_name: str | None = None
     arguments: str | None = None
     turn: int | None = None
+    policy_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in DECISION_STATUSES:
@@ -128,6 +135,38 @@ class ApprovalDecision:
         who = self.decided_by or "an approver"
         reason = self.reason.strip()
         return f"Denied by {who}: {reason}" if reason else f"Denied by {who}."
+
+
+Decisions: TypeAlias = Mapping[str, ApprovalDecision | Sequence[ApprovalDecision]]
+"""A run's decisions by call id (``RunRecord.approvals``): the call's
+decision, or its decisions (one per policy that asked about it)."""
+
+
+def decisions_on(
+    decisions: Decisions, call_id: str | None
+) -> tuple[ApprovalDecision, ...]:
+    """The decisions made on the call ``call_id`` (none without an id)."""
+    if not call_id:
+        return ()
+    found = decisions.get(call_id)
+    if found is None:
+        return ()
+    return (found,) if isinstance(found, ApprovalDecision) else tuple(found)
+
+
+def decision_under(
+    decisions: Sequence[ApprovalDecision], policy_name: str
+) -> ApprovalDecision | None:
+    """Of one call's decisions, the one made under ``policy_name``; else one
+    bound to no policy (``policy_name=None``); else ``None``: that policy has
+    not been answered, whatever the others were."""
+    unbound: ApprovalDecision | None = None
+    for decision in decisions:
+        if decision.policy_name == policy_name:
+            return decision
+        if decision.policy_name is None and unbound is None:
+            unbound = decision
+    return unbound
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -282,6 +321,16 @@ def _check_approvers(approvers: object) -> Mapping[str, str]:
     return MappingProxyType(checked)
 
 
+def _check_four_eyes(value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise PromptValidationError(
+        "four_eyes must be true (the run's author may not decide its requests) "
+        "or false, or left out for the default (WINK_APPROVAL_FOUR_EYES).",
+        placeholder="four_eyes",
+    )
+
+
 def _check_deadline(seconds: object) -> int | None:
     if seconds is None:
         return None
@@ -302,9 +351,11 @@ class ApprovalPolicy:
     """Calls matching a rule wait for a human decision before they run.
 
     ``approvers`` (``{"permission": ...}`` and/or ``{"group": ...}``; empty:
-    the host's default approvers) and ``deadline_seconds`` (``None``: the
-    host's default) travel with the request. A call this policy does not
-    match is allowed; the other policies of the tool still apply.
+    the host's default approvers), ``deadline_seconds`` (``None``: the
+    host's default) and ``four_eyes`` (``True``: the run's author may not
+    decide; ``None``: the host's default) travel with the request. A call
+    this policy does not match is allowed; the other policies of the tool
+    still apply. It reads only the decision made under its own name.
     """
 
     def __init__(
@@ -313,6 +364,7 @@ class ApprovalPolicy:
         *,
         approvers: Mapping[str, str] | None = None,
         deadline_seconds: int | None = None,
+        four_eyes: bool | None = None,
         name: str = "approval",
     ) -> None:
         if isinstance(rules, str | bytes | Mapping) or not isinstance(rules, Sequence):
@@ -330,6 +382,7 @@ class ApprovalPolicy:
         self.rules = tuple(_check_rule(index, raw) for index, raw in enumerate(rules))
         self.approvers = _check_approvers(approvers)
         self.deadline_seconds = _check_deadline(deadline_seconds)
+        self.four_eyes = _check_four_eyes(four_eyes)
 
     @property
     def name(self) -> str:
@@ -354,6 +407,8 @@ class ApprovalPolicy:
         self, tool: Tool[Any, Any], params: Any, *, context: ToolContext
     ) -> PolicyDecision:
         decision = context.approval
+        if decision is not None and decision.policy_name not in (None, self.name):
+            decision = None  # another policy's: it answers only that one
         rule = self.matching_rule(tool.name, params)
         if rule is None:
             return PolicyDecision.allow()
@@ -366,7 +421,10 @@ class ApprovalPolicy:
             f" when {condition}." if condition else "."
         )
         return PolicyDecision.ask(
-            reason, approvers=self.approvers, deadline_seconds=self.deadline_seconds
+            reason,
+            approvers=self.approvers,
+            deadline_seconds=self.deadline_seconds,
+            four_eyes=self.four_eyes,
         )
 
     def on_result(
@@ -385,6 +443,9 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalRule",
+    "Decisions",
+    "decision_under",
+    "decisions_on",
     "expiry_reason",
     "format_duration",
     "mismatch_reason",

@@ -26,7 +26,10 @@ class ToolContext:
     """What a handler may use: the prompt, the session, limits and resources.
 
     ``approval`` is a human's decision on this very call, when the run paused
-    for one and was resumed (policies read it: ``ApprovalPolicy``).
+    for one and was resumed: the executor hands each policy's ``check`` the
+    decision made under that policy (``ApprovalDecision.policy_name``), so
+    one approval never answers another policy (``ApprovalPolicy`` reads it).
+    A handler's context carries none.
     """
 
     prompt: Prompt

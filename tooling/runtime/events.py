@@ -202,9 +202,9 @@ class ApprovalRequested:
     ``kind`` is ``"function"`` (a local call a policy asked about: ``call_id``
     and ``sequence`` are the call's) or ``"mcp"`` (the provider's
     ``mcp_approval_request``: ``call_id`` is the request item's id,
-    ``server_label`` its server, ``sequence`` is ``None``). ``approvers`` and
-    ``deadline_seconds`` come from the asking policy (empty / ``None``: the
-    host's defaults).
+    ``server_label`` its server, ``sequence`` is ``None``). ``approvers``,
+    ``deadline_seconds`` and ``four_eyes`` come from the asking policy (empty
+    / ``None``: the host's defaults).
     """
 
     prompt_name: str
@@ -219,6 +219,7 @@ class ApprovalRequested:
     policy_name: str = ""
     approvers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     deadline_seconds: int | None = None
+    four_eyes: bool | None = None
     server_label: str = ""
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)

@@ -9,8 +9,10 @@ Every policy of the tool is checked: the first denial denies the call (and is
 recorded as ``PolicyDenied``); otherwise a policy that *asks* pauses the run:
 the call's transaction rolls back, ``ApprovalRequested`` is emitted and
 ``ApprovalPending`` stops the evaluation without recording the call. The
-resumed run hands the human's decision (``approvals``, keyed by call id) to the
-policies through ``ToolContext.approval``; a decision made for another call
+resumed run hands the human decisions (``approvals``, keyed by call id) to the
+policies through ``ToolContext.approval``, each policy only the one made under
+it; the first policy still asking pauses the run again (a call two approval
+policies ask about needs both). A decision made for another call
 (``ApprovalDecision.applies_to``: its id reused, or other arguments) rejects
 the call instead. A tool failure never aborts
 the run: unknown tools, malformed arguments, denials and handler errors all
@@ -39,11 +41,17 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from .approvals import ApprovalDecision, mismatch_reason
+from .approvals import (
+    ApprovalDecision,
+    Decisions,
+    decision_under,
+    decisions_on,
+    mismatch_reason,
+)
 from .context import ToolContext
 from .deadlines import BudgetTracker, Deadline
 from .errors import (
@@ -173,7 +181,7 @@ class ToolExecutor:
         heartbeat: Callable[[], None] | None = None,
         sequence: Iterator[int] | None = None,
         run_id: str | None = None,
-        approvals: Mapping[str, ApprovalDecision] | None = None,
+        approvals: Decisions | None = None,
     ) -> None:
         self.prompt = prompt
         self.rendered = rendered
@@ -187,7 +195,7 @@ class ToolExecutor:
         self._sequence = sequence if sequence is not None else _counter()
         self.run_id = run_id or str(uuid.uuid4())
         self.reducers = prompt_reducers(prompt)
-        self.approvals: Mapping[str, ApprovalDecision] = (
+        self.approvals: Decisions = (
             approvals if approvals is not None else MappingProxyType({})
         )
 
@@ -234,12 +242,15 @@ class ToolExecutor:
         tool = self.rendered.tool(call.name)
         if call.problem is not None:
             return self._reject(call, tool, call.problem, sequence), None
-        approval = self.approvals.get(call.call_id) if call.call_id else None
-        if approval is not None and not approval.applies_to(
-            kind="function",
-            tool_name=call.name,
-            arguments=call.arguments,
-            turn=call.turn,
+        decided = decisions_on(self.approvals, call.call_id)
+        if not all(
+            decision.applies_to(
+                kind="function",
+                tool_name=call.name,
+                arguments=call.arguments,
+                turn=call.turn,
+            )
+            for decision in decided
         ):
             message = mismatch_reason(call.call_id or "")
             return self._reject(call, tool, message, sequence), None
@@ -275,10 +286,11 @@ class ToolExecutor:
             heartbeat=self.heartbeat,
             call_id=call.call_id,
             publisher=publish,
-            approval=approval,
         )
         policies = self.rendered.policies_by_tool.get(tool.name, ())
-        denial = self._check_policies(tool, params, policies, context, call, sequence)
+        denial = self._check_policies(
+            tool, params, policies, context, call, sequence, decided
+        )
         if denial is not None:
             result = ToolResult.error(denial)
             return self._finish(call, tool, params, result, {}, sequence), None
@@ -342,13 +354,20 @@ class ToolExecutor:
         context: ToolContext,
         call: FunctionCall,
         sequence: int,
+        decided: tuple[ApprovalDecision, ...] = (),
     ) -> str | None:
         """The first denial's reason, or ``None`` when every policy allows;
-        raises ``ApprovalPending`` when none denies and one asks."""
+        raises ``ApprovalPending`` when none denies and one asks (the first
+        that asks). Each policy sees only the human decision made under it
+        (``decided``: the call's decisions)."""
         asking: tuple[ToolPolicy, PolicyDecision] | None = None
         for policy in policies:
+            own = decision_under(decided, policy.name)
+            checked = (
+                context if own is None else dataclasses.replace(context, approval=own)
+            )
             try:
-                decision = policy.check(tool, params, context=context)
+                decision = policy.check(tool, params, context=checked)
             except RunAborted:
                 raise
             except Exception as error:  # fail closed
@@ -391,8 +410,10 @@ class ToolExecutor:
             policy_name=policy.name,
             approvers=dict(decision.approvers),
             deadline_seconds=decision.deadline_seconds,
+            four_eyes=decision.four_eyes,
             session_id=self.session.session_id,
-            event_id=event_id_for(self.run_id, "approval", sequence),
+            # one request per policy that asks about the call, in turn
+            event_id=event_id_for(self.run_id, "approval", sequence, policy.name),
         )
         raise ApprovalPending(reason, request=request)
 

@@ -37,7 +37,9 @@ class PolicyDecision:
     An *ask* is ``allowed=False``: code that reads only ``allowed`` treats it
     as a denial (fail closed). The executor reads ``outcome`` and pauses the
     run instead; ``approvers`` (``{"permission": ..., "group": ...}``) and
-    ``deadline_seconds`` say who may decide and how long they have.
+    ``deadline_seconds`` say who may decide and how long they have;
+    ``four_eyes`` whether the run's author is kept from deciding (``None``:
+    the host's default).
     """
 
     allowed: bool
@@ -47,6 +49,7 @@ class PolicyDecision:
         default_factory=lambda: MappingProxyType({})
     )
     deadline_seconds: int | None = None
+    four_eyes: bool | None = None
 
     @classmethod
     def allow(cls) -> PolicyDecision:
@@ -63,6 +66,7 @@ class PolicyDecision:
         *,
         approvers: Mapping[str, str] | None = None,
         deadline_seconds: int | None = None,
+        four_eyes: bool | None = None,
     ) -> PolicyDecision:
         return cls(
             allowed=False,
@@ -70,6 +74,7 @@ class PolicyDecision:
             asks=True,
             approvers=MappingProxyType(dict(approvers or {})),
             deadline_seconds=deadline_seconds,
+            four_eyes=four_eyes,
         )
 
     @property

@@ -1,5 +1,8 @@
-"""Seed the demo catalog, record demo sessions and (DEBUG only) a superuser,
-who is also an approver (the demo/ship session waits for one)."""
+"""Seed the demo catalog, record demo sessions and (DEBUG only) two demo
+accounts: a superuser, who is also an approver (the demo/ship session waits
+for one), and a second approver, who may approve the superuser's own runs of
+demo/ship (its production deploy is under four eyes: whoever started a run
+may not approve it)."""
 
 from __future__ import annotations
 
@@ -28,8 +31,9 @@ class Command(BaseCommand):
         prompts = seed_demo_catalog()
         self.stdout.write(f"Demo catalog ready: {', '.join(p.ref for p in prompts)}")
         if settings.DEBUG:
-            # First: the approver the demo/ship session notifies.
+            # First: the approvers the demo/ship session notifies.
             self._demo_superuser()
+            self._demo_approver()
         if not no_sessions:
             for prompt in prompts:
                 if AgentSession.objects.filter(prompt=prompt).exists():
@@ -58,6 +62,30 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Demo superuser '{username}' already exists.")
         # Superusers may decide any approval; in the group it is plain to see.
+        self._join_approvers(user)
+
+    def _demo_approver(self) -> None:
+        """A second person, in the Approvers group and nothing more: under four
+        eyes they approve what the demo superuser started."""
+        username = os.environ.get("WINK_DEMO_APPROVER_USERNAME", "approver")
+        password = os.environ.get("WINK_DEMO_APPROVER_PASSWORD", "approver")
+        user_model = get_user_model()
+        user = user_model.objects.filter(username=username).first()
+        if user is None:
+            user = user_model.objects.create_user(
+                username, f"{username}@example.invalid", password
+            )
+            self.stdout.write(
+                self.style.WARNING(
+                    f"Demo approver (DEBUG only): username '{username}', "
+                    f"password '{password}'"
+                )
+            )
+        else:
+            self.stdout.write(f"Demo approver '{username}' already exists.")
+        self._join_approvers(user)
+
+    def _join_approvers(self, user: Any) -> None:
         approvers = Group.objects.filter(name="Approvers").first()
         if approvers is not None:
             user.groups.add(approvers)

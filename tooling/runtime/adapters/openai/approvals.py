@@ -8,17 +8,21 @@ the item's id); without one it emits ``ApprovalRequested`` and stops
 (``ApprovalPending``), exactly as a local call a policy asks about does. The
 response that held the request is recorded, so the resumed run replays it and
 answers from the decision.
+
+A request the run answers "no" without asking anyone (its server is not
+offered by the prompt, or its id carries a decision made for another call)
+is recorded as a ``PolicyDenied`` with the reason, so the timeline shows it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ...approvals import ApprovalDecision, mismatch_reason
+from ...approvals import Decisions, decision_under, decisions_on, mismatch_reason
 from ...errors import ApprovalPending, PromptEvaluationError
-from ...events import ApprovalRequested, EventSink, event_id_for
+from ...events import ApprovalRequested, EventSink, PolicyDenied, event_id_for
 from ...hosted.mcp import McpConfig
 from ...prompt import RenderedPrompt
 from ...text import sendable_text
@@ -28,6 +32,8 @@ from .codecs.mcp import decode_arguments
 logger = logging.getLogger(__name__)
 
 APPROVAL_REQUEST = "mcp_approval_request"
+# The "policy" a request from a server the prompt does not offer is denied by.
+OFFERED_SERVERS = "offered-mcp-servers"
 
 
 class McpApprovals:
@@ -36,7 +42,7 @@ class McpApprovals:
     def __init__(
         self,
         *,
-        decisions: Mapping[str, ApprovalDecision],
+        decisions: Decisions,
         rendered: RenderedPrompt,
         sink: EventSink,
         session_id: str | None,
@@ -61,9 +67,9 @@ class McpApprovals:
         id reused with another tool, server, turn or arguments; or the same id
         twice in one response for different calls) answers "no" (fail
         closed); so does a request from a server the prompt does not offer,
-        without asking anyone. A request without an id cannot be answered: the
-        run fails (phase ``response``) rather than end as if the model had
-        finished."""
+        without asking anyone. Both are recorded as denials. A request without
+        an id cannot be answered: the run fails (phase ``response``) rather
+        than end as if the model had finished."""
         by_id: dict[str, list[Any]] = {}
         for item in output:
             if field(item, "type") != APPROVAL_REQUEST:
@@ -98,11 +104,13 @@ class McpApprovals:
         item, unless the provider repeated the id)."""
         label = _text(field(items[0], "server_label"))
         if label not in self.tool_by_label:
-            return False, (
-                f"MCP server '{label[:64]}' is not a tool of this prompt; its "
-                "call was not approved."
+            reason = (
+                f"MCP server '{label[:64]}' is not offered by this prompt; its "
+                "approval request was answered no."
             )
-        decision = self.decisions.get(request_id)
+            return self._deny(items[0], request_id, turn, OFFERED_SERVERS, reason)
+        policy_name = self.tool_by_label[label]
+        decision = decision_under(decisions_on(self.decisions, request_id), policy_name)
         if decision is None:
             self._pause(items[0], request_id, turn)
         for item in items:
@@ -112,10 +120,32 @@ class McpApprovals:
                 arguments=_raw_arguments(item),
                 turn=turn,
             ):
-                return False, mismatch_reason(request_id)
+                reason = mismatch_reason(request_id)
+                return self._deny(item, request_id, turn, policy_name, reason)
         if decision.approved:
             return True, decision.reason
         return False, decision.denial()
+
+    def _deny(
+        self, item: Any, request_id: str, turn: int, policy_name: str, reason: str
+    ) -> tuple[bool, str]:
+        """Answer "no" without a human, and record why (the timeline shows it
+        as a policy denial; a replayed turn records it once: same event id)."""
+        raw = field(item, "arguments", "")
+        self.sink.emit(
+            PolicyDenied(
+                prompt_name=self.rendered.prompt_name,
+                policy_name=policy_name,
+                tool_name=_text(field(item, "name")),
+                call_id=request_id,
+                reason=reason,
+                params=decode_arguments(raw) if isinstance(raw, str) else raw,
+                turn=turn,
+                session_id=self.session_id,
+                event_id=event_id_for(self.run_id, "denial", "mcp", request_id),
+            )
+        )
+        return False, reason
 
     def _pause(self, item: Any, request_id: str, turn: int) -> NoReturn:
         label = _text(field(item, "server_label"))

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ...approvals import ApprovalDecision
+from ...approvals import Decisions
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -18,7 +18,10 @@ class RunRecord:
     turn 1 first; ``tool_outputs`` maps the sequence number of every recorded
     local tool call to the exact text the model received for it;
     ``approvals`` maps the call id of a function call (or the item id of an
-    ``mcp_approval_request``) the run paused on to the human's decision.
+    ``mcp_approval_request``) the run paused on to the human's decision, or
+    to its decisions when several policies asked about the call: each
+    ``ApprovalDecision`` names the policy it was made under (``policy_name``)
+    and answers only that one (a decision naming none answers them all).
 
     ``evaluate(resume=record)`` rebuilds the conversation from these: it never
     requests a recorded response again and never runs a recorded call again.
@@ -32,7 +35,7 @@ class RunRecord:
     tool_outputs: Mapping[int, str] = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
-    approvals: Mapping[str, ApprovalDecision] = dataclasses.field(
+    approvals: Decisions = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
 
