@@ -266,7 +266,7 @@ else:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            # sessions_app/migrations/0015_cache_table.py creates it
+            # sessions_app/migrations/0016_cache_table.py creates it
             "LOCATION": "wink_cache",
             # past this many entries, expired ones are deleted, then a third of
             # the rest: far above what the limits hold (each user's starts of

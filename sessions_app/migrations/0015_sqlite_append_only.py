@@ -134,7 +134,7 @@ def uninstall(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0011_session_transitions"),
+        ("sessions_app", "0014_provider_call_commentary"),
         # the purge flag table the triggers read
         ("tooling", "0012_sqlite_append_only"),
     ]

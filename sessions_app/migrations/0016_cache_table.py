@@ -24,7 +24,7 @@ def drop_table(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0014_sqlite_append_only"),
+        ("sessions_app", "0015_sqlite_append_only"),
     ]
 
     operations = [
