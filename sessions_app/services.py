@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -211,7 +212,39 @@ def run_session_status(*, session_id: Any) -> str | None:
     left the session with, ``None`` if there is no such session. A run this
     call ended or paused is not read back: its end's own update gave the
     status; the session is read only when this worker did not end it (not
-    claimable, or taken over by another worker)."""
+    claimable, or taken over by another worker).
+
+    A lost database connection around the run (its claim, the read after it;
+    the run itself reconnects on its own) is tried again on a new connection
+    after each of ``steps.RECOMMIT_DELAYS``; then ``lifecycle.StoreUnavailable``
+    (the task leaves its message to be delivered again). Trying again is
+    safe: a claim that did commit, its reply lost, holds the run until its
+    lease expires and the sweeper sends it again."""
+    delays = steps.RECOMMIT_DELAYS
+    for attempt in range(len(delays) + 1):
+        try:
+            return _run_status(session_id)
+        except (OperationalError, InterfaceError) as error:
+            if connection.in_atomic_block:
+                raise  # a caller's transaction is broken: it must handle that
+            _reconnect()  # and the next task starts on a new connection
+            if attempt == len(delays):
+                raise lifecycle.StoreUnavailable(
+                    "The database could not be reached to run the session."
+                ) from error
+            logger.warning(
+                "Session %s: the database connection failed around its run "
+                "(%s); trying again on a new connection (%d/%d)",
+                session_id,
+                type(error).__name__,
+                attempt + 1,
+                len(delays),
+            )
+            time.sleep(delays[attempt])
+    raise AssertionError("unreachable")
+
+
+def _run_status(session_id: Any) -> str | None:
     claim = _run(session_id)
     if claim is not None and claim.ended is not None:
         return claim.ended
