@@ -295,7 +295,7 @@ class StepWriter:
             recommit([*_batches(held), *_batches(rows, upserts)], error)
 
 
-def recommit(batches: Sequence[inserts.Batch], error: DatabaseError) -> None:
+def recommit(batches: Sequence[inserts.Batch], error: Exception) -> None:
     """Write ``batches`` again after their write lost the connection
     (``error``), on a new connection with the run's commit setting, after
     each of ``RECOMMIT_DELAYS``; ``error`` (or the last one) if every attempt

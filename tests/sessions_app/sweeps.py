@@ -44,7 +44,7 @@ def finish_run(session_id: Any) -> None:
 
 
 @contextlib.contextmanager
-def before_mark(session_id: Any, action: Callable[[Any], None]) -> Iterator[None]:
+def before_mark(session_id: Any, action: Callable[[Any], object]) -> Iterator[None]:
     """Run ``action(session_id)`` just before the sweep's update marking
     ``session_id`` as re-dispatched is sent (once)."""
     done = False
