@@ -19,7 +19,10 @@ from tooling.runtime import Tool, ToolContext, ToolResult
 if TYPE_CHECKING:
     from tooling.handlers import HandlerRegistry
 
-WORK_SECONDS = 0.05  # each half of the handler's work
+# The handler's work, outside the database, before and after its query: a
+# connection lost in the second part is noticed only when its step commits.
+BEFORE_QUERY_SECONDS = 0.02
+AFTER_QUERY_SECONDS = 0.08
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,11 +44,11 @@ def _note(line: str) -> None:
 def count(params: CountParams, *, context: ToolContext) -> ToolResult[Counted]:
     run = uuid.uuid4().hex[:8]
     _note(f"start {context.idempotency_key} {run}")
-    time.sleep(WORK_SECONDS)  # the handler's work, outside the database
+    time.sleep(BEFORE_QUERY_SECONDS)  # the handler's work
     filesystem = context.filesystem
     if filesystem is not None:
         filesystem.exists("blips.txt")
-    time.sleep(WORK_SECONDS)
+    time.sleep(AFTER_QUERY_SECONDS)
     _note(f"end {context.idempotency_key} {run}")
     return ToolResult.ok(Counted(params.text))
 

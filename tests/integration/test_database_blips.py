@@ -6,7 +6,7 @@ sessions whose every turn calls ``blips.count`` twice (``blip_handlers.py``:
 each handler run notes its start and its end in a file, keyed by the call's
 idempotency key, and reads the session's files halfway). Meanwhile a thread
 of this test terminates every other backend of the test database
-(``pg_terminate_backend``, as a failover or an operator would) every 0.5 to 3
+(``pg_terminate_backend``, as a failover or an operator would) every 0.5 to 2
 seconds: the workers' connections wherever they are, in a claim, a step's
 commit, a handler's query, the sweeper.
 
@@ -59,11 +59,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), needs_broker]
 
 Status = AgentSession.Status
 FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
-SESSIONS = 12
+SESSIONS = 16
 TURNS = 3
 CALLS_PER_TURN = 2
 REPLY_DELAY = 0.05
-KILL_EVERY = (0.5, 3.0)  # seconds between two kills, drawn at random
+KILL_EVERY = (0.5, 2.0)  # seconds between two kills, drawn at random
 FINISH_SECONDS = 120
 HANDLER_MODULES = (
     "tooling.runtime_tools,tooling.builtin_tools,tooling.text_tools,"
