@@ -543,11 +543,23 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
 
 
 def mark_dispatched(
-    session_id: Any, *, previous: datetime | None, now: datetime
+    session_id: Any, *, previous: datetime | None, status: str, now: datetime
 ) -> bool:
-    """Record a re-dispatch, unless another sweeper did it first."""
+    """Record the sweeper's re-dispatch of the session, only if it is still as
+    the sweep found it: the same ``dispatched_at`` (no other sweeper did it
+    first) and the status the sweep chose it for, ``queued`` or ``running``
+    with an expired lease. A run claimed or finished since the sweep read it
+    is left alone (changing a finished session is refused on PostgreSQL).
+    The last send's failure is cleared (``dispatch.send_run`` records it
+    again if this send fails too)."""
+    if status == Status.QUEUED:
+        still = Q(status=Status.QUEUED)
+    elif status == Status.RUNNING:
+        still = Q(status=Status.RUNNING, lease_expires_at__lt=now)
+    else:
+        raise ValueError(f"The sweeper does not dispatch {status} sessions.")
     return bool(
-        AgentSession.objects.filter(pk=session_id, dispatched_at=previous).update(
-            dispatched_at=now
-        )
+        AgentSession.objects.filter(
+            still, pk=session_id, dispatched_at=previous
+        ).update(dispatched_at=now, dispatch_error="")
     )

@@ -44,18 +44,34 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import DatabaseError, connection, models, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    models,
+    transaction,
+)
 
 from sessions_app import inserts
 
+logger = logging.getLogger(__name__)
+
 ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
 NO_ERROR: ExcInfo = (None, None, None)
+
+# A step whose commit lost the database connection after its handler ran is
+# written again on a new connection after each of these pauses (seconds)
+# before the run gives up to its resume (which would run the handler again).
+RECOMMIT_DELAYS = (0.1, 0.5, 2.0)
 
 
 class StepHandle:
@@ -254,7 +270,7 @@ class StepWriter:
             if not step.effect and not upserts:
                 self._held.extend(rows)  # nothing ran, nothing changed
                 return
-            self._write_held(rows, upserts)
+            self._commit(rows, upserts)
             return
         try:
             _write(rows, upserts)
@@ -262,6 +278,112 @@ class StepWriter:
             step.atomic.__exit__(*sys.exc_info())
             raise
         step.atomic.__exit__(*NO_ERROR)
+
+    def _commit(self, rows: Sequence[models.Model], upserts: Sequence[_Upsert]) -> None:
+        """A finished top-level step's rows and state, with the rows held
+        back. Its handler has run: if the connection is lost meanwhile, the
+        rows still here are written again on a new connection
+        (``recommit``) rather than left to the resume, which would run the
+        handler again. Inside a caller's transaction nothing can be written
+        again: the error goes up as it came."""
+        held = list(self._held)
+        try:
+            self._write_held(rows, upserts)
+        except (OperationalError, InterfaceError) as error:
+            if connection.in_atomic_block:
+                raise
+            recommit([*_batches(held), *_batches(rows, upserts)], error)
+
+
+def recommit(batches: Sequence[inserts.Batch], error: Exception) -> None:
+    """Write ``batches`` again after their write lost the connection
+    (``error``), on a new connection with the run's commit setting, after
+    each of ``RECOMMIT_DELAYS``; ``error`` (or the last one) if every attempt
+    loses it too. The lost write may have committed (only its reply was
+    lost): the rows already stored are left out (``_unstored``), so nothing
+    is written twice."""
+    for attempt, delay in enumerate(RECOMMIT_DELAYS, start=1):
+        logger.warning(
+            "A step's commit lost the database connection (%s); writing it "
+            "again on a new connection (%d/%d)",
+            type(error).__name__,
+            attempt,
+            len(RECOMMIT_DELAYS),
+        )
+        time.sleep(delay)
+        try:
+            reconnect()
+            inserts.write(_unstored(batches))
+        except (OperationalError, InterfaceError) as again:
+            error = again
+            continue
+        return
+    raise error
+
+
+def reconnect() -> None:
+    """Drop the broken connection and open a new one with the run's commit
+    setting, if the run had relaxed it (``run_commits``)."""
+    relaxed = getattr(connection, RELAXED, False)
+    try:
+        connection.close()
+    except Exception:  # a dead connection may fail to close: it is gone anyway
+        logger.debug("Closing the broken connection failed", exc_info=True)
+    setattr(connection, RELAXED, False)  # a new connection has the server's
+    if relaxed:
+        relax_commits()
+
+
+def _unstored(batches: Sequence[inserts.Batch]) -> list[inserts.Batch]:
+    """``batches`` without the rows a lost write did store: rows whose event
+    id is stored (every audit row of a step has one; what one write held
+    commits whole or not at all), and rows that point at one of those (a
+    provider call's citations, written with it). State upserts stay: written
+    again, they write the same values."""
+    stored: set[int] = set()  # id() of the rows found stored
+    kept: list[inserts.Batch] = []
+    for batch in batches:
+        rows = batch.rows
+        if not (batch.update_fields or batch.ignore_conflicts):
+            rows = _not_stored(batch.model, rows, stored)
+        if rows:
+            kept.append(dataclasses.replace(batch, rows=rows))
+    return kept
+
+
+def _not_stored(
+    model: type[models.Model], rows: list[models.Model], stored: set[int]
+) -> list[models.Model]:
+    """``rows`` but those found stored (added to ``stored``)."""
+    event_id = next(
+        (f for f in model._meta.concrete_fields if f.name == "event_id"), None
+    )
+    if event_id is not None:
+        # as the field reads them back (a recorder may hold an id as text)
+        ids = [event_id.to_python(event_id.value_from_object(row)) for row in rows]
+        found = set(
+            model._default_manager.filter(event_id__in=ids).values_list(
+                "event_id", flat=True
+            )
+        )
+        for row, row_id in zip(rows, ids, strict=True):
+            if row_id in found:
+                stored.add(id(row))
+                row._state.adding = False
+    # rows that point at a stored row (by the object, cached on the row: a
+    # key the database gives is not set on it when the reply was lost)
+    relations = [
+        field.name for field in model._meta.concrete_fields if field.is_relation
+    ]
+    return [
+        row
+        for row in rows
+        if id(row) not in stored
+        and not any(
+            getattr(model, name).is_cached(row) and id(getattr(row, name)) in stored
+            for name in relations
+        )
+    ]
 
 
 @contextlib.contextmanager

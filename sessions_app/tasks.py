@@ -12,8 +12,9 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from celery.exceptions import Reject
 
-from sessions_app import dispatch, notifications, services
+from sessions_app import dispatch, lifecycle, notifications, services
 from sessions_app.models import ApprovalRequest
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,15 @@ logger = logging.getLogger(__name__)
 def run_session_task(session_id: str) -> str:
     """Run the session; the status it left it with (``missing``: no such
     session). The session is not read back after a run this worker ended."""
-    status = services.run_session_status(session_id=session_id)
+    try:
+        status = services.run_session_status(session_id=session_id)
+    except lifecycle.StoreUnavailable as error:
+        # never acknowledged and forgotten: the message goes back to the
+        # queue, and the session stays as it was for a worker (or the sweeper)
+        logger.error(
+            "Session %s: %s Its message goes back to the queue.", session_id, error
+        )
+        raise Reject(str(error), requeue=True) from error
     if status is None:
         logger.warning("Session %s does not exist; nothing to run", session_id)
         return "missing"
@@ -37,8 +46,10 @@ def run_session_task(session_id: str) -> str:
 
 @shared_task(name=dispatch.SWEEP_TASK, ignore_result=True)
 def sweep_stale_sessions_task() -> dict[str, Any]:
-    report = services.sweep_stale_sessions()
-    if report.redispatched or report.ran_inline or report.settled:
+    report = services.sweep_stale_sessions()  # never raises for one session
+    if report.errors:
+        logger.warning("Swept stale sessions: %s", report)
+    elif report.redispatched or report.ran_inline or report.settled:
         logger.info("Swept stale sessions: %s", report)
     return report.as_dict()
 

@@ -393,8 +393,26 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # apply to any task and bound the longest run.
 CELERY_TASK_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE
 CELERY_TASK_SOFT_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE // 2
-# Redis redelivers an unacknowledged message after this: above the hard limit.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 300}
+# A broker that cannot be reached costs a start (or a sweep) a few seconds at
+# most, not a hung request: a connection attempt gives up after 2 s (AMQP:
+# connecting and its handshake; Redis: connecting), a Redis command after 3 s
+# without a reply, and a send is tried three times in all, 0.2-0.5 s apart.
+# Then the session stays queued with the failure recorded, and the sweeper
+# sends it again (sessions_app.dispatch; docs/run-lifecycle.md).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+# Redis redelivers an unacknowledged message after visibility_timeout: above
+# the hard limit.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT + 300,
+    "socket_connect_timeout": CELERY_BROKER_CONNECTION_TIMEOUT,
+    "socket_timeout": 3,
+}
 # The sweeper has a queue of its own, so it never waits behind queued runs; a
 # sweep not started within one interval is dropped (the next one comes). Every
 # worker that should sweep consumes it: `make worker` does (-Q celery,...).

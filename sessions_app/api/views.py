@@ -161,6 +161,10 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         description="Without a broker the run happens inline and the answer "
         "(201) holds the finished session; with one it is queued for a worker "
         "and the answer (202) holds the queued session: follow its Location. "
+        "A broker that cannot be reached does not fail the start: the answer "
+        "is still 202, the session stays queued with `dispatch_error` saying "
+        "why, and the sweeper sends it again (do not post again: that would "
+        "start a second run). "
         "Needs the 'Can start sessions' permission; throttled per user. A user "
         "who has spent their daily budget is refused with a 429 saying so, and a "
         "Retry-After header (seconds to the next local midnight).",

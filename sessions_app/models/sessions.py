@@ -181,6 +181,19 @@ class AgentSession(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The last failed send of the run to a worker (sessions_app.dispatch): the
+    # broker could not be reached; the sweeper sends it again.
+    dispatch_error = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Why the last send to a worker failed (empty once it was sent).",
+    )
+    dispatch_failed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a send to a worker last failed."
+    )
+    dispatch_failures = models.PositiveIntegerField(
+        default=0, help_text="How many sends to a worker failed (broker unreachable)."
+    )
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     pauses = models.PositiveSmallIntegerField(
         default=0, help_text="How many times the run paused for a human decision."

@@ -13,6 +13,7 @@ from django.db import connection
 
 from sessions_app import services
 from sessions_app.models import AgentSession
+from tests.sessions_app.brokers import broker_at, sent_runs
 from tests.sessions_app.clients import CountingProvider
 from tooling.demo import seed_demo_catalog
 from tooling.handlers import registry
@@ -119,3 +120,97 @@ def test_connection_terminated_inside_a_tool(self_terminating_writer):
     for name in ("draft_file", "write_file"):
         assert session.tool_invocations.filter(name=name, success=True).count() == 1
     assert session.files.filter(path="notes.md").count() == 1
+
+
+# -- a step's commit cut after its handler ran (issue #24, item 7) ----------------
+
+
+@pytest.fixture
+def build_then():
+    """``demo.build`` recording each run by idempotency key and, after its
+    handler returned (before the step commits), calling ``hooks.pop(0)`` if
+    any is left."""
+    original = registry.get("demo.build")
+    state: dict[str, Any] = {"runs": [], "hooks": []}
+
+    def handler(params: Any, *, context: ToolContext) -> Any:
+        assert original.handler is not None
+        result = original.handler(params, context=context)
+        state["runs"].append(context.idempotency_key)
+        if state["hooks"]:
+            state["hooks"].pop(0)()
+        return result
+
+    registry.unregister("demo.build")
+    registry.register("demo.build", dataclasses.replace(original, handler=handler))
+    yield state
+    registry.unregister("demo.build")
+    registry.register("demo.build", original)
+
+
+def test_a_commit_cut_after_the_handler_ran_is_written_again_not_run_again(
+    build_then,
+):
+    seed_demo_catalog()
+    pid = backend_pid()
+    build_then["hooks"].append(lambda: terminate(pid))
+
+    session = services.start_session(prompt_ref="demo/release")
+
+    assert backend_pid() != pid  # the step was written on a new connection
+    assert_complete(session)
+    assert session.attempts == 1
+    # build ran once: its record was committed again, not its handler run again
+    assert len(build_then["runs"]) == 1, build_then["runs"]
+    assert session.tool_invocations.filter(name="build", success=True).count() == 1
+    # the state its success saved (the release order's memory) is there too
+    assert session.state_entries.exists()
+
+
+def test_a_commit_whose_reply_was_lost_is_not_written_twice(build_then):
+    """The step's query committed, then the connection died before its reply
+    was read: written again, the rows already stored are left out."""
+    seed_demo_catalog()
+    armed = {"on": False}
+    build_then["hooks"].append(lambda: armed.update(on=True))
+
+    def cut_after_commit(execute, sql, params, many, context):
+        if not (armed["on"] and 'INSERT INTO "sessions_app_toolinvocation"' in sql):
+            return execute(sql, params, many, context)
+        armed["on"] = False
+        result = execute(sql, params, many, context)  # committed
+        terminate(backend_pid_of(context))
+        execute("SELECT 1", None, False, context)  # the server is gone: raises
+        return result
+
+    with connection.execute_wrapper(cut_after_commit):
+        session = services.start_session(prompt_ref="demo/release")
+
+    assert not armed["on"]
+    assert_complete(session)
+    assert session.attempts == 1
+    assert len(build_then["runs"]) == 1, build_then["runs"]
+    assert session.tool_invocations.filter(name="build", success=True).count() == 1
+
+
+def backend_pid_of(context: Any) -> int:
+    """The backend of the connection a statement is being sent on."""
+    return int(context["connection"].connection.info.backend_pid)
+
+
+# -- a worker's start on a dead connection (issue #24, item 7) --------------------
+
+
+def test_a_worker_start_on_a_dead_connection_reconnects_and_runs(settings):
+    seed_demo_catalog()
+    with broker_at(settings, "memory://") as app:
+        session = services.start_session(prompt_ref="demo/release")
+        assert sent_runs(app) == [str(session.pk)]
+    pid = backend_pid()
+    terminate(pid)  # between two tasks, as a failover or an operator would
+
+    status = services.run_session_status(session_id=session.pk)
+
+    assert status == AgentSession.Status.SUCCEEDED
+    assert backend_pid() != pid
+    assert_complete(AgentSession.objects.get(pk=session.pk))

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from wink_project.celery import app as celery_app
+from tests.sessions_app.brokers import broker_at
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("CELERY_TEST_BROKER_URL", "")
@@ -53,17 +53,16 @@ def database_url() -> str:
 
 
 @contextlib.contextmanager
-def broker_configured(settings: Any) -> Iterator[str]:
-    """Make the test process send its tasks to ``BROKER`` (instead of running
-    them inline); restore inline (eager) runs afterwards."""
-    settings.CELERY_BROKER_URL = BROKER
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    celery_app.conf.update(broker_url=BROKER, task_always_eager=False)
-    try:
-        yield BROKER
-    finally:
-        celery_app.close()
-        celery_app.conf.update(task_always_eager=True)
+def broker_configured(settings: Any, url: str = BROKER) -> Iterator[str]:
+    """Make the test process send its tasks to ``url`` (by default
+    ``BROKER``; a ``Forwarder``'s to take the broker away) instead of running
+    them inline; restore inline (eager) runs afterwards. The tasks go
+    through a Celery app of their own (``brokers.broker_at``): the project's
+    app keeps its producers' connections, to whichever broker they were
+    opened, for the rest of the process."""
+    settings.CELERY_BROKER_URL = url
+    with broker_at(settings, url):
+        yield url
 
 
 def worker_env(**overrides: str) -> dict[str, str]:
@@ -218,13 +217,17 @@ class OfflineWorkers:
         self.server = server
         self.workers: list[WorkerProcess] = []
 
-    def start(self, name: str, **options: Any) -> WorkerProcess:
+    def start(
+        self, name: str, env: Mapping[str, str] | None = None, **options: Any
+    ) -> WorkerProcess:
+        """A worker (``options``: ``WorkerProcess``'s); ``env`` adds to (or
+        overrides) its environment."""
         env = worker_env(
             WINK_PROVIDER="openai",
             OPENAI_API_KEY="sk-offline",
             OPENAI_BASE_URL=self.server.base_url,
             WINK_OPENAI_MAX_RETRIES="0",
-            **SHORT_LEASES,
+            **{**SHORT_LEASES, **(env or {})},
         )
         worker = WorkerProcess(env, loglevel="INFO", name=name, **options)
         self.workers.append(worker)
@@ -243,17 +246,21 @@ class OfflineWorkers:
 
 
 @contextlib.contextmanager
-def offline_workers(settings: Any, *, delay: float) -> Iterator[OfflineWorkers]:
+def offline_workers(
+    settings: Any, *, delay: float, model: Any = None, broker: str = BROKER
+) -> Iterator[OfflineWorkers]:
     """PostgreSQL required, the offline provider answering after ``delay``
-    seconds, this process's Celery app on the test broker; every worker the
-    test started is stopped afterwards, then the provider."""
+    seconds (``model``: its ``ScriptedModel``, by default the cooperative
+    one), this process's Celery app on ``broker`` (the test broker, or a
+    ``Forwarder`` to it); every worker the test started is stopped
+    afterwards, then the provider."""
     from tooling.offline import OfflineServer
 
     require_postgresql()
-    server = OfflineServer(delay=delay).start()
+    server = OfflineServer(delay=delay, model=model).start()
     started = OfflineWorkers(server)
     try:
-        with broker_configured(settings):
+        with broker_configured(settings, broker):
             try:
                 yield started
             finally:

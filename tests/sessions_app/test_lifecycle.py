@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from sessions_app import lifecycle, services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from tests.sessions_app.brokers import broker_at, sent_runs
 from tests.sessions_app.clients import CountingProvider, WorkerKilled, kill_at
 from tests.sessions_app.factories import UserFactory
 from tooling.demo import seed_demo_catalog
@@ -355,38 +356,36 @@ def test_sweeper_runs_a_dead_run_inline_without_a_broker():
     assert fresh(session.pk).status == Status.SUCCEEDED
 
 
-def test_sweeper_redispatches_with_a_broker_once_per_lease(
-    queued, django_capture_on_commit_callbacks
-):
+def test_sweeper_redispatches_with_a_broker_once_per_lease(queued, settings):
     lifecycle.claim(queued.pk)
     expire_lease(queued.pk)
     AgentSession.objects.filter(pk=queued.pk).update(
         dispatched_at=timezone.now() - timedelta(hours=1)
     )
 
-    with django_capture_on_commit_callbacks() as sent:
+    with broker_at(settings, "memory://") as app:
         first = services.sweep_stale_sessions()
         second = services.sweep_stale_sessions()
+        sent = sent_runs(app)
 
     assert first.redispatched == [str(queued.pk)]
     assert second.redispatched == []  # dispatched within the lease: not again
-    assert len(sent) == 1
+    assert sent == [str(queued.pk)]
 
 
-def test_sweeper_redispatches_a_queued_session_nothing_claimed(
-    queued, settings, django_capture_on_commit_callbacks
-):
+def test_sweeper_redispatches_a_queued_session_nothing_claimed(queued, settings):
     settings.WINK_QUEUED_REDISPATCH_SECONDS = 60
-    assert services.sweep_stale_sessions().redispatched == []
-    AgentSession.objects.filter(pk=queued.pk).update(
-        dispatched_at=timezone.now() - timedelta(minutes=2)
-    )
+    with broker_at(settings, "memory://") as app:
+        assert services.sweep_stale_sessions().redispatched == []
+        AgentSession.objects.filter(pk=queued.pk).update(
+            dispatched_at=timezone.now() - timedelta(minutes=2)
+        )
 
-    with django_capture_on_commit_callbacks() as sent:
         report = services.sweep_stale_sessions()
+        sent = sent_runs(app)
 
     assert report.redispatched == [str(queued.pk)]
-    assert len(sent) == 1
+    assert sent == [str(queued.pk)]
 
 
 def test_sweeper_settles_cancelled_and_exhausted_runs(queued, settings):
