@@ -424,8 +424,11 @@ LOGGING = {
     "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }
 
-# DEBUG pages and error reports hide every credential-bearing setting and
-# environment variable (database and broker URLs, MCP header secrets, ...).
+# DEBUG pages and error reports (HTML, text, the report mailed to ADMINS) show
+# no credential, DEBUG on or off: every credential-bearing setting, request
+# variable and local is hidden, and every configured secret value masked
+# wherever it appears (wink_project/reporting.py).
+DEFAULT_EXCEPTION_REPORTER = "wink_project.reporting.SecretHidingExceptionReporter"
 DEFAULT_EXCEPTION_REPORTER_FILTER = "wink_project.reporting.SecretHidingReporterFilter"
 
 # Origins (scheme://host[:port]) allowed to POST forms besides ALLOWED_HOSTS's,

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.views.decorators.debug import sensitive_variables
 
 from tooling import shell_executors
 from tooling.models import HostedToolDefinition, ModelCapability
@@ -48,6 +49,8 @@ def header_variable_rule() -> str:
     return " or ".join(parts) or "none (no variable is allowed)"
 
 
+# The values are secrets: error pages never show these locals.
+@sensitive_variables("headers", "value", "environ")
 def _header_values(
     option: str, header_env: Any, environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[tuple[str, str, str | None]]]:
