@@ -14,6 +14,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from wink_project.csp import configured_policy
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -110,6 +112,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Content-Security-Policy on every response, error pages included.
+    "wink_project.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Under /api/: body size limit, and every error as JSON in one shape.
@@ -251,6 +255,9 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
+    # No badge loaded from validator.swagger.io (the CSP allows this origin
+    # only, and the schema's URL stays here).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
@@ -430,6 +437,17 @@ LOGGING = {
 # wherever it appears (wink_project/reporting.py).
 DEFAULT_EXCEPTION_REPORTER = "wink_project.reporting.SecretHidingExceptionReporter"
 DEFAULT_EXCEPTION_REPORTER_FILTER = "wink_project.reporting.SecretHidingReporterFilter"
+
+# Content-Security-Policy of every response (wink_project/csp.py): this origin
+# only, no inline script or style. WINK_CSP's directives replace the default's
+# of the same name or are added, e.g. "img-src 'self' data: https://cdn.example.com".
+try:
+    WINK_CSP = configured_policy(os.environ.get("WINK_CSP", ""))
+except ValueError as _error:
+    raise ImproperlyConfigured(
+        f"WINK_CSP must be Content-Security-Policy directives separated by "
+        f'";", such as "img-src \'self\' data:"; {_error}.'
+    ) from None
 
 # Origins (scheme://host[:port]) allowed to POST forms besides ALLOWED_HOSTS's,
 # e.g. https://catalog.example.com when a proxy changes the Host header.

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import (
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -125,15 +128,22 @@ class UI:
         )
         box.send_keys(search)
 
-        def option(d: Any) -> Any:
+        def pick(d: Any) -> bool:
             for item in d.find_elements(
                 By.CSS_SELECTOR, ".select2-container--open .select2-results__option"
             ):
                 if item.text == choice:
-                    return item
+                    item.click()
+                    return True
             return False
 
-        self.wait(option).click()
+        # The results of the empty search may be replaced by those of
+        # ``search`` between finding an option and clicking it: look again.
+        WebDriverWait(
+            self.driver,
+            WAIT_SECONDS,
+            ignored_exceptions=[StaleElementReferenceException],
+        ).until(pick)
         self.wait(
             lambda d: (
                 Select(self.find(f"#{select_id}")).first_selected_option.text == choice
