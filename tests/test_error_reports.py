@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -186,6 +186,11 @@ class _Client:
         return f"<Client key={self.key}>"
 
 
+class _Pair(NamedTuple):
+    name: str
+    values: set[str]
+
+
 def _report(request: Any, failing: Any) -> tuple[str, str]:
     try:
         failing()
@@ -208,6 +213,8 @@ def test_error_report_masks_secrets_in_messages_objects_and_nested_values(
         client = _Client(key)  # noqa: F841 - a local the page shows
         nested = {"config": [{"headers": f"token is {header}"}]}  # noqa: F841
         raw = f"Bearer {header}".encode()  # noqa: F841
+        by_client = {header: "a client"}  # noqa: F841 - keyed by the secret
+        pair = _Pair(key, {header})  # noqa: F841 - a namedtuple holding a set
         try:
             raise KeyError(f"no entry for {key}")
         except KeyError as error:
@@ -221,6 +228,7 @@ def test_error_report_masks_secrets_in_messages_objects_and_nested_values(
     assert "&lt;Client key=********************&gt;" in html
     assert "token is ********************" in html
     assert "no entry for ********************" in html  # the cause
+    assert "{&#x27;********************&#x27;: &#x27;a client&#x27;}" in html
 
 
 def test_error_report_masks_sensitive_query_parameters(settings):

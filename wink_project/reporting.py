@@ -203,20 +203,30 @@ class SecretHidingReporterFilter(SafeExceptionReporterFilter):
                 cleansed.setlist(key, items)
             return cleansed
         if walkable and isinstance(value, dict):
-            entries = {
-                key: self.cleansed_substitute
-                if self._hidden_name(key)
-                else self.cleanse_value(item, masker, depth + 1)
+            pairs = [
+                (
+                    self.cleanse_value(key, masker, depth + 1),
+                    self.cleansed_substitute
+                    if self._hidden_name(key)
+                    else self.cleanse_value(item, masker, depth + 1),
+                )
                 for key, item in value.items()
-            }
-            if all(entries[key] is item for key, item in value.items()):
+            ]
+            if all(
+                new_key is key and new is item
+                for (new_key, new), (key, item) in zip(
+                    pairs, value.items(), strict=True
+                )
+            ):
                 return value
-            return entries
+            return dict(pairs)
         if walkable and isinstance(value, list | tuple | set | frozenset):
             items = [self.cleanse_value(item, masker, depth + 1) for item in value]
             if all(a is b for a, b in zip(items, value, strict=True)):
                 return value
-            return items if isinstance(value, list) else type(value)(items)
+            if isinstance(value, list):
+                return items
+            return tuple(items) if isinstance(value, tuple) else set(items)
         shown = pprint(value)
         masked = masker.text(shown)
         return value if masked is shown else _Shown(masked)
@@ -248,9 +258,13 @@ class SecretHidingExceptionReporter(ExceptionReporter):
             )
         for frame in data.get("frames", ()):
             cause = frame.get("exc_cause")
-            if cause is not None:
+            if cause is None:
+                continue
+            try:
                 text = str(cause)
-                masked = masker.text(text)
-                if masked is not text:
-                    frame["exc_cause"] = masked
+            except Exception:  # the page then shows what Django shows
+                continue
+            masked = masker.text(text)
+            if masked is not text:
+                frame["exc_cause"] = masked
         return data

@@ -7,7 +7,8 @@ config it was built into. ``configured_secrets()`` lists the values to look
 for; a ``Masker`` replaces each occurrence, inside any text, with a
 substitute. Values shorter than ``MIN_SECRET_LENGTH`` are left alone (masking
 "ab" everywhere would make a page unreadable); a libpq connection string's
-``password=...`` is masked whatever its length.
+``password=...``, a URL's ``user:password@`` and a query's ``?token=...`` are
+masked whatever their length.
 """
 
 from __future__ import annotations

@@ -221,3 +221,13 @@ def test_tool_secrets_are_what_redact_tools_masks() -> None:
         {"type": "web_search"},
     ]
     assert tool_secrets(tools) == ["Bearer x", "y", "oauth-token"]
+
+
+def test_secret_redactor_finds_secrets_json_would_escape() -> None:
+    secret = 'pa"ss\\word\u00e9'
+    value = {"a": [f"x {secret} y"], "b": 1.5, "c": None}
+    assert SecretRedactor([secret])(value) == {
+        "a": ["x [redacted] y"],
+        "b": 1.5,
+        "c": None,
+    }

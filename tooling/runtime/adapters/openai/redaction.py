@@ -13,6 +13,7 @@ citations, the history replayed to the provider, a resumed run) sees more.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -81,7 +82,7 @@ class SecretRedactor:
     be rebuilt from pairs are kept, such as the adapter's ``JsonObject``).
     """
 
-    __slots__ = ("_pattern",)
+    __slots__ = ("_pattern", "_probe")
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         values: set[str] = set()
@@ -96,6 +97,10 @@ class SecretRedactor:
             if ordered
             else None
         )
+        # The secrets as a JSON text writes them: one search of a whole value's
+        # JSON tells whether walking it is needed (most bodies hold none).
+        written = {json.dumps(v, ensure_ascii=False)[1:-1] for v in values}
+        self._probe = tuple(values | written)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -108,7 +113,13 @@ class SecretRedactor:
 
     def __call__(self, value: T) -> T:
         """``value`` (JSON-like) with every secret replaced in every string."""
-        if self._pattern is None:
+        if not self._probe:
+            return value
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = None  # not JSON: walk it
+        if text is not None and not any(probe in text for probe in self._probe):
             return value
         result: T = self._walk(value, 0)
         return result
