@@ -105,6 +105,7 @@ def reports() -> dict[str, Any]:
         ),
         OPENAI_API_KEY=f"sk-{canaries['OpenAI']}",
         SECRET_KEY=canaries["SecretKey"],
+        # not read by the settings: a variable named like a secret is one
         SECRET_KEY_FALLBACKS=canaries["Fallback"],
         CELERY_BROKER_URL=f"amqp://guest:{canaries['Broker']}@127.0.0.1:{port}//",
         EMAIL_HOST_PASSWORD=canaries["Email"],
