@@ -15,6 +15,8 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from wink_project.csp import configured_policy
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -135,6 +137,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Content-Security-Policy on every response, error pages included.
+    "wink_project.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Under /api/: body size limit, and every error as JSON in one shape.
@@ -319,6 +323,9 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
+    # No badge loaded from validator.swagger.io (the CSP allows this origin
+    # only, and the schema's URL stays here).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
@@ -514,9 +521,23 @@ LOGGING = {
     "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }
 
-# DEBUG pages and error reports hide every credential-bearing setting and
-# environment variable (database and broker URLs, MCP header secrets, ...).
+# DEBUG pages and error reports (HTML, text, the report mailed to ADMINS) show
+# no credential, DEBUG on or off: every credential-bearing setting, request
+# variable and local is hidden, and every configured secret value masked
+# wherever it appears (wink_project/reporting.py).
+DEFAULT_EXCEPTION_REPORTER = "wink_project.reporting.SecretHidingExceptionReporter"
 DEFAULT_EXCEPTION_REPORTER_FILTER = "wink_project.reporting.SecretHidingReporterFilter"
+
+# Content-Security-Policy of every response (wink_project/csp.py): this origin
+# only, no inline script or style. WINK_CSP's directives replace the default's
+# of the same name or are added, e.g. "img-src 'self' data: https://cdn.example.com".
+try:
+    WINK_CSP = configured_policy(os.environ.get("WINK_CSP", ""))
+except ValueError as _error:
+    raise ImproperlyConfigured(
+        f"WINK_CSP must be Content-Security-Policy directives separated by "
+        f'";", such as "img-src \'self\' data:"; {_error}.'
+    ) from None
 
 # Origins (scheme://host[:port]) allowed to POST forms besides ALLOWED_HOSTS's,
 # e.g. https://catalog.example.com when a proxy changes the Host header.

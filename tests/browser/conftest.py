@@ -11,6 +11,10 @@ to Selenium's ``Service`` explicitly, so Selenium Manager never runs.
   ``WINK_REQUIRE_BROWSER=1`` (set by ``.ci/run`` on CI), which makes them fail.
 - ``WINK_BROWSER_SCREENSHOTS=<dir>``: save the screenshots the tests take (and
   one of the page at any failure) into that directory.
+
+Every test also fails if the browser reported a Content-Security-Policy
+violation on any page it visited (the console log, ``csp_violations``): the
+product's pages must work under its policy (``wink_project/csp.py``).
 """
 
 from __future__ import annotations
@@ -110,6 +114,8 @@ def _chrome(_browser_binaries: tuple[str, str], live_server: Any) -> Iterator[An
         "--lang=en-US",
     ):
         options.add_argument(argument)
+    # The console log, read after each test for CSP violations.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(
         service=Service(executable_path=chromedriver), options=options
     )
@@ -136,13 +142,25 @@ def _screenshot_dir() -> Path | None:
     return path
 
 
+def csp_violations(driver: Any) -> list[str]:
+    """The Content-Security-Policy violations the console reported since the
+    last call (reading the log empties it)."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if "Content Security Policy" in entry.get("message", "")
+    ]
+
+
 @pytest.fixture
 def driver(
     _chrome: Any, live_server: Any, request: pytest.FixtureRequest
 ) -> Iterator[Any]:
-    """The shared browser, logged out, with ``live_server`` running."""
+    """The shared browser, logged out, with ``live_server`` running; the test
+    fails if a page it visited violated the Content-Security-Policy."""
     _chrome.delete_all_cookies()
     _chrome.set_window_size(1280, 1000)
+    csp_violations(_chrome)  # what an earlier test left
     yield _chrome
     report = getattr(request.node, "_browser_report_call", None)
     if report is not None and report.failed:
@@ -152,6 +170,13 @@ def driver(
             _chrome.save_screenshot(str(path))
             print(f"screenshot of the page at the failure: {path}")
         print(f"page at the failure: {_chrome.current_url}")
+    violations = csp_violations(_chrome)
+    if violations:
+        pytest.fail(
+            "Content-Security-Policy violations in the browser console:\n"
+            + "\n".join(violations),
+            pytrace=False,
+        )
 
 
 @pytest.fixture

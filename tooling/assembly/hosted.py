@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.views.decorators.debug import sensitive_variables
 
 from tooling import shell_executors
 from tooling.models import HostedToolDefinition, ModelCapability
@@ -74,6 +75,8 @@ def _checked_variable(option: str, what: str, variable: Any) -> str:
 Missing = tuple[str, str, str, str | None]
 
 
+# The values are secrets: error pages never show these locals.
+@sensitive_variables("headers", "value", "environ")
 def _header_values(
     option: str, header_env: Any, environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[Missing]]:
@@ -106,6 +109,8 @@ class _Deployment:
         self.missing: list[Missing] = []
         self.executors: list[str] = []
 
+    # header values and connector tokens: error pages never show these locals
+    @sensitive_variables("headers", "secret")
     def __call__(self, option: HostedOption, value: Any) -> Any:
         if option.shape == "header_env":
             headers, missing = _header_values(option.name, value, self.environ)

@@ -63,7 +63,7 @@ from .parsing import (
     only_commentary,
 )
 from .quotas import HostedQuotas
-from .redaction import redact_request, redact_tools
+from .redaction import SecretRedactor, redact_request, redact_tools, tool_secrets
 from .resume import RunRecord
 from .sending import Sender, SendFailure, excerpt
 from .statuses import status_problem
@@ -135,6 +135,9 @@ class Run:
         # Set once a reply held surrogate escapes: the history is then made
         # sendable before each request (it is never changed in place).
         self.scrub_history = False
+        # The run's secrets (the API key; the tools' credentials once the
+        # request is built) never reach an event: see ``_send``.
+        self.redact = SecretRedactor([_api_key(adapter.request_client)])
         self.sender = Sender(
             adapter.request_client,
             max_retries=adapter.max_retries,
@@ -157,6 +160,9 @@ class Run:
     def execute(self, rendered: RenderedPrompt, max_turns: int) -> PromptResponse:
         adapter = self.adapter
         body = adapter.request_preview(rendered)  # validates before any request
+        self.redact = SecretRedactor(
+            [*tool_secrets(body.get("tools", ())), _api_key(adapter.request_client)]
+        )
         rendered, self.native_tools = adapter.bind_native(rendered)
         self.sink.emit(
             PromptRendered(
@@ -209,7 +215,7 @@ class Run:
         for turn in range(1, max_turns + 1):
             if turn <= len(recorded):
                 self.quotas.withdraw_used_up(turn)  # as the request was
-                data = JsonObject.wrap(recorded[turn - 1])
+                data = self.redact(JsonObject.wrap(recorded[turn - 1]))
                 self.scrub_history = self.scrub_history or _has_surrogates(data)
                 self._account(data)
                 self._check_status(data)
@@ -362,30 +368,37 @@ class Run:
         request = {**body, "input": history}
         if self.scrub_history:
             request = sendable(request)[0]
-        record = redact_request({**body, "input": history[sent:]})
+        # Recorded bodies, errors and attempts hold no secret: the tools'
+        # credentials are masked by place, and every secret of the run
+        # wherever else it appears (a provider may echo them).
+        redact = self.redact
+        record = redact(redact_request({**body, "input": history[sent:]}))
         settle(self.sink)  # what the sink holds back is recorded before this
         try:
             reply = self.sender.send(request)
         except SendFailure as failure:
+            message = redact.text(failure.message)
             self.sink.emit(
                 ProviderCallFailed(
                     prompt_name=self.prompt.name,
                     turn=turn,
                     request=record,
                     input_offset=sent,
-                    error=failure.message,
+                    error=message,
                     error_type=failure.error_type,
                     status_code=failure.status_code,
                     request_id=failure.request_id,
                     latency_ms=sum(a.latency_ms for a in failure.attempts),
-                    attempts=failure.attempts,
+                    attempts=redact.attempts(failure.attempts),
                     phase=failure.phase,
                     session_id=self.session.session_id,
                     event_id=self.event_id("provider", turn),
                 )
             )
-            raise self._fail(failure.message, failure.phase, failure.payload) from None
-        data = reply.data
+            raise self._fail(message, failure.phase, redact(failure.payload)) from None
+        # Redacted as received: what is recorded is what the run acts on and
+        # replays, so a resumed run (which reads the record) does the same.
+        data = redact(reply.data)
         self.scrub_history = self.scrub_history or reply.has_surrogates
         earlier = len(self.citations)
         usage = self._account(data)
@@ -412,7 +425,7 @@ class Run:
                 commentary=commentary_texts(_items(data)),
                 unknown_item_types=unknown,
                 request_id=reply.request_id,
-                attempts=reply.attempts,
+                attempts=redact.attempts(reply.attempts),
                 cost=self.last_cost,
                 session_id=self.session.session_id,
                 event_id=self.event_id("provider", turn),
@@ -610,6 +623,11 @@ class Run:
                 "response",
             )
         return decoded
+
+
+def _api_key(client: Any) -> str | None:
+    key = getattr(client, "api_key", None)
+    return key if isinstance(key, str) else None
 
 
 def _has_surrogates(data: Any) -> bool:
