@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0011_session_transitions"),
+        ("sessions_app", "0012_approvals_per_policy"),
     ]
 
     operations = [

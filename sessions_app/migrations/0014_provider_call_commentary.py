@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0012_approvals_per_policy"),
+        ("sessions_app", "0013_dispatch_failures"),
     ]
 
     operations = [
