@@ -21,3 +21,9 @@ THREAD_SECONDS = 120
 # A browser page, an element or a script's effect on the page (a second when
 # quiet).
 BROWSER_SECONDS = 60
+# Something that must stop at a limit of about a second (a deadline, a timeout,
+# a budget): how much later than its limit it may stop on a loaded machine.
+# A test that uses it makes the case without the limit take far longer (a
+# provider or a server that answers only after minutes, a command that never
+# ends), so the check still tells a working limit from a missing one.
+LATE_SECONDS = 30

@@ -15,18 +15,18 @@ def test_repetitive_context_that_is_not_found_fails_fast() -> None:
     quadratic (200k lines x 20k context lines: minutes); it is linear."""
     content = "a\n" * 200_000
     diff = "@@\n" + " a\n" * 20_000 + "-b\n+c\n"
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: what the search costs
     with pytest.raises(PatchError, match="Context not found"):
         update_file(content, diff)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_repetitive_context_is_found_at_its_first_occurrence() -> None:
     content = "a\n" * 50_000 + "b\n" + "a\n" * 10
     diff = "@@\n" + " a\n" * 5_000 + "-b\n+c\n"
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: what the search costs
     assert update_file(content, diff) == "a\n" * 50_000 + "c\n" + "a\n" * 10
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 @pytest.mark.parametrize(
@@ -58,21 +58,21 @@ def test_many_hunks_on_a_long_file_fail_fast_or_apply_fast() -> None:
     file tied a worker up for minutes."""
     content = "x \n" * 100_000
     diff = "@@\n-x\n+y\n+y\n" * 3_000
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: what the search costs
     try:
         result = update_file(content, diff)
     except PatchError as error:
         assert "too costly to place" in str(error)
     else:
         assert result.startswith("y\ny\n" * 3_000 + "x \n")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
 
 
 def test_many_small_hunks_that_match_exactly_apply_in_linear_time() -> None:
     content = "".join(f"line {n}\n" for n in range(100_000))
     diff = "".join(f"@@\n-line {n}\n+LINE {n}\n+added\n" for n in range(0, 100_000, 10))
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: what the search costs
     result = update_file(content, diff)
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
     assert result.count("added\n") == 10_000
     assert result.startswith("LINE 0\nadded\nline 1\n")

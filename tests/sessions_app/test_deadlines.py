@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import AgentSession
+from tests.limits import LATE_SECONDS
 from tests.tooling.factories import (
     PromptTemplateFactory,
     SectionDefinitionFactory,
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def slow_provider(settings):
-    """The offline provider over HTTP, answering after 40 seconds."""
-    server = OfflineServer(delay=40).start()
+    """The offline provider over HTTP, answering after 10 minutes."""
+    server = OfflineServer(delay=600).start()
     settings.WINK_PROVIDER = "openai"
     settings.OPENAI_API_KEY = "sk-offline"
     settings.OPENAI_BASE_URL = server.base_url
@@ -31,7 +32,7 @@ def slow_provider(settings):
     server.stop()
 
 
-def test_a_3_second_deadline_ends_the_run_within_4_seconds(api_client, slow_provider):
+def test_a_3_second_deadline_ends_the_run_not_the_provider(api_client, slow_provider):
     section = SectionDefinitionFactory.create(key="slow", template="Answer slowly.")
     prompt = PromptTemplateFactory.create(deadline_seconds=3)
     add_sections(prompt, section)
@@ -43,7 +44,9 @@ def test_a_3_second_deadline_ends_the_run_within_4_seconds(api_client, slow_prov
     elapsed = time.monotonic() - started
 
     assert response.status_code == 201, response.content
-    assert elapsed < 4, f"the run took {elapsed:.1f} s"
+    # the deadline, not the provider's 10 minutes, ended it (about 3 s when the
+    # machine is quiet)
+    assert elapsed < 3 + LATE_SECONDS, f"the run took {elapsed:.1f} s"
     session = AgentSession.objects.get(pk=response.json()["id"])
     assert session.status == AgentSession.Status.FAILED
     assert session.error_phase == "deadline"
@@ -70,9 +73,9 @@ def test_the_global_cap_bounds_a_template_without_a_deadline(
         reverse("sessions_api:session-list"), {"prompt": prompt.ref}, format="json"
     )
 
-    # the cap, not the provider's 40 s, ends it (2 s of slack: the start's own
-    # work runs before the deadline's clock does)
-    assert time.monotonic() - started < 4
+    # the cap, not the provider's 10 minutes, ends it (about 2 s when the
+    # machine is quiet: the start's own work runs before the deadline's clock)
+    assert time.monotonic() - started < 2 + LATE_SECONDS
     assert response.json()["status"] == "failed"
     assert response.json()["error_phase"] == "deadline"
     assert response.json()["deadline_seconds"] == 2
