@@ -170,6 +170,45 @@ def test_adapter_redacts_secrets_in_errors_attempts_and_the_failure() -> None:
     assert end.message == failed.error
 
 
+def _pieces(secret: str, length: int = 8) -> list[str]:
+    """Every run of ``length`` characters of ``secret``: a cut-off part of it."""
+    return [secret[i : i + length] for i in range(len(secret) - length + 1)]
+
+
+@pytest.mark.parametrize(
+    ("status", "pad", "content_type"),
+    [
+        # an error page quoting the header where its 500-character excerpt ends
+        (401, 455, "text/html"),
+        # a 200 that is not JSON (a proxy cut an echo of the tools short)
+        (200, 255, "application/json"),
+    ],
+)
+def test_adapter_redacts_a_secret_before_an_error_excerpt_cuts_it(
+    status: int, pad: int, content_type: str
+) -> None:
+    token = _canary("mcp")
+    body = f"{'x' * pad} Authorization: Bearer {token} {'y' * 300}"
+    provider = FakeProvider(
+        httpx.Response(
+            status, content=body.encode(), headers={"content-type": content_type}
+        )
+    )
+    sink = InMemorySink()
+    adapter = OpenAIAdapter(client=provider.client, model="gpt-5.4")
+
+    with pytest.raises(PromptEvaluationError) as info:
+        adapter.evaluate(_prompt(token), sink=sink)
+
+    (failed,) = sink.of_type(ProviderCallFailed)
+    assert failed.error.endswith("\u2026")  # the excerpt was cut
+    assert _leaks(sink.events, *_pieces(token)) == []
+    assert not any(piece in str(info.value) for piece in _pieces(token))
+    assert f"Authorization: {REDACTED} yyy" in failed.error  # masked, then cut
+    assert failed.attempts[0].error is not None
+    assert f"Authorization: {REDACTED}" in failed.attempts[0].error
+
+
 def test_adapter_redacts_a_recorded_response_a_resumed_run_replays() -> None:
     from tooling.runtime.adapters.openai import RunRecord
 
