@@ -104,6 +104,25 @@ def test_debug_error_pages_may_run_their_inline_script_and_style(settings):
     assert text[HEADER] == DEFAULT_POLICY
 
 
+def test_debug_pages_for_a_bad_host_or_a_csrf_failure_are_relaxed_too(settings):
+    # Django answers a SuspiciousOperation (a Host not in ALLOWED_HOSTS) with
+    # its technical 500 page as a 400, and a CSRF failure with its own DEBUG
+    # page as a 403: both are inline styles and scripts too.
+    settings.DEBUG = True
+    bad_host = Client(raise_request_exception=False).get(
+        "/accounts/login/", HTTP_HOST="not-allowed.example.com"
+    )
+    csrf = Client(enforce_csrf_checks=True).post("/accounts/login/", {})
+    assert (bad_host.status_code, csrf.status_code) == (400, 403)
+    assert "DisallowedHost" in bad_host.content.decode()
+    assert "CSRF verification failed" in csrf.content.decode()
+    relaxed = debug_page_policy(DEFAULT_POLICY)
+    assert (bad_host[HEADER], csrf[HEADER]) == (relaxed, relaxed)
+    settings.DEBUG = False
+    strict = Client(enforce_csrf_checks=True).post("/accounts/login/", {})
+    assert (strict.status_code, strict[HEADER]) == (403, DEFAULT_POLICY)
+
+
 def test_wink_csp_replaces_or_adds_directives():
     policy = configured_policy(
         "img-src 'self' data: https://cdn.example.com;  report-uri /csp/ ;"

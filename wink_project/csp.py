@@ -6,10 +6,12 @@ with presentation attributes), so the policy allows only this origin:
 ``WINK_CSP`` (settings.py) is the whole policy, the default's directives with
 the environment's replacing or adding their own.
 
-Django's own DEBUG error pages (the technical 404 and 500 pages) are made of
-inline styles and scripts: with ``DEBUG`` on, and only on those, script-src
-and style-src also allow ``'unsafe-inline'``, so a developer's traceback
-stays readable. A response that already carries a policy keeps it.
+Django's own DEBUG error pages (the technical 404 and 500 pages, the latter
+also as the 400 of a suspicious request such as a Host not allowed, and the
+403 of a CSRF failure) are made of inline styles and scripts: with ``DEBUG``
+on, and only for HTML error pages of those statuses, script-src and
+style-src also allow ``'unsafe-inline'``, so a developer's traceback stays
+readable. A response that already carries a policy keeps it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if TYPE_CHECKING:  # settings.py imports this module: nothing of django.http
     from django.http import HttpRequest, HttpResponseBase
 
 HEADER = "Content-Security-Policy"
-_DEBUG_PAGE_STATUSES = frozenset({404, 500})
+_DEBUG_PAGE_STATUSES = frozenset({400, 403, 404, 500})
 DEFAULT_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data:; font-src 'self'; connect-src 'self'; "

@@ -9,6 +9,7 @@ each body stays as received. Framework-free:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import secrets
 from pathlib import Path
@@ -18,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from tests.runtime.fakes import FakeProvider, message, response
+from tests.runtime.fakes import FakeProvider, function_call, message, response
 from tooling.runtime.adapters.openai import OpenAIAdapter
 from tooling.runtime.adapters.openai.codecs.base import JsonObject
 from tooling.runtime.adapters.openai.redaction import (
@@ -26,6 +27,7 @@ from tooling.runtime.adapters.openai.redaction import (
     SecretRedactor,
     tool_secrets,
 )
+from tooling.runtime.context import ToolContext
 from tooling.runtime.errors import PromptEvaluationError
 from tooling.runtime.events import (
     InMemorySink,
@@ -35,7 +37,9 @@ from tooling.runtime.events import (
 )
 from tooling.runtime.hosted.mcp import McpConfig, McpSection
 from tooling.runtime.prompt import Prompt
+from tooling.runtime.results import ToolResult
 from tooling.runtime.sections import MarkdownSection
+from tooling.runtime.tools import Tool
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hosted_tools"
 
@@ -168,6 +172,94 @@ def test_adapter_redacts_secrets_in_errors_attempts_and_the_failure() -> None:
     assert second.error == f"HTTP 400: upstream refused {REDACTED}"
     (end,) = sink.of_type(PromptFailed)
     assert end.message == failed.error
+
+
+def _pieces(secret: str, length: int = 8) -> list[str]:
+    """Every run of ``length`` characters of ``secret``: a cut-off part of it."""
+    return [secret[i : i + length] for i in range(len(secret) - length + 1)]
+
+
+@pytest.mark.parametrize(
+    ("status", "pad", "content_type"),
+    [
+        # an error page quoting the header where its 500-character excerpt ends
+        (401, 455, "text/html"),
+        # a 200 that is not JSON (a proxy cut an echo of the tools short)
+        (200, 255, "application/json"),
+    ],
+)
+def test_adapter_redacts_a_secret_before_an_error_excerpt_cuts_it(
+    status: int, pad: int, content_type: str
+) -> None:
+    token = _canary("mcp")
+    body = f"{'x' * pad} Authorization: Bearer {token} {'y' * 300}"
+    provider = FakeProvider(
+        httpx.Response(
+            status, content=body.encode(), headers={"content-type": content_type}
+        )
+    )
+    sink = InMemorySink()
+    adapter = OpenAIAdapter(client=provider.client, model="gpt-5.4")
+
+    with pytest.raises(PromptEvaluationError) as info:
+        adapter.evaluate(_prompt(token), sink=sink)
+
+    (failed,) = sink.of_type(ProviderCallFailed)
+    assert failed.error.endswith("\u2026")  # the excerpt was cut
+    assert _leaks(sink.events, *_pieces(token)) == []
+    assert not any(piece in str(info.value) for piece in _pieces(token))
+    assert f"Authorization: {REDACTED} yyy" in failed.error  # masked, then cut
+    assert failed.attempts[0].error is not None
+    assert f"Authorization: {REDACTED}" in failed.attempts[0].error
+
+
+@dataclasses.dataclass(frozen=True)
+class WhoamiParams:
+    server: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Whoami:
+    said: str
+
+
+def test_adapter_redacts_a_secret_the_history_carries_in_the_recorded_request() -> None:
+    # A local tool's output holding the token goes back to the model in the
+    # next request; the recorded request (its new input items) masks it.
+    token = _canary("mcp")
+
+    def whoami(params: WhoamiParams, *, context: ToolContext) -> ToolResult[Whoami]:
+        return ToolResult.ok(Whoami(f"signed in with Bearer {token}"), "Signed in.")
+
+    tool = Tool(name="whoami", description="Who am I.", handler=whoami)
+    prompt = _prompt(token)
+    prompt = Prompt(
+        ns="tests",
+        key="mcp",
+        sections=[
+            MarkdownSection(title="Who", key="who", template="Who?", tools=[tool]),
+            *prompt.sections,
+        ],
+    )
+    provider = FakeProvider(
+        response(function_call("whoami", {"server": "deepwiki"})),
+        response(message("Done.")),
+    )
+    sink = InMemorySink()
+
+    OpenAIAdapter(client=provider.client, model="gpt-5.4").evaluate(prompt, sink=sink)
+
+    sent = provider.requests[1]["input"][-1]
+    assert sent["type"] == "function_call_output"
+    assert token in json.dumps(sent)  # the model got what the tool returned
+    second = sink.of_type(ProviderCallCompleted)[1]
+    (recorded,) = [
+        item
+        for item in second.request["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert token not in json.dumps(recorded)
+    assert REDACTED in json.dumps(recorded)
 
 
 def test_adapter_redacts_a_recorded_response_a_resumed_run_replays() -> None:

@@ -145,6 +145,8 @@ class Run:
             deadline=deadline,
             heartbeat=heartbeat,
             poll_seconds=adapter.poll_seconds,
+            # the secrets are known once the request is built (``execute``)
+            redact=lambda text: self.redact.text(text),
         )
 
     def event_id(self, *parts: object) -> str:

@@ -16,8 +16,11 @@ else exponential backoff), so that:
   An abandoned call ends on its own timeout; its reply is ignored.
 
 The body is decoded here, once: a 200 whose body is not a JSON object is a
-failed call, not a crash. It is returned as received; ``has_surrogates`` tells
-the run that replaying it needs ``tooling.runtime.text.sendable`` first.
+failed call, not a crash. It is returned as received; ``has_surrogates``
+tells the run that replaying it needs ``tooling.runtime.text.sendable`` first.
+An error message quotes the start of a body: the run's secrets are masked
+(``redact``) before it is cut, so no part of a secret the cut falls inside is
+left behind.
 """
 
 from __future__ import annotations
@@ -147,8 +150,10 @@ class Sender:
         deadline: Deadline | None,
         heartbeat: Callable[[], None] | None,
         poll_seconds: float = 1.0,
+        redact: Callable[[str], str] = str,
     ) -> None:
         self.client = client
+        self.redact = redact
         self.max_retries = max(0, max_retries)
         self.timeout = timeout
         self.deadline = deadline
@@ -264,7 +269,7 @@ class Sender:
             problem = "has an 'output' that is not a list"
         if problem is not None:
             content_type = response.headers.get("content-type", "no content-type")
-            text = content.decode("utf-8", errors="replace")
+            text = self.redact(content.decode("utf-8", errors="replace"))
             message = (
                 f"The provider answered HTTP {status} ({content_type}) with a body "
                 f"that {problem}: {excerpt(text) or '(empty)'}"
@@ -319,15 +324,14 @@ class Sender:
 
     # -- failures -----------------------------------------------------------
 
-    @staticmethod
     def _failed_attempt(
-        number: int, error: openai.APIError, latency: float
+        self, number: int, error: openai.APIError, latency: float
     ) -> ProviderAttempt:
         return ProviderAttempt(
             number,
             getattr(error, "status_code", None),
             latency,
-            _describe(error),
+            _describe(error, self.redact),
             type(error).__name__,
             getattr(error, "request_id", None),
         )
@@ -336,7 +340,7 @@ class Sender:
         self, error: openai.APIStatusError, attempts: list[ProviderAttempt]
     ) -> SendFailure:
         return SendFailure(
-            f"The provider rejected the request: {_describe(error)}",
+            f"The provider rejected the request: {_describe(error, self.redact)}",
             phase="request",
             error_type=type(error).__name__,
             attempts=tuple(attempts),
@@ -404,8 +408,9 @@ class Sender:
         )
 
 
-def _describe(error: openai.APIError) -> str:
-    """The error's message on one line, without an HTML page's worth of text."""
+def _describe(error: openai.APIError, redact: Callable[[str], str] = str) -> str:
+    """The error's message on one line, without an HTML page's worth of text,
+    ``redact`` applied before it is cut."""
     if isinstance(error, openai.APITimeoutError):
         return "Request timed out."
     if isinstance(error, openai.APIConnectionError):
@@ -416,8 +421,8 @@ def _describe(error: openai.APIError) -> str:
         detail = body.get("message") if isinstance(body, Mapping) else None
         if not isinstance(detail, str) or not detail:
             detail = error.response.text or "(no message)"
-        return f"HTTP {error.status_code}: {excerpt(detail, 500)}"
-    return excerpt(str(error.message), 500)
+        return f"HTTP {error.status_code}: {excerpt(redact(detail), 500)}"
+    return excerpt(redact(str(error.message)), 500)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
