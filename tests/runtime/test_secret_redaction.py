@@ -25,6 +25,7 @@ from tooling.runtime.adapters.openai.codecs.base import JsonObject
 from tooling.runtime.adapters.openai.redaction import (
     REDACTED,
     SecretRedactor,
+    redact_tools,
     tool_secrets,
 )
 from tooling.runtime.context import ToolContext
@@ -306,13 +307,73 @@ def test_secret_redactor_returns_the_same_object_when_nothing_matched() -> None:
     assert not SecretRedactor(["abc", ""])
 
 
-def test_tool_secrets_are_what_redact_tools_masks() -> None:
+def test_tool_secrets_are_the_credentials_redact_tools_masks() -> None:
     tools = [
-        {"type": "mcp", "headers": {"Authorization": "Bearer x", "X": "y"}},
+        {
+            "type": "mcp",
+            "headers": {
+                "Authorization": "Bearer x",
+                "X-Api-Key": "k",
+                "X-Auth-Token": "t",
+                "X-Api-Version": "2025-06-18",
+            },
+        },
         {"type": "mcp", "authorization": "oauth-token"},
         {"type": "web_search"},
     ]
-    assert tool_secrets(tools) == ["Bearer x", "y", "oauth-token"]
+    # a header named like a credential, and every authorization; a version
+    # header is masked where the request carries it (redact_tools), but not
+    # looked for in the rest of a body
+    assert tool_secrets(tools) == ["Bearer x", "k", "t", "oauth-token"]
+    assert redact_tools(tools)[0]["headers"]["X-Api-Version"] == REDACTED
+
+
+@dataclasses.dataclass(frozen=True)
+class LookupParams:
+    query: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Count:
+    orders: int
+
+
+def test_a_header_that_is_no_credential_is_not_masked_in_what_the_run_acts_on():
+    """Masking an ordinary header's value (a version) wherever it appears would
+    change the model's arguments and answer: only credentials are."""
+    token = _canary("mcp")
+    seen: list[str] = []
+
+    def lookup(params: LookupParams, *, context: ToolContext) -> ToolResult[Count]:
+        seen.append(params.query)
+        return ToolResult.ok(Count(3))
+
+    config = McpConfig(
+        server_label="deepwiki",
+        server_url="https://mcp.deepwiki.com/mcp",
+        headers={"Authorization": f"Bearer {token}", "X-Api-Version": "2025-06-18"},
+    )
+    tool = Tool(name="lookup", description="Look up.", handler=lookup)
+    task = MarkdownSection(title="Task", key="task", template="Count.", tools=[tool])
+    prompt = Prompt(ns="tests", key="mcp", sections=[task, McpSection(config)])
+    provider = FakeProvider(
+        response(function_call("lookup", {"query": "orders since 2025-06-18"})),
+        response(message(f"3 orders since 2025-06-18 (token {token}).")),
+    )
+    sink = InMemorySink()
+
+    answer = OpenAIAdapter(client=provider.client, model="gpt-5.4").evaluate(
+        prompt, sink=sink
+    )
+
+    assert seen == ["orders since 2025-06-18"]
+    assert answer.text == f"3 orders since 2025-06-18 (token {REDACTED})."
+    assert _leaks(sink.events, token) == []
+    recorded = sink.of_type(ProviderCallCompleted)[0].request["tools"]
+    assert recorded[-1]["headers"] == {
+        "Authorization": REDACTED,
+        "X-Api-Version": REDACTED,
+    }
 
 
 def test_secret_redactor_finds_secrets_json_would_escape() -> None:

@@ -55,9 +55,40 @@ def redact_request(body: Mapping[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def redact_response(body: T) -> T:
+    """``body`` (a response) with the ``tools`` it echoes masked as a
+    request's are, every header whatever its name (the same object when it
+    echoes none)."""
+    if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
+        return body
+    tools = body["tools"]
+    if not any(
+        isinstance(tool, Mapping) and tool.keys() & set(_SECRET_TOOL_KEYS)
+        for tool in tools
+    ):
+        return body
+    masked = [
+        redact_tools([tool])[0] if isinstance(tool, Mapping) else tool for tool in tools
+    ]
+    result: T = type(body)({**body, "tools": masked})
+    return result
+
+
+# An MCP header whose value is a credential, by its name (Authorization,
+# X-Api-Key, Cookie, X-Auth-Token, ...). Every header is masked where the
+# request carries it; only these are also looked for wherever else a body may
+# quote them: a version or a tenant header ("2025-06-18") is ordinary text the
+# model may use, and masking it would change what the run acts on.
+CREDENTIAL_HEADER = re.compile(
+    r"auth|token|secret|key|cookie|session|passw|signature|credential|bearer",
+    re.IGNORECASE,
+)
+
+
 def tool_secrets(tools: Iterable[Any]) -> list[str]:
-    """The credential values in a ``tools`` array: what ``redact_tools``
-    masks (each MCP header's value, each ``authorization``)."""
+    """The credential values in a ``tools`` array: each ``authorization`` and
+    the value of each MCP header named like a credential
+    (``CREDENTIAL_HEADER``)."""
     found: list[str] = []
     for tool in tools:
         if not isinstance(tool, Mapping):
@@ -65,7 +96,13 @@ def tool_secrets(tools: Iterable[Any]) -> list[str]:
         for key in _SECRET_TOOL_KEYS:
             value = tool.get(key)
             if isinstance(value, Mapping):
-                found += [item for item in value.values() if isinstance(item, str)]
+                found += [
+                    item
+                    for name, item in value.items()
+                    if isinstance(item, str)
+                    and isinstance(name, str)
+                    and CREDENTIAL_HEADER.search(name)
+                ]
             elif isinstance(value, str):
                 found.append(value)
     return found

@@ -63,7 +63,13 @@ from .parsing import (
     only_commentary,
 )
 from .quotas import HostedQuotas
-from .redaction import SecretRedactor, redact_request, redact_tools, tool_secrets
+from .redaction import (
+    SecretRedactor,
+    redact_request,
+    redact_response,
+    redact_tools,
+    tool_secrets,
+)
 from .resume import RunRecord
 from .sending import Sender, SendFailure, excerpt
 from .statuses import status_problem
@@ -400,7 +406,7 @@ class Run:
             raise self._fail(message, failure.phase, redact(failure.payload)) from None
         # Redacted as received: what is recorded is what the run acts on and
         # replays, so a resumed run (which reads the record) does the same.
-        data = redact(reply.data)
+        data = redact(redact_response(reply.data))
         self.scrub_history = self.scrub_history or reply.has_surrogates
         earlier = len(self.citations)
         usage = self._account(data)
