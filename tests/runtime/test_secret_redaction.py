@@ -308,7 +308,7 @@ def test_secret_redactor_returns_the_same_object_when_nothing_matched() -> None:
 
 
 def test_tool_secrets_are_the_credentials_redact_tools_masks() -> None:
-    tools = [
+    tools: list[dict[str, Any]] = [
         {
             "type": "mcp",
             "headers": {
@@ -338,7 +338,7 @@ class Count:
     orders: int
 
 
-def test_a_header_that_is_no_credential_is_not_masked_in_what_the_run_acts_on():
+def test_a_header_that_is_no_credential_is_not_masked_in_what_the_run_acts_on() -> None:
     """Masking an ordinary header's value (a version) wherever it appears would
     change the model's arguments and answer: only credentials are."""
     token = _canary("mcp")
