@@ -92,7 +92,7 @@ bench-celery: setup  ## Celery throughput: 2 workers against a 50 ms provider, v
 WORKER_BEAT ?= -B --schedule=$(VENV)/celerybeat-schedule
 
 worker: setup  ## A Celery worker with the sweeper (needs CELERY_BROKER_URL)
-	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project worker --loglevel=info \
+	DEBUG=$${DEBUG:-1} WINK_PROCESS=worker $(BIN)/celery -A wink_project worker --loglevel=info \
 	  --queues=celery,wink-maintenance $(WORKER_BEAT)
 
 beat: setup  ## Celery beat alone: runs the stale-run sweeper every WINK_SWEEP_INTERVAL s

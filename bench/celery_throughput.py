@@ -161,6 +161,7 @@ def process_env(
         "OPENAI_API_KEY": "sk-offline",
         "OPENAI_BASE_URL": base_url,
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+        "WINK_PROCESS": "worker",  # as make worker
     }
     for name in ("CELERY_RESULT_BACKEND", TRACE_ENV, PROFILE_ENV):
         env.pop(name, None)

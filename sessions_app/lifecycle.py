@@ -21,331 +21,60 @@ up.
 
 Statuses only move forward, except ``awaiting_approval -> queued`` (a decision
 resumes the run); on PostgreSQL a trigger refuses anything else.
+
+The worker's own moves (``claim``, ``pause``, ``finish``) are the run store's
+(``runs.store``), re-exported here; the rest are moves made from outside the
+run: requeue, cancel, settle, the sweeper's re-dispatch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import logging
-import os
-import socket
-import time
-import uuid
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
-from django.db.models import (
-    Case,
-    DateTimeField,
-    DurationField,
-    Exists,
-    ExpressionWrapper,
-    F,
-    IntegerField,
-    OuterRef,
-    Q,
-    QuerySet,
-    Value,
-    When,
-)
-from django.db.models.functions import Coalesce, Greatest
+from django.db import DatabaseError, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from sessions_app import inserts, returning, steps
-from sessions_app.models import (
-    AgentSession,
-    ApprovalRequest,
+from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.runs.store import (
+    Claim,
+    LeaseLost,
+    RunCancelled,
+    StoreUnavailable,
+    claim,
+    finish,
+    lease_seconds,
+    pause,
+    worker_name,
 )
-from sessions_app.totals import ending_fields, totals
-from tooling import prepared
-from tooling.models import generation_token
-from tooling.runtime import RunAborted
+from sessions_app.totals import ending_fields
+
+__all__ = [
+    "Claim",
+    "LeaseLost",
+    "RunCancelled",
+    "StoreUnavailable",
+    "cancel_claimed",
+    "cancel_queued",
+    "claim",
+    "end_claimed",
+    "finish",
+    "lease_seconds",
+    "lock",
+    "mark_dispatched",
+    "pause",
+    "request_cancel",
+    "requeue",
+    "settle",
+    "worker_name",
+]
 
 logger = logging.getLogger(__name__)
 
 Status = AgentSession.Status
-
-
-class LeaseLost(RunAborted):
-    """Another worker claimed the run (this one's lease expired)."""
-
-
-class RunCancelled(RunAborted):
-    """Someone cancelled the run; it stops at this step."""
-
-
-class StoreUnavailable(RunAborted):
-    """The database connection failed; the run stops here and resumes."""
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"[:200]
-
-
-def lease_seconds() -> float:
-    return float(settings.WINK_RUN_LEASE_SECONDS)
-
-
-@dataclasses.dataclass
-class Claim:
-    """A worker's hold on a running session: the token its updates require."""
-
-    session: AgentSession
-    token: uuid.UUID
-    renew_every: float
-    _renewed: float = dataclasses.field(default_factory=time.monotonic)
-    #: the status this worker's own update ended (or paused) the run with
-    ended: str | None = None
-
-    @property
-    def session_id(self) -> Any:
-        return self.session.pk
-
-    def mine(self) -> Q:
-        """The condition of every update this worker makes."""
-        return Q(pk=self.session.pk, status=Status.RUNNING, claim_token=self.token)
-
-    def beat(self) -> None:
-        """The run's heartbeat: renew the lease (at most every ``renew_every``
-        seconds) and stop the run if it was cancelled or taken over."""
-        now = time.monotonic()
-        if now - self._renewed < self.renew_every:
-            return
-        self._renewed = now
-        try:
-            renewed = AgentSession.objects.filter(
-                self.mine(), cancel_requested_at__isnull=True
-            ).update(
-                lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
-            )
-            if renewed:
-                return
-        except (OperationalError, InterfaceError) as error:
-            raise StoreUnavailable("The database connection failed.") from error
-        self.lost()
-
-    def lost(self) -> None:
-        """Raise why this worker's conditional update changed nothing:
-        ``RunCancelled`` or ``LeaseLost``."""
-        try:
-            row = (
-                AgentSession.objects.filter(pk=self.session.pk)
-                .values("status", "claim_token", "cancel_requested_at")
-                .first()
-            )
-        except (OperationalError, InterfaceError) as error:
-            raise StoreUnavailable("The database connection failed.") from error
-        if (
-            row is not None
-            and row["claim_token"] == self.token
-            and row["status"] == Status.RUNNING
-            and row["cancel_requested_at"] is not None
-        ):
-            raise RunCancelled("The session was cancelled.")
-        raise LeaseLost("Another worker holds this session now.")
-
-
-def claim(
-    session_id: Any,
-    *,
-    now: datetime | None = None,
-    new: AgentSession | None = None,
-    rows: Sequence[inserts.Batch] = (),
-) -> Claim | None:
-    """Claim the session for this worker, or ``None`` if it is not claimable:
-    finished, cancelled, held by a live lease, out of attempts, or missing.
-
-    One conditional update claims it and sets its deadline from the row's own
-    columns: on the first claim ``deadline_seconds`` from now, kept by later
-    claims (an expired lease), and on the claim that resumes a paused run the
-    time it had left (``deadline_left_seconds``) from now. The update reads and
-    writes the row at once (PostgreSQL evaluates its condition and values on the
-    row's latest version), so a pause or another claim in between cannot give
-    the run its deadline twice. The update returns the claimed session
-    (``RETURNING``; read back after it where the database cannot).
-
-    ``new`` is the session as this process just created it (still queued,
-    never dispatched, never paused): the claim then updates it in memory
-    instead of reading it back. ``rows``: the rows that create it, not written
-    yet (its revision and itself): written first, in the claim's query on
-    PostgreSQL (with the run's commit setting: one round trip)."""
-    if rows and new is None:
-        raise ValueError("Rows to write with a claim need the new session (new=).")
-    now = now or timezone.now()
-    token = uuid.uuid4()
-    lease = now + timedelta(seconds=lease_seconds())
-    values: dict[str, Any] = {
-        "now": now,
-        "pk": session_id,
-        "max_attempts": settings.WINK_RUN_MAX_ATTEMPTS,
-        "token": token,
-        "lease": lease,
-        "worker": worker_name(),
-    }
-    if new is None and returning.supported():  # claimed and read in one statement
-        statement = prepared.compiled(
-            ("claim", "returning"),
-            lambda: returning.compile_update_returning(
-                *_claim_update(_SLOTS, new=False),
-                # its revision's data is read once per process
-                # (assembly.revision_data); the catalog generation before the
-                # price rows: cached price sheets
-                {"catalog_token": generation_token()},
-            ),
-        )
-        with steps.relaxing() as before:  # the run's commit setting, if due
-            claimed = statement.run(values, before=before)
-        if claimed is None:
-            return None
-        return Claim(claimed, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
-    deadline: datetime | None = None
-    if new is not None:
-        deadline = now + timedelta(seconds=new.deadline_seconds or 1)
-        values["deadline"] = deadline
-    update = prepared.compiled(
-        ("claim", new is not None),
-        lambda: prepared.update(*_claim_update(_SLOTS, new=new is not None)),
-    )
-    query = inserts.together(rows) if rows else None
-    if query is None:
-        steps.relax_now()
-        inserts.write(rows)
-        claimed = update.run(values)
-    else:
-        with steps.relaxing() as before:  # the run's commit setting, if due
-            claimed = update.run(
-                values, before=f"{before}{query[0]};\n", before_params=query[1]
-            )
-        inserts.written(rows)
-    if not claimed:
-        return None
-    if new is not None and new.attempts == 0 and new.started_at is None:
-        session = new
-        session.status = Status.RUNNING
-        session.claim_token = token
-        session.attempts = 1
-        session.lease_expires_at = lease
-        session.worker = values["worker"]
-        session.started_at = now
-        session.deadline_at = session.deadline_at or deadline
-    else:
-        session = AgentSession.objects.annotate(catalog_token=generation_token()).get(
-            pk=session_id
-        )
-    return Claim(session, token, float(settings.WINK_RUN_HEARTBEAT_SECONDS))
-
-
-# What a claim is given when it runs (``claim``'s ``values``).
-_SLOTS: dict[str, Any] = {
-    "now": prepared.Slot("now", DateTimeField()),
-    "deadline": prepared.Slot("deadline", DateTimeField()),
-    "pk": prepared.slot(AgentSession, "id", "pk"),
-    "max_attempts": prepared.slot(AgentSession, "attempts", "max_attempts"),
-    "token": prepared.slot(AgentSession, "claim_token", "token"),
-    "lease": prepared.slot(AgentSession, "lease_expires_at", "lease"),
-    "worker": prepared.slot(AgentSession, "worker"),
-}
-
-
-def _claim_update(
-    v: Mapping[str, Any], *, new: bool
-) -> tuple[QuerySet[AgentSession], dict[str, Any]]:
-    """The claim's conditional update: the row it may claim and what it
-    writes, with ``v``'s expressions for the values a claim is given
-    (``_SLOTS``, or in tests the same values as ``Value`` expressions).
-
-    ``new``: the session this process just created (``claim``'s ``new``)."""
-    now = v["now"]
-    deadline_at: Any
-    unpaused = Q()
-    if new:
-        deadline_at = Coalesce("deadline_at", v["deadline"])
-        # not paused meanwhile (a pause clears deadline_at: this claim would
-        # give the resumed run its whole deadline again)
-        unpaused = Q(deadline_left_seconds__isnull=True)
-    else:
-        deadline_at = Case(
-            When(
-                deadline_left_seconds__isnull=True,
-                then=Coalesce(
-                    "deadline_at",
-                    _seconds_after(now, Greatest("deadline_seconds", Value(1))),
-                ),
-            ),
-            # resumed after a pause: the time left then, from now
-            default=_seconds_after(now, F("deadline_left_seconds")),
-            output_field=DateTimeField(),
-        )
-    claimable = AgentSession.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_expires_at__lt=now),
-        unpaused,
-        pk=v["pk"],
-        cancel_requested_at__isnull=True,
-        attempts__lt=v["max_attempts"],
-    )
-    values = {
-        "status": Status.RUNNING,
-        "claim_token": v["token"],
-        "attempts": F("attempts") + 1,
-        "lease_expires_at": v["lease"],
-        "worker": v["worker"],
-        "started_at": Coalesce("started_at", now),
-        "deadline_at": deadline_at,
-        "deadline_left_seconds": None,
-    }
-    return claimable, values
-
-
-def _seconds_after(now: Any, seconds: Any) -> ExpressionWrapper:
-    """``now`` (a datetime expression) plus a whole number of seconds (an
-    integer expression), in SQL on either backend (an interval on PostgreSQL,
-    microseconds on SQLite)."""
-    # typed at each step: Django picks each backend's duration arithmetic
-    # (SQLite: django_format_dtdelta) from the operands' field types
-    count = ExpressionWrapper(seconds, output_field=IntegerField())
-    span = ExpressionWrapper(
-        Value(timedelta(seconds=1), DurationField()) * count,
-        output_field=DurationField(),
-    )
-    return ExpressionWrapper(now + span, output_field=DateTimeField())
-
-
-def pause(
-    claim: Claim,
-    *,
-    now: datetime | None = None,
-    summed: Mapping[str, Any] | None = None,
-) -> None:
-    """The claimed run waits for a human decision: ``awaiting_approval``,
-    with no claim or lease, its attempts back to 0 and the time its deadline
-    had left kept for the claim that resumes it; its usage and cost so far are
-    written (``summed``: the run's ``totals``, when its caller kept them).
-    ``RunCancelled`` if someone asked to cancel it meanwhile, ``LeaseLost`` if
-    another worker holds it."""
-    now = now or timezone.now()
-    deadline_at = claim.session.deadline_at
-    left = 0
-    if deadline_at is not None:
-        left = max(0, int((deadline_at - now).total_seconds()))
-    paused = AgentSession.objects.filter(
-        claim.mine(), cancel_requested_at__isnull=True
-    ).update(
-        status=Status.AWAITING_APPROVAL,
-        claim_token=None,
-        lease_expires_at=None,
-        attempts=0,
-        pauses=F("pauses") + 1,
-        deadline_left_seconds=left,
-        deadline_at=None,
-        **(summed if summed is not None else totals(claim.session_id)),
-    )
-    if not paused:
-        claim.lost()
-    claim.ended = Status.AWAITING_APPROVAL
 
 
 def lock(session_id: Any) -> None:
@@ -371,70 +100,6 @@ def requeue(session_id: Any, *, now: datetime) -> bool:
         AgentSession.objects.filter(
             ~Exists(pending), pk=session_id, status=Status.AWAITING_APPROVAL
         ).update(status=Status.QUEUED, dispatched_at=now)
-    )
-
-
-def finish(
-    claim: Claim,
-    *,
-    status: str,
-    records: Sequence[inserts.Batch] = (),
-    **ending: Any,
-) -> None:
-    """End the claimed run; ``LeaseLost`` if this worker no longer holds it
-    (``records`` are written all the same).
-
-    ``records``: the run's rows still waiting (``StepWriter.take()``),
-    written with the end, in its query on PostgreSQL (ADR 0018). The end
-    commits with the server's own ``synchronous_commit`` even when the run's
-    steps did not wait for the disk (``steps.restoring``, in the same query):
-    by default PostgreSQL then flushes its log up to the end, so a finished
-    run (and the answer given for it) is on disk with every step."""
-    if records and ending.get("summed") is None:
-        inserts.write(records)  # the totals are summed from every row
-        records = ()
-    fields = ending_fields(status=status, session_id=claim.session_id, **ending)
-    update = prepared.compiled(("finish", *fields), lambda: _finish_update(fields))
-    values = {**fields, "pk": claim.session_id, "token": claim.token}
-    updated = _end_with(records, update, values)
-    if not updated:
-        raise LeaseLost("Another worker holds this session now.")
-    claim.ended = status
-
-
-def _end_with(
-    records: Sequence[inserts.Batch],
-    update: prepared.Update,
-    values: Mapping[str, Any],
-) -> int:
-    """Write ``records`` and run the end's ``update``, in one query where
-    they can go together. The records stand even if the update fails: they
-    record what happened before it."""
-    query = inserts.together(records) if records else None
-    if query is None:
-        inserts.write(records)
-        with steps.restoring() as before:
-            return update.run(values, before=before)
-    try:
-        with steps.restoring() as before:  # the server's commit setting too
-            updated = update.run(
-                values, before=f"{before}{query[0]};\n", before_params=query[1]
-            )
-    except Exception:
-        with contextlib.suppress(DatabaseError):
-            inserts.write(records)
-        raise
-    inserts.written(records)
-    return updated
-
-
-def _finish_update(fields: Mapping[str, Any]) -> prepared.Update:
-    """``finish``'s update of ``fields`` (their values given when it runs)."""
-    return prepared.update(
-        AgentSession.objects.filter(
-            pk=_SLOTS["pk"], status=Status.RUNNING, claim_token=_SLOTS["token"]
-        ),
-        {name: prepared.slot(AgentSession, name) for name in fields},
     )
 
 

@@ -1,5 +1,5 @@
 """One small recorder per runtime event; each builds the audit rows it records
-(unsaved: the sink writes a step's rows together, ``pending.py``).
+(unsaved: the run's store writes them, a step's together: ``runs.store``).
 
 Every value goes through a ``Scrubber`` (``storable.py``): whatever a provider or
 a tool produced, the row can be stored on SQLite and PostgreSQL and read back,

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -22,26 +22,19 @@ import openai
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.timezone import get_default_timezone as default_timezone
 
-from sessions_app import (
-    approvals,
-    budgets,
-    dispatch,
-    inserts,
-    lifecycle,
-    replay,
-    steps,
-)
+from sessions_app import approvals, budgets, dispatch, lifecycle, replay
 from sessions_app.models import AgentSession
+from sessions_app.runs import store
 from sessions_app.sinks import DatabaseSink
 from sessions_app.state import DatabaseSession
-from tooling import assembly, prepared
+from tooling import assembly
 from tooling import services as catalog
-from tooling.models import CatalogRevision, PromptTemplate, TrustLevel
+from tooling.models import PromptTemplate, TrustLevel
 from tooling.runtime import (
     ApprovalPending,
     Budget,
@@ -56,7 +49,9 @@ logger = logging.getLogger(__name__)
 
 Status = AgentSession.Status
 
-# A lost database connection is retried in-process this many times.
+# A run that loses its database connection this many times in a row without
+# committing anything in between stops (phase "internal"); a connection lost
+# now and then, with progress between, never stops it.
 MAX_RECONNECTS = 3
 
 
@@ -109,8 +104,8 @@ def start_session(
         template=template, params=params or {}, trust_level=trust_level
     )
     limit = budgets.daily_limit(user)
-    if limit is None:  # nothing to share: written below, with its claim inline
-        session, rows = _new_session(
+    if limit is None:  # nothing to share
+        session = _new_session(
             template,
             preview,
             params,
@@ -124,32 +119,23 @@ def start_session(
         with budgets.reserving(
             user, limit=limit, template_budget=template.max_cost_per_session
         ) as cost_budget:
-            session, rows = _new_session(
+            session = _new_session(
                 template, preview, params, trust_level, user, cost_budget=cost_budget
             )
-            inserts.write(rows)
-        rows = []  # written: an inline run's claim finds the session stored
     if not dispatch.runs_inline():
-        inserts.write(rows)  # one query on PostgreSQL (nothing if written)
         # the stored revision may be older than the one built here: read it
         # if asked (only its hash is needed)
         AgentSession._meta.get_field("revision").delete_cached_value(session)
         dispatch.dispatch_run(session.pk, deadline_seconds=session.deadline_seconds)
         return session
     pricing = assembly.price_sheet(token=catalog_token)
-    # Inline, nothing is acknowledged before the run ends, and its end flushes
-    # every commit before it: the session's creation commits as its steps do,
-    # written with its claim (and the setting) in one query on PostgreSQL
-    # (a start under a daily budget wrote it already, with its share).
-    with steps.run_commits(by_claim=True):
-        return run_session(
-            session_id=session.pk,
-            client=client,
-            new=session,
-            rows=rows,
-            prompt=preview.prompt,
-            pricing=pricing,
-        )
+    return run_session(
+        session_id=session.pk,
+        client=client,
+        new=session,
+        prompt=preview.prompt,
+        pricing=pricing,
+    )
 
 
 def _new_session(
@@ -160,12 +146,11 @@ def _new_session(
     user: Any,
     *,
     cost_budget: Decimal | None = None,
-) -> tuple[AgentSession, list[inserts.Batch]]:
-    """The session of a new run and the rows that record it, not written
-    yet: its catalog revision (an identical one already stored is left as
-    it is, not read) and the session. The session's ``revision`` is the one
-    built here: its data is the stored one's (same hash), its ``created_at``
-    not necessarily."""
+) -> AgentSession:
+    """The session of a new run, stored with its catalog revision (an
+    identical one already stored is left as it is, not read). The session's
+    ``revision`` is the one built here: its data is the stored one's (same
+    hash), its ``created_at`` not necessarily."""
     revision = catalog.unsaved_revision(preview)
     deadline_seconds = run_deadline(preview.settings.get("deadline_seconds"))
     session = AgentSession(
@@ -185,10 +170,8 @@ def _new_session(
         dispatched_at=timezone.now(),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    return session, [
-        inserts.Batch(CatalogRevision, [revision], ignore_conflicts=True),
-        inserts.Batch(AgentSession, [session]),
-    ]
+    store.create(revision, session)
+    return session
 
 
 def run_session(
@@ -196,7 +179,6 @@ def run_session(
     session_id: Any,
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
-    rows: Sequence[inserts.Batch] = (),
     prompt: Prompt | None = None,
     pricing: PriceSheet | None = None,
 ) -> AgentSession:
@@ -205,23 +187,12 @@ def run_session(
     held by a live worker) is left as it is, or settled if nothing can run it
     any more. Returns the session as it stands afterwards
     (``AgentSession.DoesNotExist`` if there is none). ``new`` and ``prompt``:
-    the session as ``start_session`` just built it and the prompt it built
+    the session as ``start_session`` just stored it and the prompt it built
     from the session's revision (saves reading and building them again);
-    ``rows``: the rows recording ``new``, not written yet (written with the
-    claim); ``pricing``: the prices it read (default: those in effect on the
-    day the session was created)."""
-    _run(session_id, client=client, new=new, rows=rows, prompt=prompt, pricing=pricing)
-    session: AgentSession = prepared.compiled("session by pk", _session_by_pk).get(
-        {"pk": session_id}
-    )
-    return session
-
-
-def _session_by_pk() -> prepared.Select:
-    """``AgentSession.objects.get(pk=...)``, compiled once (``prepared``)."""
-    return prepared.select_one(
-        AgentSession.objects.filter(pk=prepared.slot(AgentSession, "id", "pk"))
-    )
+    ``pricing``: the prices it read (default: those in effect on the day the
+    session was created)."""
+    _run(session_id, client=client, new=new, prompt=prompt, pricing=pricing)
+    return AgentSession.objects.get(pk=session_id)
 
 
 def run_session_status(*, session_id: Any) -> str | None:
@@ -233,18 +204,18 @@ def run_session_status(*, session_id: Any) -> str | None:
 
     A lost database connection around the run (its claim, the read after it;
     the run itself reconnects on its own) is tried again on a new connection
-    after each of ``steps.RECOMMIT_DELAYS``; then ``lifecycle.StoreUnavailable``
+    after each of ``store.RECOMMIT_DELAYS``; then ``lifecycle.StoreUnavailable``
     (the task leaves its message to be delivered again). Trying again is
     safe: a claim that did commit, its reply lost, holds the run until its
     lease expires and the sweeper sends it again."""
-    delays = steps.RECOMMIT_DELAYS
+    delays = store.RECOMMIT_DELAYS
     for attempt in range(len(delays) + 1):
         try:
             return _run_status(session_id)
         except (OperationalError, InterfaceError) as error:
             if connection.in_atomic_block:
                 raise  # a caller's transaction is broken: it must handle that
-            _reconnect()  # and the next task starts on a new connection
+            store.reconnect()  # and the next task starts on a new connection
             if attempt == len(delays):
                 raise lifecycle.StoreUnavailable(
                     "The database could not be reached to run the session."
@@ -278,20 +249,17 @@ def _run(
     *,
     client: openai.OpenAI | None = None,
     new: AgentSession | None = None,
-    rows: Sequence[inserts.Batch] = (),
     prompt: Prompt | None = None,
     pricing: PriceSheet | None = None,
 ) -> lifecycle.Claim | None:
     """Claim and run the session; its claim, ``None`` if it was not claimable
     (or does not exist)."""
-    # the claim and every step of the run; the claim sends the setting
-    with steps.run_commits(by_claim=True):
-        claim = lifecycle.claim(session_id, new=new, rows=rows)
-        if claim is None:
-            lifecycle.settle(session_id)
-            logger.info("Session %s is not claimable; not running it", session_id)
-        else:
-            _run_claimed(claim, client, prompt, pricing)
+    claim = lifecycle.claim(session_id, new=new)
+    if claim is None:
+        lifecycle.settle(session_id)
+        logger.info("Session %s is not claimable; not running it", session_id)
+    else:
+        _run_claimed(claim, client, prompt, pricing)
     return claim
 
 
@@ -301,12 +269,13 @@ def _run_claimed(
     prompt: Prompt | None,
     pricing: PriceSheet | None = None,
 ) -> None:
-    reconnects = 0
+    reconnects = 0  # in a row, without a commit in between
     # a run that paused for a decision before resumes from its record too
     resuming = claim.session.attempts > 1 or claim.session.pauses > 0
     while True:
+        run_store = store.RunStore(claim.session, claim=claim)
         try:
-            _evaluate(claim, client, prompt, resuming=resuming, pricing=pricing)
+            _evaluate(run_store, client, prompt, resuming=resuming, pricing=pricing)
             return
         except ApprovalPending:
             # the sink recorded the request and paused the session: no worker
@@ -328,18 +297,16 @@ def _run_claimed(
             )
             return
         except (lifecycle.StoreUnavailable, OperationalError, InterfaceError):
-            reconnects += 1
+            reconnects = 1 if run_store.commits else reconnects + 1
             logger.warning(
-                "Session %s lost its database connection (%d); resuming",
+                "Session %s lost its database connection (%d in a row); resuming",
                 claim.session_id,
                 reconnects,
                 exc_info=True,
             )
             if connection.in_atomic_block:
                 raise  # a caller's transaction is broken: it must handle that
-            _reconnect()
-            with contextlib.suppress(DatabaseError):  # the next step will tell
-                steps.relax_commits()  # a new connection has the server's setting
+            store.reconnect()
             if reconnects > MAX_RECONNECTS:
                 lifecycle.end_claimed(
                     claim,
@@ -362,27 +329,20 @@ def _run_claimed(
             return
 
 
-def _reconnect() -> None:
-    """Drop the broken connection; the next query opens a new one."""
-    try:
-        connection.close()
-    except Exception:  # a dead connection may fail to close: it is gone anyway
-        logger.debug("Closing the broken connection failed", exc_info=True)
-
-
 def _evaluate(
-    claim: lifecycle.Claim,
+    run_store: store.RunStore,
     client: openai.OpenAI | None,
     prompt: Prompt | None,
     *,
     resuming: bool,
     pricing: PriceSheet | None = None,
 ) -> None:
-    session = claim.session
+    session = run_store.session
+    claim = run_store.claim
+    assert claim is not None  # a run's store holds its claim
     data = _revision_data(session)
     if data is None:
-        lifecycle.finish(
-            claim,
+        run_store.finish(
             status=Status.FAILED,
             phase="render",
             message="The session has no catalog revision (it was recorded before "
@@ -395,14 +355,14 @@ def _evaluate(
         )
         adapter = catalog.build_adapter(revision=data, client=client)
     except ValidationError as error:
-        lifecycle.finish(
-            claim, status=Status.FAILED, phase="render", message=error.messages[0]
+        run_store.finish(
+            status=Status.FAILED, phase="render", message=error.messages[0]
         )
         return
     resumption = replay.load(session) if resuming else None
     if resumption is not None and resumption.failure is not None:
         phase, message = resumption.failure
-        lifecycle.finish(claim, status=Status.FAILED, phase=phase, message=message)
+        run_store.finish(status=Status.FAILED, phase=phase, message=message)
         return
     settings_ = data["prompt"]
     # a run is priced as of the day it started, however long it waits
@@ -410,23 +370,19 @@ def _evaluate(
         started = timezone.localdate(session.created_at, default_timezone())
         token = getattr(session, "catalog_token", None)  # read by the claim
         pricing = assembly.price_sheet(on=started, token=token)
-    writer = steps.StepWriter()
     sink = DatabaseSink(
-        session,
-        claim=claim,
-        writer=writer,
+        run_store,
         recorded_event_ids=resumption.recorded_event_ids if resumption else (),
         resumed=resuming,
     )
     assert session.deadline_at is not None  # set by the claim
     # A PromptEvaluationError has already ended the session (the sink records
-    # PromptFailed through the lifecycle). Anything else that stops the run
-    # still writes the rows waiting for an effect, if the database lets it.
-    with contextlib.suppress(PromptEvaluationError), _flushed_on_error(writer):
+    # PromptFailed through the store).
+    with contextlib.suppress(PromptEvaluationError):
         adapter.evaluate(
             prompt,
             values=session.params,
-            session=DatabaseSession(session, writer, fresh=not resuming),
+            session=DatabaseSession(session, run_store, fresh=not resuming),
             sink=sink,
             trust_level=session.trust_level,
             deadline=Deadline(session.deadline_at),
@@ -436,23 +392,6 @@ def _evaluate(
             run_id=str(session.pk),
             resume=resumption.record if resumption else None,
         )
-
-
-@contextlib.contextmanager
-def _flushed_on_error(writer: steps.StepWriter) -> Iterator[None]:
-    """The rows held back are written when the run stops on an error, unless
-    it lost its lease: the run's record is another worker's now, which
-    records those steps again itself."""
-    try:
-        yield
-    except lifecycle.LeaseLost:
-        raise
-    except BaseException:
-        try:
-            writer.flush()
-        except Exception:  # the error that stopped the run is the one to report
-            logger.warning("Could not write a stopped run's last rows", exc_info=True)
-        raise
 
 
 def _revision_data(session: AgentSession) -> dict[str, Any] | None:

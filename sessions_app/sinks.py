@@ -1,10 +1,11 @@
 """The Django event sink: runtime events -> audit rows and the session's end.
 
-The recorders (``recording.py``) build each event's rows and the run's
-``StepWriter`` (``steps.py``) writes them, a step at a time; the events that
-end a run move the session through its lifecycle (``lifecycle.py``) under the
-worker's claim, and so does ``ApprovalRequested``: the request's row and the
-session's pause commit together. Events whose id is already recorded (a
+The recorders (``recording.py``) build each event's rows and the run's store
+(``runs.store.RunStore``) writes them: at once outside a step (a provider
+call), at the step's end inside one (a tool call); the events that end a run
+end it through the store under the worker's claim, and so does
+``ApprovalRequested``: the request's row and the session's pause commit
+together. Events whose id is already recorded (a
 resumed run replaying its native calls) are skipped.
 """
 
@@ -17,14 +18,14 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app import lifecycle, notifications, recording, steps, totals
+from sessions_app import notifications, recording, totals
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     ProviderCall,
     ToolInvocation,
 )
-from sessions_app.steps import StepWriter
+from sessions_app.runs.store import RunStore
 from tooling.runtime import (
     ApprovalRequested,
     HostedToolWithdrawn,
@@ -72,16 +73,14 @@ class DatabaseSink:
 
     def __init__(
         self,
-        session: AgentSession,
+        store: RunStore,
         *,
-        claim: lifecycle.Claim,
-        writer: StepWriter,
         recorded_event_ids: Iterable[str] = (),
         resumed: bool = False,
     ) -> None:
-        self.session = session
-        self.claim = claim
-        self.writer = writer
+        self.session = store.session
+        self.store = store
+        store.on_commit = self._count
         self.recorded = {str(event_id) for event_id in recorded_event_ids}
         # The session's totals, summed from the provider calls this sink
         # writes; a resumed run's earlier calls are summed by the database.
@@ -100,11 +99,8 @@ class DatabaseSink:
         )
 
     def _count(self, rows: Iterable[Any]) -> None:
+        """The rows of a commit the store made, added to the totals."""
         if self.usage is None:
-            return
-        if self.writer.in_step:  # a step may still drop its rows
-            if any(isinstance(row, ProviderCall) or _priced(row) for row in rows):
-                self.usage = None
             return
         for row in rows:
             if isinstance(row, ProviderCall):
@@ -125,20 +121,16 @@ class DatabaseSink:
             self._pause(event)
             return
         if isinstance(event, PromptExecuted):
-            lifecycle.finish(
-                self.claim,
+            self.store.finish(
                 status=AgentSession.Status.SUCCEEDED,
-                records=self.writer.take(),
                 output_text=event.text or "",
                 output=dump(event.output),
                 summed=self._summed(),
             )
             return
         if isinstance(event, PromptFailed):
-            lifecycle.finish(
-                self.claim,
+            self.store.finish(
                 status=AgentSession.Status.FAILED,
-                records=self.writer.take(),
                 phase=event.phase,
                 message=event.message,
                 payload=dump(dict(event.provider_payload)),
@@ -155,14 +147,7 @@ class DatabaseSink:
             ).__module__.startswith("tooling.runtime"):
                 logger.warning("No recorder for event %s", type(event).__name__)
             return
-        rows = recorder(session=self.session, event=event)
-        self.writer.add(rows)
-        self._count(rows)
-
-    def settle(self) -> None:
-        """Before an effect (``tooling.runtime.events.settle``): the rows held
-        back for one are written (ADR 0018)."""
-        self.writer.settle()
+        self.store.add(recorder(session=self.session, event=event))
 
     def _pause(self, event: ApprovalRequested) -> None:
         """Record the approval request and pause the session, together: a
@@ -193,23 +178,14 @@ class DatabaseSink:
         approval = recording.record_approval_requested(
             session=self.session, event=event
         )
-        # the rows held back go first, on their own: a pause that cannot be
-        # made (the run was cancelled meanwhile) must not take them with it
-        self.writer.flush()
-        # the pause ends this worker's part as a finish does: with the
-        # server's own synchronous_commit, so the run's steps and the pause
-        # are on disk before any approver hears of the request
-        steps.durable_commits()
-        with transaction.atomic():
-            approval.save(force_insert=True)
-            lifecycle.pause(self.claim, summed=self._summed())
+        # durable, as a finish is: the run's steps and the pause are on disk
+        # before any approver hears of the request
+        self.store.pause(approval, summed=self._summed())
         transaction.on_commit(lambda: notifications.approval_requested(approval))
 
     def _refuse_pause(self, problem: str) -> None:
-        lifecycle.finish(
-            self.claim,
+        self.store.finish(
             status=AgentSession.Status.FAILED,
-            records=self.writer.take(),
             phase="response",
             message=f"{problem}: the run cannot pause on it for approval, and the "
             "call did not run.",

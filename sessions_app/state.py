@@ -1,12 +1,12 @@
 """The database-backed runtime session: state slices, files, savepoints.
 
 Implements ``tooling.runtime.SessionProtocol`` for one ``AgentSession``. A
-session transaction is a step of the run's ``StepWriter`` (``steps.py``): the
+session transaction is a step of the run's store (``runs.store``): the
 executor opens one per tool call (its state changes and its audit rows commit
 together) and a nested one around the handler (rolled back on every failed
-outcome, while the audit rows of the outer one stay). State slices wait for
-their step's end and are written with its rows; a step opens a database
-transaction only when a file is written (or the state reset) in it.
+outcome, while the audit rows of the outer one stay). The state slices and
+files a step writes are kept by the store until the step ends and commit with
+its rows; reads see them before then.
 
 Values a handler cannot store (text with NUL bytes or lone surrogates, paths
 longer than the column) are refused with a ``ValueError`` the model can read;
@@ -25,9 +25,8 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from sessions_app.lifecycle import StoreUnavailable
 from sessions_app.models import AgentSession, SessionStateEntry, VirtualFile
-from sessions_app.steps import StepHandle, StepWriter
+from sessions_app.runs.store import RunStore, StoreUnavailable, Unit
 from tooling.runtime import Resources
 from tooling.runtime.serde import dump, parse
 from tooling.runtime.text import storable, storable_text
@@ -88,25 +87,40 @@ def load_value(value_type: str, data: Any) -> Any:
 
 
 class DatabaseFilesystem:
-    """The session's virtual files, one ``VirtualFile`` row each."""
+    """The session's virtual files, one ``VirtualFile`` row each; a step's
+    writes are seen before they commit (``RunStore.pending_files``)."""
 
-    def __init__(self, session: AgentSession, writer: StepWriter) -> None:
+    def __init__(self, session: AgentSession, store: RunStore) -> None:
         self.session = session
-        self.writer = writer
+        self.store = store
 
     def _files(self) -> Any:
         return VirtualFile.objects.filter(session=self.session)
+
+    def _pending(self, path: str) -> tuple[bool, str | None]:
+        """Whether an open step wrote ``path``, and its content (``None``:
+        deleted)."""
+        pending = self.store.pending_files()
+        return path in pending, pending.get(path)
 
     @_guarded
     def exists(self, path: str) -> bool:
         if len(path) > MAX_PATH or storable_text(path)[1]:
             return False
+        written, content = self._pending(path)
+        if written:
+            return content is not None
         return bool(self._files().filter(path=path).exists())
 
     @_guarded
     def read(self, path: str) -> str:
         if len(path) > MAX_PATH or storable_text(path)[1]:
             raise FileNotFoundError(path)
+        written, content = self._pending(path)
+        if written:
+            if content is None:
+                raise FileNotFoundError(path)
+            return content
         row = self._files().filter(path=path).only("content").first()
         if row is None:
             raise FileNotFoundError(path)
@@ -118,46 +132,44 @@ class DatabaseFilesystem:
             raise ValueError(f"File paths are at most {MAX_PATH} characters long.")
         _check_text("The file path", path)
         _check_text("The file content", content)
-        self.writer.before_write()
-        VirtualFile.objects.bulk_create(
-            [VirtualFile(session=self.session, path=path, content=content)],
-            update_conflicts=True,
-            unique_fields=["session", "path"],
-            update_fields=["content", "updated_at"],
-        )
+        self.store.put_file(path, content)
 
     @_guarded
     def delete(self, path: str) -> None:
-        self.writer.before_write()
-        deleted, _ = self._files().filter(path=path).delete()
-        if not deleted:
+        if not self.exists(path):
             raise FileNotFoundError(path)
+        self.store.delete_file(path)
 
     @_guarded
     def list(self, prefix: str = "") -> list[str]:
-        return list(
-            self._files()
-            .filter(path__startswith=prefix)
-            .order_by("path")
-            .values_list("path", flat=True)
+        paths = set(
+            self._files().filter(path__startswith=prefix).values_list("path", flat=True)
         )
+        for path, content in self.store.pending_files().items():
+            if not path.startswith(prefix):
+                continue
+            if content is None:
+                paths.discard(path)
+            else:
+                paths.add(path)
+        return sorted(paths)
 
 
 class DatabaseSession:
     def __init__(
         self,
         session: AgentSession,
-        writer: StepWriter | None = None,
+        store: RunStore | None = None,
         *,
         fresh: bool = False,
     ) -> None:
         """``fresh``: the session's first run attempt, which finds no state
         (nothing wrote any before it): its state is not read at all."""
         self.record = session
-        self.writer = writer or StepWriter()
+        self.store = store or RunStore(session)
+        # the committed slices, read once: key -> (value_type, JSON text)
         self._read: dict[str, tuple[str, str]] | None = {} if fresh else None
-        self._writes = 0
-        self._resources = Resources(DatabaseFilesystem(session, self.writer))
+        self._resources = Resources(DatabaseFilesystem(session, self.store))
 
     @property
     def session_id(self) -> str:
@@ -169,10 +181,16 @@ class DatabaseSession:
 
     @_guarded
     def get_state(self, key: str) -> Any | None:
-        # Every slice is read in one query and kept, with this run's writes,
-        # until a step that wrote rolls back (the next read asks again, and
-        # sees the writes still waiting for their step's end). Each read
-        # builds a new value: a handler cannot change the kept one.
+        # The committed slices are read in one query and kept (with the
+        # writes of each commit since); the open steps' writes are seen over
+        # them. Each read builds a new value: a handler cannot change a kept
+        # one.
+        reset, pending = self.store.pending_state()
+        if key in pending:
+            value_type, value = pending[key]
+            return load_value(value_type, json.loads(json.dumps(value)))
+        if reset:
+            return None
         if self._read is None:
             self._read = {
                 row_key: (value_type, json.dumps(value))
@@ -180,9 +198,6 @@ class DatabaseSession:
                     session=self.record
                 ).values_list("key", "value_type", "value")
             }
-            for entry in self.writer.waiting(SessionStateEntry):
-                assert isinstance(entry, SessionStateEntry)
-                self._read[entry.key] = (entry.value_type, json.dumps(entry.value))
         found = self._read.get(key)
         if found is None:
             return None
@@ -190,8 +205,8 @@ class DatabaseSession:
 
     @_guarded
     def put_state(self, key: str, value: Any) -> None:
-        # Refused before any SQL: a database error inside the step's
-        # transaction would abort the rest of the step.
+        # Refused here, before anything is kept: a value the step's commit
+        # could not write would lose the whole step.
         if len(key) > MAX_KEY:
             raise ValueError(f"State keys are at most {MAX_KEY} characters long.")
         _check_text("The state key", key)
@@ -206,38 +221,29 @@ class DatabaseSession:
                 "number JSON cannot hold), which cannot be stored."
             )
         # storable: nothing left that JSON cannot write (an integer too long
-        # for text included), so the write cannot fail at the step's end
+        # for text included), so the step's commit cannot fail on it
         text = json.dumps(data)
-        kept, self._read = self._read, None  # until the write is done
-        self._writes += 1
-        # written with the step's rows at its end (now, outside a step)
-        self.writer.upsert(
-            SessionStateEntry(
-                session=self.record, key=key, value_type=value_type, value=data
-            ),
-            unique_fields=("session", "key"),
-            update_fields=("value_type", "value"),
-        )
-        if kept is not None:
-            kept[key] = (value_type, text)
-            self._read = kept
+        committed_now = not self.store.in_step
+        self.store.put_state(key, value_type, data)
+        if committed_now and self._read is not None:
+            self._read[key] = (value_type, text)
 
     @_guarded
     def reset(self) -> None:
         """Delete every state slice of the session (its files are kept)."""
-        self.writer.before_write()
-        self._read = None
-        self._writes += 1
-        SessionStateEntry.objects.filter(session=self.record).delete()
+        self.store.reset_state()
+        if not self.store.in_step:
+            self._read = {}
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[StepHandle]:
-        writes = self._writes
-        kept = False
-        try:
-            with self.writer.step() as handle:
-                yield handle
-            kept = not handle.rolled_back
-        finally:
-            if self._writes != writes and not kept:  # its writes were undone
-                self._read = None
+    def transaction(self) -> Iterator[Unit]:
+        """A step of the run's store; when the outermost one commits, its
+        writes join the slices kept here."""
+        outermost = not self.store.in_step
+        with self.store.step() as unit:
+            yield unit
+        if outermost and not unit.rolled_back and self._read is not None:
+            if unit.reset:
+                self._read = {}
+            for key, (value_type, value) in unit.states.items():
+                self._read[key] = (value_type, json.dumps(value))

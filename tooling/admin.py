@@ -93,7 +93,8 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
     @admin.display(boolean=True, description="read-only")
     def read_only(self, obj: ToolDefinition) -> bool:
         """Whether its handler declares that it changes nothing outside the
-        run (its calls' records then wait for the next effect: ADR 0019)."""
+        run (``Tool.read_only``): information for whoever decides which tools
+        need an approval policy."""
         return obj.handler_key in registry and registry.get(obj.handler_key).read_only
 
 

@@ -347,6 +347,20 @@ WINK_RUN_MAX_ATTEMPTS = int(env_number("WINK_RUN_MAX_ATTEMPTS", 3, minimum=1))
 # nothing per step, and the run resumes from what survived (ADR 0008). Set to
 # true to make every step wait for its flush.
 WINK_RUN_DURABLE_COMMITS = env_bool("WINK_RUN_DURABLE_COMMITS", False)
+# What this process is: "worker" (make worker sets it) gives its PostgreSQL
+# connections synchronous_commit=off, unless WINK_RUN_DURABLE_COMMITS; a run's
+# pause and end still commit durably (SET LOCAL, docs/write-path.md). Web
+# processes (and inline runs) keep the server's setting.
+WINK_PROCESS = os.environ.get("WINK_PROCESS", "").strip().lower()
+if (
+    WINK_PROCESS == "worker"
+    and not WINK_RUN_DURABLE_COMMITS
+    and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+):
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = " ".join(
+        filter(None, [_options.get("options", ""), "-c synchronous_commit=off"])
+    )
 # How long an approval request waits for a human before it is denied
 # automatically (an approval policy may set its own deadline_seconds).
 WINK_APPROVAL_TIMEOUT_SECONDS = int(

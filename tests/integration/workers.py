@@ -72,6 +72,7 @@ def worker_env(**overrides: str) -> dict[str, str]:
         "DEBUG": "1",
         "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": BROKER,
+        "WINK_PROCESS": "worker",  # as make worker: relaxed commits on PostgreSQL
         **overrides,
     }
 

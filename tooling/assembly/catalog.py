@@ -17,7 +17,6 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Field, Model, Prefetch
 
-from tooling import prepared
 from tooling.handlers import registry as handler_registry
 from tooling.models import (
     CatalogRevision,
@@ -245,24 +244,13 @@ def build_prompt_from_parts(
 
 
 def load_template(ref: str) -> PromptTemplate:
-    """The enabled template named ``<namespace>/<key>`` and the catalog's
-    generation, in one query compiled once per connection (``prepared``); its
-    links are read only if ``freeze_template`` has no frozen revision for
-    them. Raises ``PromptTemplate.DoesNotExist`` as ``get()`` does."""
+    """The enabled template named ``<namespace>/<key>``, with the catalog's
+    generation (``catalog_token``), in one query; its links are read only if
+    ``freeze_template`` has no frozen revision for them. Raises
+    ``PromptTemplate.DoesNotExist`` as ``get()`` does."""
     namespace, _, key = ref.partition("/")
-    statement = prepared.compiled("template by ref", _template_by_ref)
-    template: PromptTemplate = statement.get({"namespace": namespace, "key": key})
-    return template
-
-
-def _template_by_ref() -> prepared.Select:
-    return prepared.select_one(
-        PromptTemplate.objects.enabled()
-        .with_generation()
-        .filter(
-            namespace=prepared.slot(PromptTemplate, "namespace"),
-            key=prepared.slot(PromptTemplate, "key"),
-        )
+    return PromptTemplate.objects.enabled().with_generation().get(
+        namespace=namespace, key=key
     )
 
 

@@ -293,22 +293,9 @@ class PromptFailed:
 
 
 class EventSink(Protocol):
-    """Receives a run's events. A sink may hold their records back until
-    something with an effect happens; it then defines ``settle()``, which
-    the runtime calls (``settle(sink)``) just before each provider request,
-    each handler (but one declared ``read_only``: it changes nothing outside
-    the run) and each policy's ``before_run``."""
+    """Receives a run's events, in order, as they happen."""
 
     def emit(self, event: object) -> None: ...
-
-
-def settle(sink: EventSink) -> None:
-    """Tell ``sink`` that something with an effect is about to run: what it
-    holds back must be recorded first (a sink without ``settle`` holds
-    nothing back)."""
-    hook = getattr(sink, "settle", None)
-    if hook is not None:
-        hook()
 
 
 class NullSink:

@@ -70,7 +70,6 @@ from .events import (
     StateChanged,
     ToolInvoked,
     event_id_for,
-    settle,
 )
 from .policies import PolicyDecision, ToolPolicy
 from .prompt import Prompt, RenderedPrompt
@@ -299,8 +298,6 @@ class ToolExecutor:
         if refusal is not None:
             result = ToolResult.error(refusal)
             return self._finish(call, tool, params, result, {}, sequence), None
-        if not tool.read_only:  # it changes nothing outside the run (ADR 0019)
-            settle(self.sink)  # the records held back, before the handler runs
         with self.session.transaction() as transaction:
             result, stop = self._run_handler(tool, params, context)
             if result.success:
@@ -443,7 +440,6 @@ class ToolExecutor:
         if not hooks:
             return None
         failed: tuple[ToolPolicy, Exception] | None = None
-        settle(self.sink)
         with context.session.transaction() as transaction:
             for policy, hook in hooks:
                 try:

@@ -173,11 +173,11 @@ class Tool(Generic[ParamsT, ResultT]):
 
     ``read_only=True`` declares that the handler changes nothing outside the
     run (it reads, looks up or computes; the session's own state and files it
-    may write commit with its record as any call's do): nothing is recorded
-    just before it runs, so its call's record can wait for the next effect,
-    and a crash before then loses only what a resumed run may do again
-    (ADR 0019). A handler that sends, charges, sets, appends or creates
-    anything elsewhere is not read-only (the default).
+    may write are the run's). It is information for operators, shown in the
+    admin's tool list (a tool that changes things elsewhere is the one to put
+    under an approval policy); a run records every call the same way
+    (docs/write-path.md). A handler that sends, charges, sets, appends or
+    creates anything elsewhere is not read-only (the default).
     """
 
     name: str

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ...events import EventSink, ToolInvoked, settle
+from ...events import EventSink, ToolInvoked
 from ...executor import FunctionCall, ToolExecutor
 from ...hosted.apply_patch import patch_tool
 from ...hosted.base import HostedTool
@@ -52,9 +52,6 @@ class _KindSink:
         if isinstance(event, ToolInvoked) and event.name in self.kinds:
             event = dataclasses.replace(event, kind=self.kinds[event.name])
         self.inner.emit(event)
-
-    def settle(self) -> None:
-        settle(self.inner)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -40,7 +40,6 @@ from ...events import (
     ProviderCallFailed,
     ToolInvoked,
     event_id_for,
-    settle,
 )
 from ...executor import FunctionCall, ToolExecutor
 from ...hosted.base import HostedTool
@@ -381,7 +380,6 @@ class Run:
         # wherever else it appears (a provider may echo them).
         redact = self.redact
         record = redact(redact_request({**body, "input": history[sent:]}))
-        settle(self.sink)  # what the sink holds back is recorded before this
         try:
             reply = self.sender.send(request)
         except SendFailure as failure:

@@ -1,0 +1,31 @@
+"""The one door to the database for a run (docs/write-path.md)."""
+
+from .claims import (
+    Claim,
+    LeaseLost,
+    RunCancelled,
+    StoreUnavailable,
+    claim,
+    lease_seconds,
+    worker_name,
+)
+from .commits import RECOMMIT_DELAYS, reconnect
+from .store import RunStore, create, finish, pause
+from .units import Unit
+
+__all__ = [
+    "RECOMMIT_DELAYS",
+    "Claim",
+    "LeaseLost",
+    "RunCancelled",
+    "RunStore",
+    "StoreUnavailable",
+    "Unit",
+    "claim",
+    "create",
+    "finish",
+    "lease_seconds",
+    "pause",
+    "reconnect",
+    "worker_name",
+]

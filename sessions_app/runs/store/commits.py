@@ -1,0 +1,87 @@
+"""How a run's writes reach the database: each in one ``transaction.atomic()``,
+written again on a new connection when the connection is lost, and the run's
+last commit durable.
+
+This is the only module of the run that sends statement text of its own
+(``durable()``); everything else is the ORM. ``tests/test_store_door.py``
+checks that.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import InterfaceError, OperationalError, connection, transaction
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A commit that lost the database connection is made again on a new
+# connection after each of these pauses (seconds) before the run gives up to
+# its resume (which would run a finished handler again).
+RECOMMIT_DELAYS = (0.1, 0.5, 2.0)
+
+LOST = (OperationalError, InterfaceError)
+
+
+def commit(
+    write: Callable[[], T], *, done: Callable[[], bool] | None = None
+) -> T | None:
+    """``write()`` in one transaction; its result.
+
+    If the connection is lost, and ``done`` says whether a lost commit did
+    go through (only its reply was lost), the write is made again on a new
+    connection after each of ``RECOMMIT_DELAYS`` unless ``done()`` (then
+    ``None``); the last error if every attempt loses it too. Without
+    ``done``, or inside a caller's transaction (which the lost connection
+    broke), the error goes up as it came."""
+    try:
+        with transaction.atomic():
+            return write()
+    except LOST as error:
+        if done is None or connection.in_atomic_block:
+            raise
+        lost: Exception = error
+    for attempt, delay in enumerate(RECOMMIT_DELAYS, start=1):
+        logger.warning(
+            "A run's commit lost the database connection (%s); making it again "
+            "on a new connection (%d/%d)",
+            type(lost).__name__,
+            attempt,
+            len(RECOMMIT_DELAYS),
+        )
+        time.sleep(delay)
+        reconnect()
+        try:
+            if done():
+                return None
+            with transaction.atomic():
+                return write()
+        except LOST as again:
+            lost = again
+    raise lost
+
+
+def reconnect() -> None:
+    """Drop the broken connection; the next query opens a new one, with the
+    settings' ``OPTIONS`` (a worker's ``synchronous_commit``)."""
+    try:
+        connection.close()
+    except Exception:  # a dead connection may fail to close: it is gone anyway
+        logger.debug("Closing the broken connection failed", exc_info=True)
+
+
+def durable() -> None:
+    """Inside a transaction: it commits durably (PostgreSQL flushes its log up
+    to it before the commit returns) even on a worker connection whose
+    commits do not wait (``synchronous_commit=off``, settings). A run's pause
+    and end commit this way, so every earlier commit of the run is on disk
+    before anyone hears of the run's end. Nothing on other databases."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO on")
