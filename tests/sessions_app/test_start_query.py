@@ -1,7 +1,7 @@
-"""A run's start (ADR 0019): the catalog revision is inserted, never read
-(``ON CONFLICT DO NOTHING``: an identical stored one is the same row), then
-the session; inline, both in the claim's query on PostgreSQL, after the run's
-commit setting. A start the database refuses writes nothing."""
+"""A run's start (``runs.store.create``): the catalog revision is inserted,
+never read (``ON CONFLICT DO NOTHING``: an identical stored one is the same
+row), then the session, in one transaction. A start the database refuses
+writes nothing."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import dispatch, lifecycle, services, steps
+from sessions_app import dispatch, services
 from sessions_app.models import AgentSession
 from tests.sessions_app import lookup_setup
-from tooling import services as catalog
-from tooling.models import CatalogRevision, PromptTemplate
+from tooling.models import CatalogRevision
 
 
 def synchronous_commit() -> str:
@@ -36,13 +35,11 @@ def test_a_start_whose_session_is_refused_writes_nothing(lookup_and_act, monkeyp
     before = synchronous_commit() if connection.vendor == "postgresql" else None
     with pytest.raises(DatabaseError):
         services.start_session(prompt_ref=lookup_and_act, client=answer_only())
-    # the revision went in the same query (or transaction): refused with it
+    # the revision went in the same transaction: refused with it
     assert AgentSession.objects.count() == 0
     assert CatalogRevision.objects.count() == 0
-    if before is not None:  # and the connection has its own setting again
+    if before is not None:  # and the connection's setting is its own
         assert synchronous_commit() == before
-        assert not getattr(connection, steps.RELAXED, False)
-        assert not getattr(connection, steps.PENDING, False)
 
 
 @pytest.mark.django_db
@@ -80,12 +77,13 @@ def test_a_queued_start_writes_the_revision_and_the_session_together(
         # the revision the caller reads is the stored one
         assert session.revision == CatalogRevision.objects.get()
         assert session.revision.created_at == CatalogRevision.objects.get().created_at
-        writes = [q["sql"] for q in captured.captured_queries if "INSERT" in q["sql"]]
-        if connection.vendor == "postgresql":
-            (query,) = writes
-            assert query.startswith('INSERT INTO "tooling_catalogrevision"')
-            assert 'INSERT INTO "sessions_app_agentsession"' in query
-            assert "synchronous_commit" not in query  # not a run: durable
+        sqls = [q["sql"] for q in captured.captured_queries]
+        writes = [sql for sql in sqls if sql.startswith("INSERT")]
+        assert [sql.split('"')[1] for sql in writes] == [
+            "tooling_catalogrevision",
+            "sessions_app_agentsession",
+        ]
+        assert not any("synchronous_commit" in sql for sql in sqls)  # durable
     assert AgentSession.objects.filter(status="queued").count() == 2
     assert CatalogRevision.objects.count() == 1
     assert len(dispatched) == 2
@@ -121,15 +119,4 @@ def test_starts_work_one_statement_at_a_time_with_server_side_binding(
         assert session.tool_invocations.count() == 6
         assert session.provider_calls.count() == 3
     assert CatalogRevision.objects.count() == 1
-    assert synchronous_commit() == "on"
-    assert not getattr(connection, steps.RELAXED, False)
-
-
-@pytest.mark.django_db
-def test_rows_to_write_with_a_claim_need_the_new_session(lookup_and_act):
-    template = PromptTemplate.objects.get(namespace="tests", key="lookups")
-    preview = catalog.preview_prompt(template=template, params={})
-    session, rows = services._new_session(template, preview, {}, "standard", None)
-    with pytest.raises(ValueError, match="need the new session"):
-        lifecycle.claim(session.pk, rows=rows)
-    assert AgentSession.objects.count() == 0
+    assert synchronous_commit() == "on"  # a web process's inline run: durable
