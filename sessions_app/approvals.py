@@ -37,14 +37,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import access, dispatch, lifecycle
+from sessions_app import access
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     ProviderCall,
     ToolInvocation,
 )
-from sessions_app.storable import Scrubber
+from sessions_app.runs import dispatch, lifecycle
+from sessions_app.runs.storable import Scrubber
 from tooling.runtime import expiry_reason
 
 logger = logging.getLogger(__name__)

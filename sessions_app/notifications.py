@@ -39,8 +39,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.urls import get_script_prefix, reverse
 
-from sessions_app import access, dispatch
+from sessions_app import access
 from sessions_app.models import ApprovalRequest
+from sessions_app.runs import dispatch
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

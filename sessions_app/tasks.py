@@ -14,8 +14,9 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import Reject
 
-from sessions_app import dispatch, lifecycle, notifications, services
+from sessions_app import notifications, services
 from sessions_app.models import ApprovalRequest
+from sessions_app.runs import dispatch, lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -190,7 +190,7 @@ def world(monkeypatch: Any) -> dict[str, Any]:
     # A decided approval's run is queued for a worker that never comes: the
     # matrix is about who may decide, and the approval's session is a row, not
     # a run (resumed inline it would end before its call: a 409).
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", lambda *a, **k: True)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", lambda *a, **k: True)
     runners = Group.objects.get(name="Runners")
     user_a, user_b = (
         UserFactory.create(username="user_a"),

@@ -410,7 +410,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-# Per-run limits are set when a run is sent (sessions_app.dispatch); these
+# Per-run limits are set when a run is sent (sessions_app.runs.dispatch); these
 # apply to any task and bound the longest run.
 CELERY_TASK_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE
 CELERY_TASK_SOFT_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE // 2
@@ -419,7 +419,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = WINK_RUN_MAX_SECONDS + WINK_RUN_TIME_LIMIT_GRACE /
 # connecting and its handshake; Redis: connecting), a Redis command after 3 s
 # without a reply, and a send is tried three times in all, 0.2-0.5 s apart.
 # Then the session stays queued with the failure recorded, and the sweeper
-# sends it again (sessions_app.dispatch; docs/run-lifecycle.md).
+# sends it again (sessions_app.runs.dispatch; docs/run-lifecycle.md).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,

@@ -37,7 +37,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
-from sessions_app import access, dispatch, services, timeline
+from sessions_app import access, services, timeline
 from sessions_app.api.approval_serializers import ApprovalRequestEventSerializer
 from sessions_app.api.pagination import (
     MAX_PAGE_SIZE,
@@ -69,6 +69,7 @@ from sessions_app.filters import (
     ToolInvocationFilterSet,
 )
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
+from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.throttling import SharedScopedRateThrottle
 

@@ -2,7 +2,7 @@
 
 ``AgentSession`` moves through its lifecycle (queued, running, then
 succeeded, failed or cancelled, or awaiting_approval and queued again;
-``sessions_app.lifecycle`` makes every move with one conditional update).
+``sessions_app.runs.lifecycle`` makes every move with one conditional update).
 Every row below it is append-only (``tooling.append_only``): recorders create
 them, nothing updates or deletes them, and on PostgreSQL a trigger refuses it
 too. The one sanctioned removal

@@ -167,7 +167,7 @@ class AgentSession(models.Model):
         help_text="Output or error text held characters no database stores "
         "(NUL, lone surrogates); they were replaced by U+FFFD.",
     )
-    # The run's limits and lease (sessions_app.lifecycle).
+    # The run's limits and lease (sessions_app.runs.lifecycle).
     deadline_seconds = models.PositiveIntegerField(
         default=0, help_text="The run's time limit: the template's, capped."
     )
@@ -181,7 +181,7 @@ class AgentSession(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
-    # The last failed send of the run to a worker (sessions_app.dispatch): the
+    # The last failed send of the run to a worker (sessions_app.runs.dispatch): the
     # broker could not be reached; the sweeper sends it again.
     dispatch_error = models.CharField(
         max_length=200,
@@ -275,7 +275,7 @@ class AgentSession(models.Model):
         if not self._state.adding:
             raise AppendOnlyError(
                 "A session row changes only through its lifecycle "
-                "(sessions_app.lifecycle), never by save()."
+                "(sessions_app.runs.lifecycle), never by save()."
             )
         super().save(*args, **kwargs)
 

@@ -33,8 +33,9 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from sessions_app import dispatch, services
+from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app.runs import dispatch
 from tests.integration.forwarder import Forwarder
 from tests.integration.workers import (
     BROKER,

@@ -3,7 +3,7 @@ tests: kombu's in-process ``memory://`` transport (a real transport whose
 messages a test can count) or a port where nothing listens (connection
 refused, as a stopped broker answers). The app is configured as the project's
 (the same ``CELERY_*`` settings: publish retries, timeouts) and made current,
-so ``sessions_app.dispatch`` sends through it; the project's app is current
+so ``sessions_app.runs.dispatch`` sends through it; the project's app is current
 again afterwards."""
 
 from __future__ import annotations

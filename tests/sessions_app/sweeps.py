@@ -14,8 +14,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app import lifecycle, services
+from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.runs import lifecycle
 
 # The sweep's update of a session it re-dispatches (lifecycle.mark_dispatched).
 MARK = 'UPDATE "sessions_app_agentsession" SET "dispatched_at"'

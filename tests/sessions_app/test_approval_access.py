@@ -318,7 +318,7 @@ def test_two_approvers_clicking_at_once_get_one_decision_and_clean_messages(
         queued.append(session_id)
         return True  # queued for a worker: nothing runs inline
 
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", dispatch_run)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", dispatch_run)
     approval = ApprovalRequestFactory.create()
     # Not the "Approvers" group: a transactional test's flush removes the rows
     # migrations made (groups); the permissions are made again after it.

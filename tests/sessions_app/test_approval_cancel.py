@@ -182,7 +182,7 @@ def test_with_a_broker_a_cancel_between_commit_and_answer_is_a_409(
         services.cancel_session(session_id=session_id, user=paused.created_by)
         return True
 
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", dispatch_run)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", dispatch_run)
     approval = ApprovalRequest.objects.get(session=paused)
     api = APIClient()
     api.force_authenticate(alice)

@@ -21,13 +21,14 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, replay, services
+from sessions_app import approvals, services
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     PolicyDenial,
     ProviderCall,
 )
+from sessions_app.runs import replay
 from tests.runtime.fakes import FakeProvider, function_call, message, response
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import UserFactory

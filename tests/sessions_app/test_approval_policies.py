@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 
 from sessions_app import access, approvals, services
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
-from sessions_app.recording import record_approval_requested
+from sessions_app.runs.recording import record_approval_requested
 from tests.sessions_app.approval_setup import PROMPT, deploys
 from tests.sessions_app.factories import (
     AgentSessionFactory,

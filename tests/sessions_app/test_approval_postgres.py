@@ -44,7 +44,7 @@ def test_cancel_and_approve_at_the_same_moment_never_deadlock(
     assert {s.status for s in sessions} == {Status.AWAITING_APPROVAL}
     settings.CELERY_TASK_ALWAYS_EAGER = False  # a decision only queues the run
     monkeypatch.setattr(
-        "sessions_app.dispatch.dispatch_run", lambda *args, **kwargs: True
+        "sessions_app.runs.dispatch.dispatch_run", lambda *args, **kwargs: True
     )
     errors: list[BaseException] = []
 
@@ -119,7 +119,7 @@ def test_approve_and_the_sweepers_expiry_at_the_same_moment_resume_once(
             dispatched.append(str(session_id))
         return True
 
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", dispatch_run)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", dispatch_run)
     later = timezone.now() + timedelta(days=2)  # the sweeper's "now": overdue
     errors: list[BaseException] = []
     for session in sessions:

@@ -15,9 +15,10 @@ import httpx
 import pytest
 from django.db import connection
 
-from sessions_app import approvals, lifecycle, replay, services
+from sessions_app import approvals, services
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
-from sessions_app.recording import record_approval_requested
+from sessions_app.runs import lifecycle, replay
+from sessions_app.runs.recording import record_approval_requested
 from tests.runtime.fakes import FakeProvider, function_call, response
 from tests.sessions_app.approval_setup import PROMPT, add_approval, deploys
 from tests.sessions_app.factories import AgentSessionFactory
@@ -50,7 +51,7 @@ def test_the_resumed_run_runs_once_however_many_messages_claim_it(
         sent.append(session_id)
         return True
 
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", dispatch_run)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", dispatch_run)
     approval = ApprovalRequest.objects.get(session=paused)
     approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     assert len(sent) == 1
@@ -70,7 +71,7 @@ def test_a_claim_that_read_the_session_before_it_paused_does_not_claim_it(
     the run paused and a decision queued it: that worker's claim must not
     succeed with the whole deadline again."""
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr("sessions_app.dispatch.dispatch_run", lambda *a, **k: True)
+    monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", lambda *a, **k: True)
     approval = ApprovalRequest.objects.get(session=paused)
     approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     queued = AgentSession.objects.get(pk=paused.pk)
@@ -150,7 +151,7 @@ def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks
         order.append("pause")
         pause(*args, **kwargs)
 
-    monkeypatch.setattr("sessions_app.lifecycle.pause", pausing)
+    monkeypatch.setattr("sessions_app.runs.lifecycle.pause", pausing)
     monkeypatch.setattr(
         "sessions_app.notifications.approval_requested",
         lambda approval: order.append("notified"),

@@ -22,8 +22,9 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from sessions_app import budgets, dispatch, services
+from sessions_app import budgets, services
 from sessions_app.models import AgentSession, ProviderCall
+from sessions_app.runs import dispatch
 from tests.sessions_app import lookup_setup
 from tests.sessions_app.factories import UserFactory
 from tests.sessions_app.test_budgets import prompt
@@ -154,7 +155,7 @@ import django
 django.setup()
 from decimal import Decimal
 
-from sessions_app import dispatch
+from sessions_app.runs import dispatch
 from tests.sessions_app import test_budget_races as races
 
 # the prices are the migration's (0011); runs are queued, never run here

@@ -17,8 +17,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import lifecycle, returning, services, steps, tasks
+from sessions_app import returning, services, steps, tasks
 from sessions_app.models import AgentSession
+from sessions_app.runs import lifecycle
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import AgentSessionFactory
 from tooling import assembly

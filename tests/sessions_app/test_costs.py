@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
-from sessions_app.recording import MAX_COST
-from sessions_app.totals import totals as session_totals
+from sessions_app.runs.recording import MAX_COST
+from sessions_app.runs.totals import totals as session_totals
 from tests.sessions_app.clients import CountingProvider
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -376,8 +376,8 @@ def test_costs_totals_sum_calls_and_fees_from_the_rows():
 
 
 def test_costs_absurd_usage_cannot_overflow_the_cost_column():
-    from sessions_app.recording import _cost
-    from sessions_app.storable import Scrubber
+    from sessions_app.runs.recording import _cost
+    from sessions_app.runs.storable import Scrubber
 
     scrub = Scrubber()
     assert _cost(D("1e30"), scrub) == MAX_COST

@@ -23,8 +23,9 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, lifecycle, services
+from sessions_app import approvals, services
 from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.runs import lifecycle
 from tests.sessions_app.brokers import broker_at, refused, sent_runs
 from tests.sessions_app.factories import UserFactory
 from tooling.demo import seed_demo_catalog

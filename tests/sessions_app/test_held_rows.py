@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from django.db import IntegrityError
 from django.utils import timezone
-
-from sessions_app import lifecycle, services
-from sessions_app.models import AgentSession, ProviderCall
 from sessions_app.steps import StepWriter
+
+from sessions_app import services
+from sessions_app.models import AgentSession, ProviderCall
+from sessions_app.runs import lifecycle
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.clients import CountingProvider
 from tests.sessions_app.factories import AgentSessionFactory

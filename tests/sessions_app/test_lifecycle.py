@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from sessions_app import lifecycle, services
+from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app.runs import lifecycle
 from tests.sessions_app.brokers import broker_at, sent_runs
 from tests.sessions_app.clients import CountingProvider, WorkerKilled, kill_at
 from tests.sessions_app.factories import UserFactory

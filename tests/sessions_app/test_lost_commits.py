@@ -16,8 +16,9 @@ import pytest
 from celery.exceptions import Reject
 from django.db import OperationalError, connection
 
-from sessions_app import lifecycle, services, tasks
+from sessions_app import services, tasks
 from sessions_app.models import AgentSession
+from sessions_app.runs import lifecycle
 from tests.sessions_app.brokers import broker_at, sent_runs
 from tooling.demo import seed_demo_catalog
 from tooling.handlers import registry

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from sessions_app.models import Citation
-from sessions_app.storable import MAX_COUNT
+from sessions_app.runs.storable import MAX_COUNT
 from tests.runtime.fakes import (
     function_call,
     message,

@@ -10,8 +10,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from sessions_app import replay
 from sessions_app.models import AgentSession, PolicyDenial, ProviderCall, QuotaDecision
+from sessions_app.runs import replay
 from tests.tooling.factories import (
     HostedToolDefinitionFactory,
     PromptTemplateFactory,

@@ -12,8 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import approvals, lifecycle, services, steps
+from sessions_app import approvals, services, steps
 from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.runs import lifecycle
 from tests.sessions_app.factories import UserFactory
 from tests.sessions_app.lookup_setup import Crash, calling, client, crash_in, runs
 from tooling.models import PolicyDefinition, PromptTemplate

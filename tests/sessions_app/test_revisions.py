@@ -18,6 +18,7 @@ from tests.tooling.factories import (
     attach,
 )
 from tooling import assembly
+from tooling import services as catalog
 from tooling.demo import seed_demo_catalog
 from tooling.handlers import registry
 from tooling.models import CatalogRevision, PromptTemplate, SectionDefinition
@@ -77,7 +78,7 @@ def test_editing_the_catalog_after_start_does_not_change_what_runs(queued):
     assert session.prompt is not None
     assert (
         "Delete everything"
-        in services.catalog.preview_prompt(template=session.prompt).text
+        in catalog.preview_prompt(template=session.prompt).text
     )  # the live catalog did change
 
     finished = services.run_session(session_id=session.pk)

@@ -5,10 +5,10 @@ and a rolled-back step undoes the reset."""
 from __future__ import annotations
 
 import pytest
+from sessions_app.steps import StepWriter
 
 from sessions_app.models import SessionStateEntry
-from sessions_app.state import DatabaseSession
-from sessions_app.steps import StepWriter
+from sessions_app.runs.state import DatabaseSession
 from tests.sessions_app.factories import AgentSessionFactory
 from tooling.runtime import Filesystem, SetupPlan
 from tooling.runtime.planning import PLAN_REDUCERS, current_plan

@@ -12,8 +12,9 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import dispatch, services
+from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.runs import dispatch, starting
 from tests.sessions_app import lookup_setup
 from tooling.models import CatalogRevision
 
@@ -31,7 +32,7 @@ def answer_only() -> Any:
 @pytest.mark.django_db(transaction=True)
 def test_a_start_whose_session_is_refused_writes_nothing(lookup_and_act, monkeypatch):
     # a deadline the session table's check constraint refuses
-    monkeypatch.setattr(services, "run_deadline", lambda seconds: -5)
+    monkeypatch.setattr(starting, "run_deadline", lambda seconds: -5)
     before = synchronous_commit() if connection.vendor == "postgresql" else None
     with pytest.raises(DatabaseError):
         services.start_session(prompt_ref=lookup_and_act, client=answer_only())

@@ -14,8 +14,9 @@ import openai
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.test.utils import CaptureQueriesContext
+from sessions_app.steps import StepWriter
 
-from sessions_app import inserts, lifecycle, services, steps
+from sessions_app import inserts, services, steps
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -24,8 +25,8 @@ from sessions_app.models import (
     SessionStateEntry,
     ToolInvocation,
 )
-from sessions_app.state import DatabaseFilesystem, DatabaseSession
-from sessions_app.steps import StepWriter
+from sessions_app.runs import lifecycle
+from sessions_app.runs.state import DatabaseFilesystem, DatabaseSession
 from tests.sessions_app.factories import AgentSessionFactory
 from tests.sessions_app.step_rows import invocation
 from tooling import prepared

@@ -1,5 +1,5 @@
 """Hostile checks of a step's writes (``sessions_app/steps.py``,
-``sessions_app/inserts.py``, ``sessions_app/state.py``; ADR 0016).
+``sessions_app/inserts.py``, ``sessions_app/runs/state.py``; ADR 0016).
 
 The state slices of a step wait for its end, but what a run reads and what
 commits must be exactly what immediate writes with a savepoint per step gave
@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
+from sessions_app.steps import StepWriter
 
 from sessions_app import inserts
 from sessions_app.models import (
@@ -35,8 +36,7 @@ from sessions_app.models import (
     SessionStateEntry,
     ToolInvocation,
 )
-from sessions_app.state import DatabaseFilesystem, DatabaseSession
-from sessions_app.steps import StepWriter
+from sessions_app.runs.state import DatabaseFilesystem, DatabaseSession
 from tests.sessions_app.factories import AgentSessionFactory
 from tests.sessions_app.step_rows import invocation
 

@@ -19,8 +19,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError
 
-from sessions_app import lifecycle, services
+from sessions_app import services
 from sessions_app.models import AgentSession
+from sessions_app.runs import lifecycle
 from tests.sessions_app.brokers import broker_at, sent_runs
 from tests.sessions_app.sweeps import before_mark, due_session, finish_run
 from tooling.demo import seed_demo_catalog

@@ -249,8 +249,10 @@ def load_template(ref: str) -> PromptTemplate:
     ``freeze_template`` has no frozen revision for them. Raises
     ``PromptTemplate.DoesNotExist`` as ``get()`` does."""
     namespace, _, key = ref.partition("/")
-    return PromptTemplate.objects.enabled().with_generation().get(
-        namespace=namespace, key=key
+    return (
+        PromptTemplate.objects.enabled()
+        .with_generation()
+        .get(namespace=namespace, key=key)
     )
 
 

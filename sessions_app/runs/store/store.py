@@ -34,7 +34,7 @@ from sessions_app.models import (
     SessionStateEntry,
     VirtualFile,
 )
-from sessions_app.totals import ending_fields, totals
+from sessions_app.runs.totals import ending_fields, totals
 from tooling.models import CatalogRevision
 
 from .claims import Claim, LeaseLost

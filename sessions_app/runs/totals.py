@@ -13,8 +13,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from sessions_app.models import ProviderCall, ToolInvocation
-from sessions_app.recording import MAX_COST
-from sessions_app.storable import Scrubber
+from sessions_app.runs.recording import MAX_COST
+from sessions_app.runs.storable import Scrubber
 
 
 def _cost_sum() -> Coalesce:

@@ -50,7 +50,7 @@ from sessions_app.runs.store import (
     pause,
     worker_name,
 )
-from sessions_app.totals import ending_fields
+from sessions_app.runs.totals import ending_fields
 
 __all__ = [
     "Claim",
@@ -59,6 +59,7 @@ __all__ = [
     "StoreUnavailable",
     "cancel_claimed",
     "cancel_queued",
+    "cancel_session",
     "claim",
     "end_claimed",
     "finish",
@@ -228,3 +229,20 @@ def mark_dispatched(
             still, pk=session_id, dispatched_at=previous
         ).update(dispatched_at=now, dispatch_error="")
     )
+
+
+def cancel_session(*, session_id: Any, user: Any) -> str:
+    """Cancel a session: a queued one, or one waiting for an approval (which
+    expires with it), at once (``"cancelled"``); a running one at its next
+    step (``"requested"``); ``"finished"`` if it already ended (or a cancel
+    was already requested: ``"requested"``)."""
+    now = timezone.now()
+    if cancel_queued(session_id, user=user, now=now):
+        return "cancelled"
+    if request_cancel(session_id, user=user, now=now):
+        # A run whose worker is gone would never see the request.
+        if settle(session_id, now=now) == Status.CANCELLED:
+            return "cancelled"
+        return "requested"
+    status = AgentSession.objects.values_list("status", flat=True).get(pk=session_id)
+    return "requested" if status == Status.RUNNING else "finished"

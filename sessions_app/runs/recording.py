@@ -28,7 +28,7 @@ from sessions_app.models import (
     StateChange,
     ToolInvocation,
 )
-from sessions_app.storable import Scrubber
+from sessions_app.runs.storable import Scrubber
 from tooling.runtime import (
     ApprovalRequested,
     HostedToolWithdrawn,

@@ -18,13 +18,14 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app import notifications, recording, totals
+from sessions_app import notifications
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.runs import recording, totals
 from sessions_app.runs.store import RunStore
 from tooling.runtime import (
     ApprovalRequested,
