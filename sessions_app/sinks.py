@@ -17,7 +17,8 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app import lifecycle, notifications, recording, steps, totals
+from sessions_app import lifecycle, recording, steps, totals
+from sessions_app.approvals import notifications
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,

@@ -14,7 +14,8 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import Reject
 
-from sessions_app import dispatch, lifecycle, notifications, services
+from sessions_app import dispatch, lifecycle, services
+from sessions_app.approvals import notifications
 from sessions_app.models import ApprovalRequest
 
 logger = logging.getLogger(__name__)

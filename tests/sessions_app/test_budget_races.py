@@ -22,7 +22,8 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from sessions_app import budgets, dispatch, services
+from sessions_app import dispatch, services
+from sessions_app.costs import budgets
 from sessions_app.models import AgentSession, ProviderCall
 from tests.sessions_app import lookup_setup
 from tests.sessions_app.factories import UserFactory
