@@ -1187,8 +1187,8 @@ def html_deep_url(client: httpx.Client, info: dict[str, Any]) -> str:
         raise SystemExit(f"/audit/sessions/: HTTP {first.status_code}")
     if "page=2" in first.text:  # numbered pages
         return f"/audit/sessions/?page={info['sessions'] // 2 // 25 + 1}"
+    from sessions_app.audit.paging import encode_position
     from sessions_app.models import AgentSession
-    from sessions_app.paging import encode_position
 
     session = AgentSession.objects.order_by("-created_at", "-pk").only(
         "pk", "created_at"

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tooling.models import TrustLevel
+
 VIEW_ALL = "sessions_app.view_all_sessions"
 START = "sessions_app.start_session"
 START_TRUSTED = "sessions_app.start_trusted_session"
@@ -42,8 +44,6 @@ def may_start(user: Any) -> bool:
 def may_start_at(user: Any, trust_level: str) -> bool:
     """Anyone who may start may lower the level; ``trusted`` needs its own
     permission."""
-    from tooling.models import TrustLevel
-
     if trust_level != TrustLevel.TRUSTED:
         return True
     return is_user(user) and bool(user.has_perm(START_TRUSTED))

@@ -19,13 +19,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from sessions_app import (
-    access,
-    admin_approvals,  # noqa: F401 (registers the inbox)
-    services,
-)
+from sessions_app import access, services
 from sessions_app.admin_base import HiddenRowsAdmin
-from sessions_app.budgets import DailyBudgetExceeded
+from sessions_app.approvals import admin as approvals_admin  # noqa: F401 (registers the inbox)
+from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import (
     AgentSession,
     Citation,

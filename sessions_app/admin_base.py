@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import Http404, HttpRequest, HttpResponse
 
-from sessions_app.bidi import neutralised
+from sessions_app.audit.bidi import neutralised
 
 
 class HiddenRowsAdmin(admin.ModelAdmin):

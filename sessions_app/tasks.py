@@ -14,7 +14,8 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import Reject
 
-from sessions_app import notifications, services
+from sessions_app import services
+from sessions_app.approvals import notifications
 from sessions_app.models import ApprovalRequest
 from sessions_app.runs import dispatch, lifecycle
 

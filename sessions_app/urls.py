@@ -1,31 +1,35 @@
 from django.urls import path
 
-from sessions_app import approval_views, cost_views, views
+from sessions_app.approvals import pages as approval_pages
+from sessions_app.audit import pages as audit_pages
+from sessions_app.costs import pages as cost_pages
 
 app_name = "sessions_app"
 
 urlpatterns = [
-    path("sessions/", views.SessionListView.as_view(), name="session-list"),
+    path("sessions/", audit_pages.SessionListView.as_view(), name="session-list"),
     path(
-        "sessions/<uuid:pk>/", views.SessionDetailView.as_view(), name="session-detail"
+        "sessions/<uuid:pk>/",
+        audit_pages.SessionDetailView.as_view(),
+        name="session-detail",
     ),
     path(
         "sessions/<uuid:pk>/progress/",
-        views.SessionProgressView.as_view(),
+        audit_pages.SessionProgressView.as_view(),
         name="session-progress",
     ),
     path(
         "sessions/<uuid:pk>/cancel/",
-        views.SessionCancelView.as_view(),
+        audit_pages.SessionCancelView.as_view(),
         name="session-cancel",
     ),
-    path("citations/", views.CitationListView.as_view(), name="citation-list"),
-    path("costs/", cost_views.CostReportView.as_view(), name="cost-report"),
-    path("costs.csv", cost_views.CostCsvView.as_view(), name="cost-csv"),
-    path("approvals/", approval_views.ApprovalListView.as_view(), name="approval-list"),
+    path("citations/", audit_pages.CitationListView.as_view(), name="citation-list"),
+    path("costs/", cost_pages.CostReportView.as_view(), name="cost-report"),
+    path("costs.csv", cost_pages.CostCsvView.as_view(), name="cost-csv"),
+    path("approvals/", approval_pages.ApprovalListView.as_view(), name="approval-list"),
     path(
         "approvals/<uuid:pk>/",
-        approval_views.ApprovalDetailView.as_view(),
+        approval_pages.ApprovalDetailView.as_view(),
         name="approval-detail",
     ),
 ]

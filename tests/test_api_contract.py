@@ -258,12 +258,12 @@ def test_a_wrong_method_is_a_json_405(api_client):
 
 
 def test_an_unexpected_error_is_a_logged_json_500(api_client, monkeypatch, caplog):
-    from sessions_app.api import views
+    from sessions_app.audit import api
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(views.AgentSessionViewSet, "list", explode)
+    monkeypatch.setattr(api.AgentSessionViewSet, "list", explode)
 
     response = api_client.get(SESSIONS)
 

@@ -33,12 +33,18 @@ from typing import Any, TypeVar
 from django.db import models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+# The purge flag's statements are re-exported: they lived here first, and the
+# migrations import them from here.
+from tooling.purge_flag import PURGE_FLAG_TABLE as PURGE_FLAG_TABLE
+from tooling.purge_flag import SQLITE_CLEAR_PURGE_FLAG as SQLITE_CLEAR_PURGE_FLAG
+from tooling.purge_flag import SQLITE_CREATE_PURGE_FLAG as SQLITE_CREATE_PURGE_FLAG
+from tooling.purge_flag import SQLITE_DROP_PURGE_FLAG as SQLITE_DROP_PURGE_FLAG
+from tooling.purge_flag import SQLITE_NOT_PURGING as SQLITE_NOT_PURGING
+from tooling.purge_flag import SQLITE_SET_PURGE_FLAG as SQLITE_SET_PURGE_FLAG
+
 M = TypeVar("M", bound=models.Model)
 
 PURGE_SETTING = "wink.purge"
-# SQLite: holds one row while a purge (or a flush) deletes, inside its
-# transaction only; the triggers let deletes through while it is there.
-PURGE_FLAG_TABLE = "wink_append_only_purge"
 
 
 class AppendOnlyError(Exception):
@@ -156,15 +162,6 @@ def purging(connection: BaseDatabaseWrapper) -> Iterator[None]:
 
 
 # -- SQLite -------------------------------------------------------------------------
-
-SQLITE_CREATE_PURGE_FLAG = (
-    f"CREATE TABLE IF NOT EXISTS {PURGE_FLAG_TABLE} (purging integer NOT NULL)"
-)
-SQLITE_DROP_PURGE_FLAG = f"DROP TABLE IF EXISTS {PURGE_FLAG_TABLE}"
-SQLITE_SET_PURGE_FLAG = f"INSERT INTO {PURGE_FLAG_TABLE} (purging) VALUES (1)"
-SQLITE_CLEAR_PURGE_FLAG = f"DELETE FROM {PURGE_FLAG_TABLE}"
-# the condition of a trigger that refuses deletes outside a purge
-SQLITE_NOT_PURGING = f"NOT EXISTS (SELECT 1 FROM {PURGE_FLAG_TABLE})"
 
 
 def sqlite_refuse_changes_sql(table: str) -> list[str]:

@@ -298,7 +298,9 @@ REST_FRAMEWORK = {
     # The API speaks JSON (anything else is a 415).
     "DEFAULT_PARSER_CLASSES": ["tooling.api.parsers.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CreatedAtCursorPagination",
+    "DEFAULT_PAGINATION_CLASS": (
+        "sessions_app.audit.pagination.CreatedAtCursorPagination"
+    ),
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "tooling.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "tooling.api.errors.exception_handler",

@@ -1,13 +1,13 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from sessions_app.api.approvals import ApprovalRequestViewSet
-from sessions_app.api.costs import CostReportView
-from sessions_app.api.views import (
+from sessions_app.approvals.api import ApprovalRequestViewSet
+from sessions_app.audit.api import (
     AgentSessionViewSet,
     CitationViewSet,
     ToolInvocationViewSet,
 )
+from sessions_app.costs.api import CostReportView
 
 app_name = "sessions_api"
 

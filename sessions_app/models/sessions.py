@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import connections, models, transaction
@@ -74,11 +74,16 @@ class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]
     session_field = ""
 
     def with_counts(self) -> AgentSessionQuerySet:
-        from sessions_app.models.audit import Citation, ToolInvocation
-
         return self.annotate(
-            tool_call_count=count_of(ToolInvocation),
-            citation_count=count_of(Citation),
+            tool_call_count=count_of(self._rows_of("tool_invocations")),
+            citation_count=count_of(self._rows_of("citations")),
+        )
+
+    def _rows_of(self, relation: str) -> type[models.Model]:
+        """The model of the rows behind a reverse relation of the session
+        (found through the relation: their module imports this one)."""
+        return cast(
+            type[models.Model], self.model._meta.get_field(relation).related_model
         )
 
     def summaries(self) -> AgentSessionQuerySet:

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app import notifications
+from sessions_app.approvals import notifications
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,

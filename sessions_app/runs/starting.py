@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from sessions_app import budgets
+from sessions_app.costs import budgets
 from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch, store
 from sessions_app.runs.running import run_session

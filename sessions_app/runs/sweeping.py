@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from sessions_app import approvals
+from sessions_app.approvals import expiry
 from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch, lifecycle
 from sessions_app.runs.running import run_session
@@ -86,7 +86,7 @@ def sweep_stale_sessions() -> SweepReport:
     re-dispatched, and one that was never sent (the broker could not be
     reached) at every sweep. Without a broker, re-dispatched sessions run
     here, inline. Approval requests past their deadline are denied
-    automatically first, and their runs resumed (``approvals.expire_overdue``).
+    automatically first, and their runs resumed (``expiry.expire_overdue``).
 
     Each session is handled on its own: an error is logged and the sweep goes
     on. A broker that cannot be reached ends the sweep's sends (each would
@@ -96,7 +96,10 @@ def sweep_stale_sessions() -> SweepReport:
     report = SweepReport()
     began = timezone.now()
     with _going_on(report, "approvals"):
-        report.expired_approvals = approvals.expire_overdue()
+        expired = expiry.expire_overdue()
+        report.expired_approvals = expired.approvals
+        for session_id in expired.run_inline:
+            run_session(session_id=session_id)
     now = timezone.now()
     stale = Q(status=Status.RUNNING, lease_expires_at__lt=now)
     for pk in (

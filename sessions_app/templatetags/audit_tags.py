@@ -16,7 +16,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from sessions_app.filters import is_outside_allowed_domains
+from sessions_app.audit.filters import is_outside_allowed_domains
 from sessions_app.models import Citation
 
 register = template.Library()

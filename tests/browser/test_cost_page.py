@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from sessions_app import cost_ranges
+from sessions_app.costs import ranges
 from tests.browser.ui import UI
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -69,7 +69,7 @@ def test_cost_page_draws_its_charts_and_downloads_csv(ui: UI, shot: Any) -> None
         assert bars(ui, group) == table_rows(ui, group) > 0, group
     assert bars(ui, "prompt") == 2
     assert bars(ui, "tool") == 2  # web_search and the model tokens row
-    assert bars(ui, "day") == cost_ranges.DEFAULT_DAYS
+    assert bars(ui, "day") == ranges.DEFAULT_DAYS
     # Drawn: the largest bar has a width on screen.
     widths = [bar.size["width"] for bar in ui.find_all("#by-prompt svg.chart rect.bar")]
     assert max(widths) > 100 and min(widths) > 0, widths

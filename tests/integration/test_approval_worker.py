@@ -28,8 +28,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
 
-from sessions_app import approvals, services
-from sessions_app.approvals import ApprovalClosed
+from sessions_app import services
+from sessions_app.approvals import decisions
+from sessions_app.approvals.decisions import ApprovalClosed
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -116,7 +117,7 @@ def test_two_approvers_at_the_same_moment_resume_the_run_once(workers):
     def decide(user: Any) -> None:
         try:
             barrier.wait(timeout=10)
-            approvals.decide(
+            decisions.decide(
                 approval_id=approval.pk, user=user, approve=True, reason="go"
             )
             outcomes[user.username] = "decided"
@@ -159,7 +160,7 @@ def test_a_worker_killed_during_the_resumed_run_runs_the_approved_call_once(work
     session, approval = _paused_session(workers)
     turns_at_pause = ProviderCall.objects.filter(session=session).count()
 
-    approvals.decide(
+    decisions.decide(
         approval_id=approval.pk, user=_approver("alice"), approve=True, reason="go"
     )
 

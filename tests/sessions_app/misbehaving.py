@@ -15,7 +15,7 @@ import httpx
 from django.utils.html import escape
 
 from sessions_app import services
-from sessions_app.bidi import neutralise
+from sessions_app.audit.bidi import neutralise
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from tests.runtime.fakes import FakeProvider
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app import services
-from sessions_app.api.views import CreatedAtCursorPagination
+from sessions_app.audit.pagination import CreatedAtCursorPagination
 from sessions_app.models import AgentSession, Citation
 from tests.sessions_app.factories import (
     AgentSessionFactory,

@@ -26,8 +26,9 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, services
-from sessions_app.approvals import ApprovalClosed, RunNotResumed
+from sessions_app import services
+from sessions_app.approvals import decisions
+from sessions_app.approvals.decisions import ApprovalClosed, RunNotResumed
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import (
@@ -100,7 +101,7 @@ def test_a_decision_after_the_cancel_is_a_409_naming_the_runs_state(
     services.cancel_session(session_id=paused.pk, user=paused.created_by)
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ApprovalClosed) as raised:
-        approvals.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+        decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
     assert (raised.value.status, raised.value.session_status) == (
         "cancelled",
         "cancelled",
@@ -127,7 +128,7 @@ def test_a_pending_request_of_a_run_that_no_longer_waits_is_refused(
     it."""
     approval = ApprovalRequestFactory.create(session__status=Status.CANCELLED)
     with pytest.raises(ApprovalClosed) as raised:
-        approvals.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+        decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
     assert raised.value.message == (
         "The run is cancelled; it no longer waits for this approval."
     )
@@ -157,7 +158,7 @@ def test_inline_an_approval_whose_run_was_cancelled_first_is_not_approved(
     approval = ApprovalRequest.objects.get(session=paused)
     cancel_before_the_run(monkeypatch, paused)
     with pytest.raises(RunNotResumed) as raised:
-        approvals.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+        decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
     assert raised.value.message == (
         "Approved, but the run was cancelled before the approved call ran; the "
         "call did not run."
@@ -246,7 +247,7 @@ def test_an_approval_whose_run_goes_on_is_answered_approved(
     paused: AgentSession, alice: Any
 ) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
-    decided = approvals.decide(
+    decided = decisions.decide(
         approval_id=approval.pk, user=alice, approve=True, reason=""
     )
     assert decided.status == Decision.APPROVED
@@ -321,7 +322,7 @@ def test_approve_racing_cancel_answers_what_happened(settings: Any) -> None:
         ) -> None:
             try:
                 barrier.wait(timeout=10)
-                approvals.decide(
+                decisions.decide(
                     approval_id=approval.pk, user=approver, approve=True, reason=""
                 )
                 answer["approved"] = True

@@ -23,7 +23,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, timeline
+from sessions_app.approvals import decisions, expiry
+from sessions_app.audit import timeline
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -375,7 +376,7 @@ def test_session_list_filters_sessions_awaiting_approval(client, paused, author)
 
 def test_timeline_shows_the_request_then_who_approved_and_why(client, paused, alice):
     approval = pending(paused)
-    approvals.decide(
+    decisions.decide(
         approval_id=approval.pk, user=alice, approve=True, reason="Looks fine."
     )
     approval.refresh_from_db()
@@ -464,7 +465,7 @@ def test_the_timeline_pages_one_by_one_through_many_approvals_of_a_turn():
 
 def test_timeline_shows_an_expired_approval(client, paused):
     approval = pending(paused)
-    approvals.expire_overdue(now=approval.expires_at + datetime.timedelta(seconds=1))
+    expiry.expire_overdue(now=approval.expires_at + datetime.timedelta(seconds=1))
     viewer = UserFactory.create(username="viewer", is_superuser=True)
     text = text_of(page(client, viewer).get(paused.get_absolute_url()))
     assert "Expired at" in text and "denied automatically" in text
@@ -728,9 +729,9 @@ def test_admin_filters_list_only_the_prompts_the_user_sees(client, alice):
 
 
 def test_admin_refuses_more_than_a_batch_at_once(client, alice, monkeypatch):
-    from sessions_app import admin_approvals
+    from sessions_app.approvals import admin as approvals_admin
 
-    monkeypatch.setattr(admin_approvals, "MAX_BATCH", 2)
+    monkeypatch.setattr(approvals_admin, "MAX_BATCH", 2)
     rows = ApprovalRequestFactory.create_batch(3)
     client = page(client, alice)
 

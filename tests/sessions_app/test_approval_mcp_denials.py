@@ -21,7 +21,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, services
+from sessions_app import services
+from sessions_app.approvals import decisions
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -147,7 +148,7 @@ def test_a_resumed_run_replaying_the_turn_records_the_denial_once(
 
     approval = ApprovalRequest.objects.get(session=session)
     with django_capture_on_commit_callbacks(execute=True):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason=""
         )
 

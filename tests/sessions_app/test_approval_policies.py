@@ -22,7 +22,8 @@ from django.core.exceptions import PermissionDenied
 from django.test import Client
 from rest_framework.test import APIClient
 
-from sessions_app import access, approvals, services
+from sessions_app import access, services
+from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from sessions_app.runs.recording import record_approval_requested
 from tests.sessions_app.approval_setup import PROMPT, deploys
@@ -76,7 +77,7 @@ def start(user: Any, django_capture_on_commit_callbacks: Any) -> AgentSession:
 
 def decide(approval: ApprovalRequest, user: Any, callbacks: Any) -> Any:
     with callbacks(execute=True):
-        return approvals.decide(
+        return decisions.decide(
             approval_id=approval.pk, user=user, approve=True, reason="ok"
         )
 
@@ -134,7 +135,7 @@ def test_an_interns_approval_does_not_satisfy_the_security_policy(
     assert not access.may_decide(intern, second)
     assert not ApprovalRequest.objects.decidable_by(intern).filter(pk=second.pk)
     with pytest.raises(ApprovalRequest.DoesNotExist):  # nor sees it: a 404
-        approvals.decide(
+        decisions.decide(
             approval_id=second.pk, user=intern, approve=True, reason="me too"
         )
 
@@ -167,7 +168,7 @@ def test_a_denial_under_the_second_policy_denies_the_call(
     )
     second = pending(session)
     with django_capture_on_commit_callbacks(execute=True):
-        approvals.decide(
+        decisions.decide(
             approval_id=second.pk,
             user=member("sec", "Security"),
             approve=False,
@@ -215,7 +216,7 @@ def test_the_author_may_not_decide_their_own_run_even_as_superuser(
     assert not ApprovalRequest.objects.decidable_by(boss).filter(pk=approval.pk)
     for approve in (True, False):
         with pytest.raises(PermissionDenied) as raised:
-            approvals.decide(
+            decisions.decide(
                 approval_id=approval.pk, user=boss, approve=approve, reason="mine"
             )
         assert str(raised.value) == access.OWN_RUN
@@ -320,7 +321,7 @@ def test_the_row_decides_not_the_live_catalog(own_run: AgentSession, boss: Any) 
         config={"rules": [{"tool": "deploy"}], "four_eyes": False}
     )
     with pytest.raises(PermissionDenied):
-        approvals.decide(
+        decisions.decide(
             approval_id=pending(own_run).pk, user=boss, approve=True, reason=""
         )
 
@@ -417,7 +418,7 @@ def test_the_demo_production_deploy_needs_a_second_person(
         session = services.start_session(prompt_ref="demo/ship", user=admin)
     approval = pending(session)
     with pytest.raises(PermissionDenied):
-        approvals.decide(approval_id=approval.pk, user=admin, approve=True, reason="")
+        decisions.decide(approval_id=approval.pk, user=admin, approve=True, reason="")
     # the second demo account may, and is no superuser
     approver = users.get(username="approver")
     assert approver.check_password("approver")

@@ -14,8 +14,9 @@ from django.contrib.auth.models import Permission
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from sessions_app import approvals, services
-from sessions_app.approvals import ApprovalClosed
+from sessions_app import services
+from sessions_app.approvals import decisions, expiry
+from sessions_app.approvals.decisions import ApprovalClosed
 from sessions_app.models import AgentSession, ApprovalRequest
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import AgentSessionFactory, UserFactory
@@ -58,7 +59,7 @@ def test_cancel_and_approve_at_the_same_moment_never_deadlock(
         ) -> None:
             try:
                 barrier.wait(timeout=10)
-                approvals.decide(
+                decisions.decide(
                     approval_id=approval.pk, user=alice, approve=True, reason=""
                 )
             except ApprovalClosed:
@@ -131,7 +132,7 @@ def test_approve_and_the_sweepers_expiry_at_the_same_moment_resume_once(
         ) -> None:
             try:
                 barrier.wait(timeout=10)
-                approvals.decide(
+                decisions.decide(
                     approval_id=approval.pk, user=alice, approve=True, reason=""
                 )
             except ApprovalClosed:
@@ -144,7 +145,7 @@ def test_approve_and_the_sweepers_expiry_at_the_same_moment_resume_once(
         def sweep(barrier: threading.Barrier = barrier) -> None:
             try:
                 barrier.wait(timeout=10)
-                approvals.expire_overdue(now=later)
+                expiry.expire_overdue(now=later)
             except BaseException as error:
                 errors.append(error)
             finally:

@@ -15,7 +15,8 @@ import httpx
 import pytest
 from django.db import connection
 
-from sessions_app import approvals, services
+from sessions_app import services
+from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from sessions_app.runs import lifecycle, replay
 from sessions_app.runs.recording import record_approval_requested
@@ -53,7 +54,7 @@ def test_the_resumed_run_runs_once_however_many_messages_claim_it(
 
     monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", dispatch_run)
     approval = ApprovalRequest.objects.get(session=paused)
-    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    decisions.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     assert len(sent) == 1
     # the decision's message, the original run's redelivered one, the sweeper's
     for _ in range(3):
@@ -73,7 +74,7 @@ def test_a_claim_that_read_the_session_before_it_paused_does_not_claim_it(
     settings.CELERY_TASK_ALWAYS_EAGER = False
     monkeypatch.setattr("sessions_app.runs.dispatch.dispatch_run", lambda *a, **k: True)
     approval = ApprovalRequest.objects.get(session=paused)
-    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    decisions.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     queued = AgentSession.objects.get(pk=paused.pk)
     left = queued.deadline_left_seconds
     assert queued.status == Status.QUEUED and left is not None
@@ -93,7 +94,7 @@ def test_the_resumed_run_applies_each_decision_to_its_own_call(
     paused, approver
 ) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
-    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    decisions.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     approval.refresh_from_db()
     ((decision,),) = replay.decisions(paused).values()
     assert (decision.kind, decision.tool_name, decision.turn) == (
@@ -153,7 +154,7 @@ def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks
 
     monkeypatch.setattr("sessions_app.runs.lifecycle.pause", pausing)
     monkeypatch.setattr(
-        "sessions_app.notifications.approval_requested",
+        "sessions_app.approvals.notifications.approval_requested",
         lambda approval: order.append("notified"),
     )
     add_approval()
@@ -171,7 +172,7 @@ def test_any_malformed_id_is_an_unknown_approval(
     paused, approver, approval_id: Any
 ) -> None:
     with pytest.raises(ApprovalRequest.DoesNotExist):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval_id, user=approver, approve=True, reason=""
         )
 

@@ -9,7 +9,8 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from sessions_app import access, approvals, services
+from sessions_app import access, services
+from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest
 from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import UserFactory
@@ -24,7 +25,7 @@ def test_a_user_who_may_not_see_it_gets_does_not_exist(paused: AgentSession) -> 
     stranger = UserFactory.create()
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ApprovalRequest.DoesNotExist):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=stranger, approve=True, reason=""
         )
 
@@ -34,7 +35,7 @@ def test_a_malformed_id_is_an_unknown_approval(
     paused: AgentSession, approver, approval_id: Any
 ) -> None:
     with pytest.raises(ApprovalRequest.DoesNotExist):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval_id, user=approver, approve=True, reason=""
         )
 
@@ -42,7 +43,7 @@ def test_a_malformed_id_is_an_unknown_approval(
 def test_approve_must_be_a_boolean(paused: AgentSession, approver) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ValidationError):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk,
             user=approver,
             approve="false",  # type: ignore[arg-type]
@@ -56,7 +57,7 @@ def test_the_author_sees_but_may_not_decide(paused: AgentSession) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
     assert ApprovalRequest.objects.visible_to(paused.created_by).count() == 1
     with pytest.raises(PermissionDenied):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=paused.created_by, approve=True, reason=""
         )
 

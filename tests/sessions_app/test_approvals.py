@@ -13,8 +13,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from sessions_app import approvals, services
-from sessions_app.approvals import ApprovalClosed
+from sessions_app import services
+from sessions_app.approvals import decisions
+from sessions_app.approvals.decisions import ApprovalClosed
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -79,7 +80,9 @@ def test_approvers_hear_of_the_request_once_it_is_committed(
     monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     heard: list[Any] = []
-    monkeypatch.setattr("sessions_app.notifications.approval_requested", heard.append)
+    monkeypatch.setattr(
+        "sessions_app.approvals.notifications.approval_requested", heard.append
+    )
     add_approval()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         session = services.start_session(prompt_ref=PROMPT)
@@ -95,7 +98,7 @@ def test_approve_resumes_the_run_once_and_it_finishes(
     approval = ApprovalRequest.objects.get(session=paused)
     calls_before = ProviderCall.objects.filter(session=paused).count()
 
-    decided = approvals.decide(
+    decided = decisions.decide(
         approval_id=approval.pk, user=approver, approve=True, reason="ship it"
     )
 
@@ -115,7 +118,7 @@ def test_approve_resumes_the_run_once_and_it_finishes(
 def test_deny_answers_the_model_with_the_denial(paused: AgentSession, approver) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
 
-    approvals.decide(
+    decisions.decide(
         approval_id=approval.pk, user=approver, approve=False, reason="not today"
     )
 
@@ -134,7 +137,7 @@ def test_deny_answers_the_model_with_the_denial(paused: AgentSession, approver) 
 def test_deny_needs_a_reason(paused: AgentSession, approver) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ValidationError) as raised:
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=False, reason="  "
         )
     assert raised.value.message_dict == {"reason": ["Say why the call is denied."]}
@@ -154,7 +157,7 @@ def test_a_reason_must_be_bounded_text(
 ) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ValidationError) as raised:
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason=reason
         )
     assert raised.value.message_dict == {"reason": [message]}
@@ -162,7 +165,7 @@ def test_a_reason_must_be_bounded_text(
 
 def test_a_reason_is_stored_storable(paused: AgentSession, approver) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
-    decided = approvals.decide(
+    decided = decisions.decide(
         approval_id=approval.pk, user=approver, approve=True, reason="ok\x00\ud800"
     )
     assert decided.decision_reason == "ok\ufffd\ufffd"
@@ -173,11 +176,11 @@ def test_a_second_decision_is_refused_and_resumes_nothing(
     paused: AgentSession, approver
 ) -> None:
     approval = ApprovalRequest.objects.get(session=paused)
-    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    decisions.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
     requests = ProviderCall.objects.filter(session=paused).count()
 
     with pytest.raises(ApprovalClosed) as raised:
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason="again"
         )
     assert raised.value.status == "approved"
@@ -216,7 +219,7 @@ def test_deciding_an_overdue_approval_is_refused_and_expires_it(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
     with pytest.raises(ApprovalClosed) as raised:
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason=""
         )
     assert raised.value.status == "expired"
@@ -250,7 +253,7 @@ def test_a_decision_after_cancel_is_refused(paused: AgentSession, approver) -> N
     services.cancel_session(session_id=paused.pk, user=paused.created_by)
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ApprovalClosed):
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason=""
         )
     paused.refresh_from_db()
@@ -267,7 +270,7 @@ def test_waiting_does_not_use_up_the_deadline(paused: AgentSession, approver) ->
     started = timezone.now()
     approval = ApprovalRequest.objects.get(session=paused)
 
-    approvals.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
+    decisions.decide(approval_id=approval.pk, user=approver, approve=True, reason="")
 
     paused.refresh_from_db()
     assert paused.status == Status.SUCCEEDED
@@ -286,14 +289,14 @@ def test_a_resumed_run_that_pauses_again_waits_again(
     first = ApprovalRequest.objects.get(session=session)
     assert first.tool_name == "test"
     with django_capture_on_commit_callbacks(execute=True):
-        approvals.decide(approval_id=first.pk, user=approver, approve=True, reason="")
+        decisions.decide(approval_id=first.pk, user=approver, approve=True, reason="")
     session.refresh_from_db()
     assert session.status == Status.AWAITING_APPROVAL
     assert session.pauses == 2
     second = ApprovalRequest.objects.get(session=session, status="pending")
     assert second.tool_name == "deploy"
     with django_capture_on_commit_callbacks(execute=True):
-        approvals.decide(approval_id=second.pk, user=approver, approve=True, reason="")
+        decisions.decide(approval_id=second.pk, user=approver, approve=True, reason="")
     session.refresh_from_db()
     assert session.status == Status.SUCCEEDED
     assert (
@@ -309,7 +312,7 @@ def test_with_a_broker_a_decision_dispatches_the_run_after_commit(
     settings.CELERY_TASK_ALWAYS_EAGER = False
     approval = ApprovalRequest.objects.get(session=paused)
     with django_capture_on_commit_callbacks() as sent:
-        approvals.decide(
+        decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason=""
         )
     assert len(sent) == 1  # the run goes to the broker once committed

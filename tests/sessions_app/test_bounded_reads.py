@@ -21,7 +21,8 @@ from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import timeline
+from sessions_app.audit import timeline
+from sessions_app.audit.pages import TIMELINE_PAGE
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -31,7 +32,6 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
-from sessions_app.views import TIMELINE_PAGE
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,
@@ -187,8 +187,8 @@ PAGE = 5
 @pytest.fixture
 def small_pages(monkeypatch):
     """Pages of 5 rows, so a few sessions fill several."""
-    from sessions_app.api.pagination import CreatedAtCursorPagination
-    from sessions_app.views import CitationListView, SessionListView
+    from sessions_app.audit.pages import CitationListView, SessionListView
+    from sessions_app.audit.pagination import CreatedAtCursorPagination
 
     monkeypatch.setattr(CreatedAtCursorPagination, "page_size", PAGE)
     monkeypatch.setattr(SessionListView, "page_size", PAGE)
@@ -279,8 +279,8 @@ def test_html_lists_never_count_the_table(auditor_client):
 
 
 def test_session_page_costs_the_same_for_a_long_session(auditor_client, monkeypatch):
-    monkeypatch.setattr("sessions_app.views.TIMELINE_PAGE", 10)
-    monkeypatch.setattr("sessions_app.views.SOURCES_SHOWN", 3)
+    monkeypatch.setattr("sessions_app.audit.pages.TIMELINE_PAGE", 10)
+    monkeypatch.setattr("sessions_app.audit.pages.SOURCES_SHOWN", 3)
     session = long_session(60)  # past every bound of the page
     short = read(auditor_client, session.get_absolute_url())
     assert short.rows["ToolInvocation"] <= 10
@@ -334,7 +334,7 @@ def test_session_page_later_pages_cost_what_the_first_does(auditor_client):
 def test_api_session_reads_cost_the_same_for_a_long_session(
     api_client, monkeypatch, suffix, query
 ):
-    monkeypatch.setattr("sessions_app.api.views.TRAIL_LIMIT", 5)
+    monkeypatch.setattr("sessions_app.audit.api.TRAIL_LIMIT", 5)
     session = long_session(60)  # past every bound: 6 turns, 6 citations
     url = f"/api/sessions/{session.pk}/{suffix}"
     short = read(api_client, url, **query)
@@ -350,7 +350,7 @@ def test_api_session_reads_cost_the_same_for_a_long_session(
 def test_api_session_detail_holds_the_first_rows_and_names_the_longer_lists(
     api_client, monkeypatch, django_assert_num_queries
 ):
-    monkeypatch.setattr("sessions_app.api.views.TRAIL_LIMIT", 5)
+    monkeypatch.setattr("sessions_app.audit.api.TRAIL_LIMIT", 5)
     session = long_session(60)
     api_client.get(f"/api/sessions/{session.pk}/")
 

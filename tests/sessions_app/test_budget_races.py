@@ -22,7 +22,8 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from sessions_app import budgets, services
+from sessions_app import services
+from sessions_app.costs import budgets
 from sessions_app.models import AgentSession, ProviderCall
 from sessions_app.runs import dispatch
 from tests.sessions_app import lookup_setup

@@ -20,7 +20,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import budgets, services
+from sessions_app import services
+from sessions_app.costs import budgets
 from sessions_app.models import AgentSession
 from tests.sessions_app.factories import AgentSessionFactory, UserFactory
 from tests.tooling.factories import (

@@ -1,4 +1,4 @@
-"""``sessions_app.cost_ranges``: the date range a cost report covers, from
+"""``sessions_app.costs.ranges``: the date range a cost report covers, from
 what a request typed; its bounds in the current time zone (or naive without
 ``USE_TZ``). No database."""
 
@@ -9,7 +9,7 @@ import zoneinfo
 
 import pytest
 
-from sessions_app.cost_ranges import (
+from sessions_app.costs.ranges import (
     EARLIEST,
     DateRange,
     InvalidRange,

@@ -23,7 +23,8 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app import approvals, services
+from sessions_app import services
+from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest
 from sessions_app.runs import lifecycle
 from tests.sessions_app.brokers import broker_at, refused, sent_runs
@@ -108,7 +109,7 @@ def test_a_decision_with_the_broker_down_queues_the_run_for_the_sweeper(
     approval = ApprovalRequest.objects.get(session=paused)
 
     with django_capture_on_commit_callbacks(execute=True):
-        decided = approvals.decide(
+        decided = decisions.decide(
             approval_id=approval.pk, user=approver, approve=True, reason="go"
         )
 

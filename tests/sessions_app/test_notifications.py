@@ -20,7 +20,8 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from django.core import mail
 
-from sessions_app import notifications, tasks
+from sessions_app import tasks
+from sessions_app.approvals import notifications
 from sessions_app.models import AgentSession, ApprovalRequest
 from tests.limits import LATE_SECONDS
 from tests.sessions_app.factories import (
@@ -78,7 +79,9 @@ def test_notify_emails_at_most_max_recipients_and_logs_the_rest(monkeypatch, cap
     monkeypatch.setattr(notifications, "MAX_RECIPIENTS", 3)
     for number in range(5):
         approver(f"approver{number}")
-    with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+    with caplog.at_level(
+        logging.WARNING, logger="sessions_app.approvals.notifications"
+    ):
         notifications.approval_requested(ApprovalRequestFactory.create())
 
     assert [m.to for m in mail.outbox] == [
@@ -199,7 +202,9 @@ def test_notify_never_raises_when_the_mail_server_fails(monkeypatch, caplog):
             raise ConnectionRefusedError("smtp down")
 
     monkeypatch.setattr(notifications, "get_connection", Broken)
-    with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+    with caplog.at_level(
+        logging.WARNING, logger="sessions_app.approvals.notifications"
+    ):
         notifications.approval_requested(ApprovalRequestFactory.create())
 
     assert "ConnectionRefusedError" in caplog.text
@@ -216,7 +221,9 @@ def test_notify_gives_up_on_a_mail_server_slower_than_the_budget(monkeypatch, ca
 
     monkeypatch.setattr(notifications, "get_connection", Tarpit)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+    with caplog.at_level(
+        logging.WARNING, logger="sessions_app.approvals.notifications"
+    ):
         notifications.approval_requested(ApprovalRequestFactory.create())
 
     assert time.monotonic() - started < 0.3 + LATE_SECONDS  # not the 600 s
@@ -356,7 +363,9 @@ def test_webhook_failure_is_logged_without_the_secret_or_the_query(settings, cap
     with Receiver(status=500) as failing:
         settings.WINK_APPROVAL_WEBHOOK_URL = failing.url
         settings.WINK_APPROVAL_WEBHOOK_SECRET = SECRET
-        with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+        with caplog.at_level(
+            logging.WARNING, logger="sessions_app.approvals.notifications"
+        ):
             notifications.approval_requested(ApprovalRequestFactory.create())
 
     assert "answered 500" in caplog.text
@@ -370,7 +379,9 @@ def test_webhook_gives_up_after_its_timeout(settings, monkeypatch, caplog):
         settings.WINK_APPROVAL_WEBHOOK_URL = slow.url
         settings.WINK_APPROVAL_WEBHOOK_SECRET = SECRET
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+        with caplog.at_level(
+            logging.WARNING, logger="sessions_app.approvals.notifications"
+        ):
             notifications.approval_requested(ApprovalRequestFactory.create())
         elapsed = time.monotonic() - started
 
@@ -399,7 +410,9 @@ def test_webhook_does_not_follow_a_redirect(settings, caplog):
                 f"http://127.0.0.1:{server.server_port}/hook"
             )
             settings.WINK_APPROVAL_WEBHOOK_SECRET = SECRET
-            with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+            with caplog.at_level(
+                logging.WARNING, logger="sessions_app.approvals.notifications"
+            ):
                 notifications.approval_requested(ApprovalRequestFactory.create())
         finally:
             server.shutdown()
@@ -434,7 +447,9 @@ def test_webhook_gives_up_on_a_receiver_that_answers_a_byte_at_a_time(
         settings.WINK_APPROVAL_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/"
         settings.WINK_APPROVAL_WEBHOOK_SECRET = SECRET
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+        with caplog.at_level(
+            logging.WARNING, logger="sessions_app.approvals.notifications"
+        ):
             notifications.approval_requested(ApprovalRequestFactory.create())
         elapsed = time.monotonic() - started
     finally:
@@ -589,7 +604,9 @@ def test_webhook_body_is_json_whatever_the_values(receiver):
 def test_webhook_to_a_closed_port_is_logged_not_raised(settings, caplog):
     settings.WINK_APPROVAL_WEBHOOK_URL = "http://127.0.0.1:9/nothing"
     settings.WINK_APPROVAL_WEBHOOK_SECRET = SECRET
-    with caplog.at_level(logging.WARNING, logger="sessions_app.notifications"):
+    with caplog.at_level(
+        logging.WARNING, logger="sessions_app.approvals.notifications"
+    ):
         notifications.approval_requested(ApprovalRequestFactory.create())
     assert "ConnectError" in caplog.text
 

@@ -2,9 +2,9 @@ import factory
 import pytest
 from django.urls import reverse
 
+from sessions_app.audit.pages import TIMELINE_PAGE
 from sessions_app.models import AgentSession, Citation
 from sessions_app.templatetags.audit_tags import highlight_citations, safe_link
-from sessions_app.views import TIMELINE_PAGE
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,

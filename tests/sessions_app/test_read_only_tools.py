@@ -12,7 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import approvals, services, steps
+from sessions_app import services, steps
+from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest
 from sessions_app.runs import lifecycle
 from tests.sessions_app.factories import UserFactory
@@ -140,7 +141,7 @@ def test_the_pause_for_an_approval_writes_the_read_only_call_held_before_it(
     approver = UserFactory.create(username="alice", is_superuser=True)
     request = ApprovalRequest.objects.get(session=session)
     with django_capture_on_commit_callbacks(execute=True):
-        approvals.decide(approval_id=request.pk, user=approver, approve=True, reason="")
+        decisions.decide(approval_id=request.pk, user=approver, approve=True, reason="")
     session.refresh_from_db()
     assert session.status == AgentSession.Status.SUCCEEDED, session.error_message
     # the resumed run replays the recorded lookup: each handler ran once

@@ -77,8 +77,7 @@ def test_editing_the_catalog_after_start_does_not_change_what_runs(queued):
     assert edited == 1
     assert session.prompt is not None
     assert (
-        "Delete everything"
-        in catalog.preview_prompt(template=session.prompt).text
+        "Delete everything" in catalog.preview_prompt(template=session.prompt).text
     )  # the live catalog did change
 
     finished = services.run_session(session_id=session.pk)

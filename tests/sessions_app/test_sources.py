@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import services
+from sessions_app.audit.pages import consulted_sources
 from sessions_app.models import Citation, ToolInvocation
-from sessions_app.views import consulted_sources
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,

@@ -30,6 +30,7 @@ from tests.tooling.factories import (
 )
 from tooling import assembly
 from tooling.assembly import catalog, edits, pricing
+from tooling.assembly.catalog_edit import CatalogEdit
 from tooling.demo import DEMO_PROMPTS, seed_demo_catalog
 from tooling.models import (
     CatalogRevision,
@@ -304,28 +305,28 @@ def test_starting_a_session_reads_the_same_rows_beside_a_larger_catalog(
 # -- checking an edit ----------------------------------------------------------------
 
 
-def _disabled(model: type[Any], **lookup: Any) -> edits.CatalogEdit:
+def _disabled(model: type[Any], **lookup: Any) -> CatalogEdit:
     row = model.objects.get(**lookup)
     row.enabled = False
-    return edits.CatalogEdit.saving(row)
+    return CatalogEdit.saving(row)
 
 
-def _edited_section(key: str, **fields: Any) -> edits.CatalogEdit:
+def _edited_section(key: str, **fields: Any) -> CatalogEdit:
     section = copy.copy(SectionDefinition.objects.get(key=key))
     for name, value in fields.items():
         setattr(section, name, value)
-    return edits.CatalogEdit.saving(section)
+    return CatalogEdit.saving(section)
 
 
-def _deleted_section(key: str) -> edits.CatalogEdit:
+def _deleted_section(key: str) -> CatalogEdit:
     section = SectionDefinition.objects.get(key=key)
     reached = assembly.reached_sections([section.pk])
-    return edits.CatalogEdit.deleting(assembly.with_descendants(section, reached))
+    return CatalogEdit.deleting(assembly.with_descendants(section, reached))
 
 
-def _added_section(parent: str) -> edits.CatalogEdit:
+def _added_section(parent: str) -> CatalogEdit:
     """As the admin's add form checks a new section (links keyed by ``None``)."""
-    edit = edits.CatalogEdit()
+    edit = CatalogEdit()
     edit.added_section = SectionDefinition(
         key="added",
         title="Added",
@@ -338,19 +339,19 @@ def _added_section(parent: str) -> edits.CatalogEdit:
     return edit
 
 
-def _unlinked_tools(key: str) -> edits.CatalogEdit:
-    edit = edits.CatalogEdit()
+def _unlinked_tools(key: str) -> CatalogEdit:
+    edit = CatalogEdit()
     edit.section_tools[SectionDefinition.objects.get(key=key).pk] = []
     return edit
 
 
-def _policy_config(name: str, config: dict[str, Any]) -> edits.CatalogEdit:
+def _policy_config(name: str, config: dict[str, Any]) -> CatalogEdit:
     policy = PolicyDefinition.objects.get(name=name)
     policy.config = config
-    return edits.CatalogEdit.saving(policy)
+    return CatalogEdit.saving(policy)
 
 
-EDITS: dict[str, Callable[[], edits.CatalogEdit]] = {
+EDITS: dict[str, Callable[[], CatalogEdit]] = {
     "disable a tool": lambda: _disabled(ToolDefinition, name="build"),
     "disable a hosted tool": lambda: _disabled(HostedToolDefinition, name="web_search"),
     "edit a policy": lambda: _policy_config(
@@ -374,7 +375,7 @@ EDITS: dict[str, Callable[[], edits.CatalogEdit]] = {
 }
 
 
-def _whole_catalog_check(monkeypatch, edit: edits.CatalogEdit) -> list[Any]:
+def _whole_catalog_check(monkeypatch, edit: CatalogEdit) -> list[Any]:
     """``prompts_broken_by`` building every saved prompt from every section."""
     with monkeypatch.context() as patched:
         patched.setattr(edits, "_prompts_touched_by", lambda edit: None)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from django import forms
 from rest_framework import serializers
 
-from sessions_app.api.serializers import AgentSessionCreateSerializer, EventSerializer
+from sessions_app.audit.serializers import AgentSessionCreateSerializer, EventSerializer
+from sessions_app.audit.timeline import KINDS
 from sessions_app.models import AgentSession
-from sessions_app.timeline import KINDS
 from tooling.api.serializers import PreviewRequestSerializer
 from tooling.forms import HostedToolDefinitionForm
 from tooling.models import HostedToolDefinition, SectionDefinition, TrustLevel

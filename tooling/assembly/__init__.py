@@ -24,7 +24,8 @@ from .catalog import (
     revision_data,
     revision_prompt,
 )
-from .edits import CatalogEdit, prompts_broken_by, with_descendants
+from .catalog_edit import CatalogEdit
+from .edits import prompts_broken_by, with_descendants
 from .hosted import build_hosted_tool, hosted_config, model_capabilities
 from .parameters import ParameterSpec, parameter_problems, prompt_parameters
 from .policies import build_policy

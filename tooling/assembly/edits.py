@@ -1,18 +1,16 @@
-"""Catalog edits not saved yet, and the prompts they would break.
+"""The prompts an unsaved catalog edit would break.
 
-A ``CatalogEdit`` says how the catalog would look after an edit: rows replaced
-by their edited copies, rows removed (a delete, with what the delete cascades
-to), and a section's tool, hosted tool and policy links replaced. Freezing a
-prompt applies it in memory (``revisions.freeze_prompt(edit=...)``), so the
-check builds each prompt exactly as a run would after the edit, and nothing is
-written. ``prompts_broken_by`` builds only the prompts an edit can change,
-reading only the rows they reach, with a constant number of queries whatever
-the size of the catalog.
+A ``CatalogEdit`` (``catalog_edit.py``) says how the catalog would look after
+an edit. Freezing a prompt applies it in memory
+(``revisions.freeze_prompt(edit=...)``), so the check builds each prompt
+exactly as a run would after the edit, and nothing is written.
+``prompts_broken_by`` builds only the prompts an edit can change, reading only
+the rows they reach, with a constant number of queries whatever the size of
+the catalog.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,74 +30,9 @@ from tooling.models import (
 )
 from tooling.runtime import PromptError
 
-Key = tuple[type[models.Model], Any]
-
-
-def _key(row: models.Model) -> Key:
-    return (type(row)._meta.concrete_model, row.pk)  # type: ignore[return-value]
-
-
-@dataclasses.dataclass
-class CatalogEdit:
-    """An unsaved edit of the catalog, applied while freezing prompts."""
-
-    replaced: dict[Key, Any] = dataclasses.field(default_factory=dict)
-    removed: set[Key] = dataclasses.field(default_factory=set)
-    section_tools: dict[Any, Sequence[ToolDefinition]] = dataclasses.field(
-        default_factory=dict
-    )
-    section_hosted: dict[Any, Sequence[HostedToolDefinition]] = dataclasses.field(
-        default_factory=dict
-    )
-    section_policies: dict[Any, Sequence[PolicyDefinition]] = dataclasses.field(
-        default_factory=dict
-    )
-    # A section being added (not saved yet: its pk is None).
-    added_section: SectionDefinition | None = None
-
-    @classmethod
-    def saving(cls, candidate: models.Model) -> CatalogEdit:
-        """``candidate`` (an unsaved copy with the row's pk) replaces the row."""
-        return cls(replaced={_key(candidate): candidate})
-
-    @classmethod
-    def deleting(cls, rows: Iterable[models.Model]) -> CatalogEdit:
-        return cls(removed={_key(row) for row in rows})
-
-    def row(self, row: Any) -> Any:
-        """The row as the edit leaves it: its replacement, or ``None`` if removed."""
-        if row is None or row.pk is None:
-            return row
-        key = _key(row)
-        if key in self.removed:
-            return None
-        return self.replaced.get(key, row)
-
-    def rows(self, rows: Iterable[Any]) -> list[Any]:
-        kept = (self.row(row) for row in rows)
-        return [row for row in kept if row is not None]
-
-    def tools_of(self, section: SectionDefinition) -> list[ToolDefinition]:
-        if section.pk in self.section_tools:
-            tools = list(self.section_tools[section.pk])
-        else:
-            tools = [link.tool for link in section.sectiontool_set.all()]
-        return self.rows(tools)
-
-    def hosted_tools_of(self, section: SectionDefinition) -> list[HostedToolDefinition]:
-        if section.pk in self.section_hosted:
-            hosted = list(self.section_hosted[section.pk])
-        else:
-            hosted = [link.hosted_tool for link in section.sectionhostedtool_set.all()]
-        return self.rows(hosted)
-
-    def policies_of(self, section: SectionDefinition) -> list[PolicyDefinition]:
-        if section.pk in self.section_policies:
-            return self.rows(self.section_policies[section.pk])
-        return self.rows(section.policies.all())
-
-
-NO_EDIT = CatalogEdit()
+from .catalog import all_sections, ancestor_ids, reached_sections, sql_names
+from .catalog_edit import CatalogEdit
+from .revisions import freeze_prompt, thaw_prompt
 
 
 def with_descendants(
@@ -126,8 +59,6 @@ def prompts_broken_by(edit: CatalogEdit) -> list[tuple[str, str]]:
     would not build after ``edit``. Only the prompts the edit can change are
     built (those reaching an edited row), reading only the sections they
     reach. Queries: a constant number, whatever the size of the catalog."""
-    from .catalog import all_sections, reached_sections
-
     touched = _prompts_touched_by(edit)
     if touched is None:  # an edit of rows this module does not know
         return _broken(
@@ -160,8 +91,6 @@ def _prompts_touched_by(edit: CatalogEdit) -> QuerySet[PromptTemplate] | None:
     The sections above are read into Python first, so that the prompts are
     then found through indexes with known values (PostgreSQL plans a join
     with a recursive query as a scan of the whole table)."""
-    from .catalog import ancestor_ids
-
     ids: dict[type[models.Model], set[Any]] = {
         SectionDefinition: set(),
         ToolDefinition: set(),
@@ -234,8 +163,6 @@ def _select_in(
 ) -> tuple[str, list[Any]] | None:
     """``SELECT <column> AS id FROM <model> WHERE <where> IN (values)``, with
     its parameters (``None`` without values)."""
-    from .catalog import sql_names
-
     if not values:
         return None
     table, selected, tested = sql_names(model, column, where)
@@ -253,8 +180,6 @@ def _broken(
 ) -> list[tuple[str, str]]:
     """``prompts_broken_by`` among ``templates``, ``sections`` holding every
     section they reach (and every section the edit moves under them)."""
-    from .revisions import freeze_prompt, thaw_prompt
-
     problems: list[tuple[str, str]] = []
     for template in templates:
         try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tooling.models import (
     ModelCapability,
@@ -33,13 +33,11 @@ from tooling.runtime import (
     PromptValidationError,
 )
 
+from .catalog_edit import NO_EDIT, CatalogEdit
 from .hosted import build_hosted_tool
 from .policies import build_policy
 from .prompts import build_section, output_for, tool_choice_for
 from .tools import build_tool
-
-if TYPE_CHECKING:
-    from .edits import CatalogEdit
 
 FORMAT = 1
 
@@ -92,8 +90,6 @@ def freeze_prompt(
     ``with_capabilities`` adds the model's allowed hosted kinds (one query).
     ``edit`` applies an unsaved catalog edit in memory (``edits.py``).
     """
-    from .edits import NO_EDIT
-
     edit = edit or NO_EDIT
     if roots is None:
         roots = [sections[link.section_id] for link in template.prompt_sections.all()]

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from tooling.assembly import prompts_broken_by
+from tooling.assembly.edits import describe
 from tooling.runtime import PromptError, template_placeholders
 
 # Which form field a runtime error's ``placeholder`` belongs to.
@@ -68,9 +70,6 @@ def validated(
 def refuse_breaking(edit: Any, action: str = "This change") -> None:
     """Refuse (``ValidationError``) an edit that would break saved prompts,
     naming each prompt and why."""
-    from tooling.assembly import prompts_broken_by
-    from tooling.assembly.edits import describe
-
     problems = prompts_broken_by(edit)
     if problems:
         raise ValidationError(describe(problems, action))

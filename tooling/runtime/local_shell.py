@@ -42,13 +42,13 @@ from .command_policy import UNSAFE_OPTIONS as UNSAFE_OPTIONS
 from .command_policy import CommandDecision as CommandDecision
 from .command_policy import CommandPolicy
 from .errors import PromptValidationError, ToolValidationError
+from .results import ToolResult
 from .session import Filesystem
+from .tools import Tool
 from .vfs import normalise_path
 
 if TYPE_CHECKING:
     from .context import ToolContext
-    from .results import ToolResult
-    from .tools import Tool
 
 DEFAULT_TIMEOUT_MS: Final = 10_000
 MAX_TIMEOUT_MS: Final = 120_000
@@ -431,8 +431,6 @@ def local_shell_tool(
     name as the hosted shell tool, so the prompt's policies for it apply
     (and the executor's ``CommandPolicy`` after them). No command runs past
     the run's deadline: its timeout is cut to what is left."""
-    from .results import ToolResult
-    from .tools import Tool
 
     def run_commands(
         params: ShellAction, *, context: ToolContext

@@ -6,7 +6,7 @@ the append-only triggers, as PostgreSQL's ``TRUNCATE`` does there.
 SQLite has no ``TRUNCATE``: Django flushes with ``DELETE FROM`` each table,
 which the triggers refuse outside a purge. The flush's statements run in one
 transaction (``execute_sql_flush``); they are framed here by the purge flag's
-row (``tooling.append_only``), written first and deleted last, so it is never
+row (``tooling.purge_flag``), written first and deleted last, so it is never
 committed and nothing else sees it.
 """
 
@@ -15,6 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.backends.sqlite3 import base, operations
+
+from tooling.purge_flag import (
+    PURGE_FLAG_TABLE,
+    SQLITE_CLEAR_PURGE_FLAG,
+    SQLITE_SET_PURGE_FLAG,
+)
 
 
 class DatabaseOperations(operations.DatabaseOperations):
@@ -26,13 +32,6 @@ class DatabaseOperations(operations.DatabaseOperations):
         reset_sequences: bool = False,
         allow_cascade: bool = False,
     ) -> list[str]:
-        # imported here: the models module needs this backend to load
-        from tooling.append_only import (
-            PURGE_FLAG_TABLE,
-            SQLITE_CLEAR_PURGE_FLAG,
-            SQLITE_SET_PURGE_FLAG,
-        )
-
         statements: list[str] = super().sql_flush(
             style,
             tables,

@@ -4,7 +4,7 @@
 Who may use it: staff who may view approvals (``view_approvalrequest``,
 ``decide_any_approval`` or ``view_all_sessions``), each seeing only what the
 inbox shows them (``inbox.visible_to``; anything else is a 404). Every
-decision goes through ``approvals.decide``, one per approval; one that is
+decision goes through ``decisions.decide``, one per approval; one that is
 already decided, or that the user may not decide, is reported on its own line,
 never as an error page (under four eyes, the run's author is told why; an
 approval whose run was cancelled before the call ran says so).
@@ -25,8 +25,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from sessions_app import access, approvals, inbox
+from sessions_app import access
 from sessions_app.admin_base import HiddenRowsAdmin
+from sessions_app.approvals import decisions, inbox
 from sessions_app.models import ApprovalRequest
 
 VIEW_PERMISSIONS = (
@@ -39,7 +40,7 @@ VIEW_PERMISSIONS = (
 class AdminDecisionForm(forms.Form):
     reason = forms.CharField(
         required=False,
-        max_length=approvals.MAX_REASON,
+        max_length=decisions.MAX_REASON,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Recorded with each decision; the model reads it.",
     )
@@ -167,7 +168,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         """The actions are offered to those who may decide some approval;
-        per approval, ``approvals.decide`` checks again (and says so)."""
+        per approval, ``decisions.decide`` checks again (and says so)."""
         return bool(
             self.has_view_permission(request)
             and ApprovalRequest.objects.decidable_by(request.user).exists()
@@ -261,7 +262,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
         for approval in selected:
             label = f"{approval.tool_name} in {approval.session.prompt_ref}"
             try:
-                approvals.decide(
+                decisions.decide(
                     approval_id=approval.pk,
                     user=request.user,
                     approve=approve,
@@ -277,10 +278,10 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
                     else "you may not decide this approval."
                 )
                 lines.append((f"{label}: {why}", messages.WARNING))
-            except approvals.RunNotResumed as ended:
+            except decisions.RunNotResumed as ended:
                 outcomes["approved but not run"] += 1
                 lines.append((f"{label}: {ended}", messages.WARNING))
-            except approvals.ApprovalClosed as closed:
+            except decisions.ApprovalClosed as closed:
                 outcomes["closed"] += 1
                 lines.append(
                     (f"{label}: already decided ({closed}).", messages.WARNING)

@@ -15,7 +15,7 @@ the cost page, its CSV export and ``GET /api/costs/`` show (docs/costs.md,
   calls' total with a second one), whatever the number of rows. The largest
   ``TOP_GROUPS`` groups are listed; a window sum over all groups gives the rest
   as one "other" row without reading them. Day lists every day of the range
-  (at most ``cost_ranges.MAX_DAYS``).
+  (at most ``ranges.MAX_DAYS``).
 
 Money is ``Decimal``: on SQLite a ``SUM`` is computed in floating point, so
 every amount is rounded to the stored ten places here.
@@ -43,7 +43,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
-from sessions_app.cost_ranges import DateRange
+from sessions_app.costs.ranges import DateRange
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 
 GROUPS: Final = ("prompt", "tool", "model", "user", "day")

@@ -1,4 +1,4 @@
-"""The cost page and its CSV export (``sessions_app.costs`` computes them).
+"""The cost page and its CSV export (``sessions_app.costs.reports`` computes them).
 
 Who may see them: logged-in users (anonymous users go to the login page).
 Each sees the spend of the sessions ``access.py`` lets them see: their own,
@@ -25,8 +25,9 @@ from django.utils.http import urlencode
 from django.views import View
 from django.views.generic import TemplateView
 
-from sessions_app import access, cost_ranges, costs
-from sessions_app.bidi import NeutraliseBidiMixin, neutralise
+from sessions_app import access
+from sessions_app.audit.bidi import NeutraliseBidiMixin, neutralise
+from sessions_app.costs import ranges, reports
 
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); a leading apostrophe makes it text.
@@ -40,9 +41,9 @@ def csv_cell(value: Any) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def requested_range(request: HttpRequest) -> cost_ranges.DateRange:
-    """``?from=&to=`` as a range; raises ``cost_ranges.InvalidRange``."""
-    return cost_ranges.date_range(
+def requested_range(request: HttpRequest) -> ranges.DateRange:
+    """``?from=&to=`` as a range; raises ``ranges.InvalidRange``."""
+    return ranges.date_range(
         start=request.GET.get("from") or None, end=request.GET.get("to") or None
     )
 
@@ -52,7 +53,7 @@ def requested_range(request: HttpRequest) -> cost_ranges.DateRange:
 SESSION_FILTERS = {"prompt": "prompt_ref", "user": "user"}
 
 
-def session_links(spend: costs.Spend) -> list[str]:
+def session_links(spend: reports.Spend) -> list[str]:
     """For each row, the session list filtered to its sessions ("" when the
     list has no such filter, or the row is not one group)."""
     if spend.group not in SESSION_FILTERS and spend.group != "day":
@@ -67,7 +68,7 @@ def session_links(spend: costs.Spend) -> list[str]:
         period = spend.range
         if spend.group == "day":
             day = datetime.date.fromisoformat(row.key)
-            period = cost_ranges.DateRange(day, day)
+            period = ranges.DateRange(day, day)
         else:
             query[SESSION_FILTERS[spend.group]] = row.key
         low, high = period.bounds()
@@ -91,15 +92,13 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
         error = ""
         try:
             period = requested_range(self.request)
-        except cost_ranges.InvalidRange as invalid:
-            error = (
-                f"{invalid} Showing the last {cost_ranges.DEFAULT_DAYS} days instead."
-            )
-            period = cost_ranges.default_range()
+        except ranges.InvalidRange as invalid:
+            error = f"{invalid} Showing the last {ranges.DEFAULT_DAYS} days instead."
+            period = ranges.default_range()
         user = self.request.user
         breakdowns = [
-            costs.spend_by(group, user=user, start=period.start, end=period.end)
-            for group in costs.GROUPS
+            reports.spend_by(group, user=user, start=period.start, end=period.end)
+            for group in reports.GROUPS
         ]
         dates = {"from": period.start.isoformat(), "to": period.end.isoformat()}
         context.update(
@@ -115,8 +114,8 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
             ],
             total=breakdowns[0],
             sees_all=access.sees_all(user),
-            max_days=cost_ranges.MAX_DAYS,
-            default_days=cost_ranges.DEFAULT_DAYS,
+            max_days=ranges.MAX_DAYS,
+            default_days=ranges.DEFAULT_DAYS,
             time_zone=timezone.get_current_timezone_name(),
         )
         return context
@@ -128,18 +127,18 @@ class CostCsvView(LoginRequiredMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         group = request.GET.get("group") or "prompt"
-        if group not in costs.GROUPS:
+        if group not in reports.GROUPS:
             return HttpResponseBadRequest(
-                f"Choose a group: {', '.join(costs.GROUPS)}.",
+                f"Choose a group: {', '.join(reports.GROUPS)}.",
                 content_type="text/plain; charset=utf-8",
             )
         try:
             period = requested_range(request)
-        except cost_ranges.InvalidRange as invalid:
+        except ranges.InvalidRange as invalid:
             return HttpResponseBadRequest(
                 str(invalid), content_type="text/plain; charset=utf-8"
             )
-        spend = costs.spend_by(
+        spend = reports.spend_by(
             group, user=request.user, start=period.start, end=period.end
         )
         name = f"costs-{group}-{period.start.isoformat()}-{period.end.isoformat()}.csv"

@@ -7,7 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from sessions_app.filters import is_outside_allowed_domains
+from sessions_app.audit.filters import is_outside_allowed_domains
+from sessions_app.audit.timeline import KINDS, TRAIL_LISTS
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -18,7 +19,6 @@ from sessions_app.models import (
     ToolInvocation,
     VirtualFile,
 )
-from sessions_app.timeline import KINDS, TRAIL_LISTS
 from tooling.api.input import StrictSerializer
 from tooling.models import TrustLevel
 

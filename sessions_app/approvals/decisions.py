@@ -12,8 +12,9 @@ transaction). Here the request is decided, once:
   its record, reaches the paused call with the decision
   (``replay.load`` -> ``RunRecord.approvals``) and runs it, or answers the
   model with the denial.
-- ``expire_overdue`` (called by the sweeper) denies automatically every
-  request left pending past its ``expires_at`` and resumes those runs.
+- ``expiry.expire_overdue`` (called by the sweeper, which runs the resumed
+  runs inline without a broker) denies automatically every request left
+  pending past its ``expires_at`` and queues those runs again.
 
 A decision is refused once the run no longer waits for it (cancelled: its
 request is ``cancelled`` too), and an approval that wins but whose run is
@@ -29,7 +30,6 @@ like any other (lease, sweeper), and the approved call, recorded with its
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any
 
@@ -37,18 +37,16 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import access
+from sessions_app import access, services
+from sessions_app.approvals import expiry
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     ProviderCall,
     ToolInvocation,
 )
-from sessions_app.runs import dispatch, lifecycle
+from sessions_app.runs import lifecycle
 from sessions_app.runs.storable import Scrubber
-from tooling.runtime import expiry_reason
-
-logger = logging.getLogger(__name__)
 
 Status = ApprovalRequest.Status
 SessionStatus = AgentSession.Status
@@ -143,11 +141,11 @@ def decide(
                 )
             )
         if decided:
-            inline = _requeue(approval.session_id, now=now)
+            inline = expiry.requeue_run(approval.session_id, now=now)
     if not decided:
         raise _closed(approval.pk, now=now)
     if inline:
-        _run_inline(approval.session_id)
+        _run_inline([approval.session_id])
     if approve:
         _check_resumed(approval)
     return ApprovalRequest.objects.select_related("decided_by").get(pk=approval.pk)
@@ -198,7 +196,7 @@ def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:
         row["status"] == Status.PENDING
         and row["session__status"] == SessionStatus.AWAITING_APPROVAL
     ):  # overdue, not yet swept: expire it now
-        expire_overdue(now=now, ids=[approval_id])
+        _run_inline(expiry.expire_overdue(now=now, ids=[approval_id]).run_inline)
         row = (
             ApprovalRequest.objects.filter(pk=approval_id)
             .values("status", "session__status")
@@ -220,53 +218,7 @@ def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:
     )
 
 
-def _requeue(session_id: Any, *, now: datetime) -> bool:
-    """Queue the waiting session again and dispatch it after the commit;
-    ``True`` when there is no broker and the caller must run it inline."""
-    if not lifecycle.requeue(session_id, now=now):
-        return False
-    row = AgentSession.objects.filter(pk=session_id).values(
-        "deadline_left_seconds", "deadline_seconds"
-    )[0]
-    seconds = row["deadline_left_seconds"]
-    seconds = row["deadline_seconds"] if seconds is None else seconds
-    return not dispatch.dispatch_run(session_id, deadline_seconds=max(1, seconds))
-
-
-def _run_inline(session_id: Any) -> None:
-    from sessions_app import services  # services sweeps through this module
-
-    services.run_session(session_id=session_id)
-
-
-def expire_overdue(
-    now: datetime | None = None, *, ids: list[Any] | None = None
-) -> list[str]:
-    """Deny automatically the approvals pending past their deadline and
-    resume their runs; the ids of those it expired."""
-    now = now or timezone.now()
-    overdue = ApprovalRequest.objects.filter(status=Status.PENDING, expires_at__lte=now)
-    if ids is not None:
-        overdue = overdue.filter(pk__in=ids)
-    expired: list[str] = []
-    inline: list[Any] = []
-    for pk, session_id, requested_at, expires_at in overdue.values_list(
-        "pk", "session_id", "requested_at", "expires_at"
-    ).order_by("expires_at"):
-        waited = round((expires_at - requested_at).total_seconds())
-        with transaction.atomic():
-            lifecycle.lock(session_id)
-            if not ApprovalRequest.objects.filter(pk=pk, status=Status.PENDING).update(
-                status=Status.EXPIRED,
-                decided_at=now,
-                decision_reason=expiry_reason(waited),
-            ):
-                continue  # decided meanwhile
-            if _requeue(session_id, now=now):
-                inline.append(session_id)
-        expired.append(str(pk))
-    for session_id in inline:
-        _run_inline(session_id)
-    if expired:
-        logger.info("Expired %d approval request(s)", len(expired))
-    return expired
+def _run_inline(session_ids: list[Any]) -> None:
+    """Run here the sessions queued again without a broker."""
+    for session_id in session_ids:
+        services.run_session(session_id=session_id)

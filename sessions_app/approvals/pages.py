@@ -3,7 +3,7 @@
 Who may see them (``inbox.py``): logged-in users, each only the approvals they
 may decide or whose session they may see; anything else is a 404. Only a user
 who may decide an approval gets the form; a decision from anyone else is a
-403. Deciding goes through ``approvals.decide`` (one winner: a second decision
+403. Deciding goes through ``decisions.decide`` (one winner: a second decision
 is reported as "already decided", not as an error; an approval whose run was
 cancelled before the call ran says so). Under four eyes the run's author sees
 the request read-only, with a note saying why. Untrusted text (the call's
@@ -25,9 +25,10 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import ListView
 
-from sessions_app import access, approvals, inbox
-from sessions_app.approval_filters import ApprovalRequestFilterSet
-from sessions_app.bidi import NeutraliseBidiMixin
+from sessions_app import access
+from sessions_app.approvals import decisions, inbox
+from sessions_app.approvals.filters import ApprovalRequestFilterSet
+from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.models import AgentSession, ApprovalRequest
 
 
@@ -38,7 +39,7 @@ class DecisionForm(forms.Form):
     )
     reason = forms.CharField(
         required=False,
-        max_length=approvals.MAX_REASON,
+        max_length=decisions.MAX_REASON,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Required to deny; the model reads it.",
@@ -138,7 +139,7 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
             return self._render(request, approval, form, status=400)
         approve = form.cleaned_data["decision"] == "approve"
         try:
-            approvals.decide(
+            decisions.decide(
                 approval_id=approval.pk,
                 user=request.user,
                 approve=approve,
@@ -146,10 +147,10 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
             )
         except ApprovalRequest.DoesNotExist:
             raise Http404("No such approval.") from None
-        except approvals.RunNotResumed as ended:
+        except decisions.RunNotResumed as ended:
             messages.warning(request, str(ended))
             return HttpResponseRedirect(approval_url(approval.pk))
-        except approvals.ApprovalClosed as closed:
+        except decisions.ApprovalClosed as closed:
             messages.info(request, str(closed))
             return HttpResponseRedirect(approval_url(approval.pk))
         except ValidationError as error:

@@ -1,6 +1,6 @@
 """The approval inbox API: list and read approval requests, approve or deny.
 
-Who may use it (``sessions_app.inbox``): authenticated users; each sees the
+Who may use it (``sessions_app.approvals.inbox``): authenticated users; each sees the
 approvals they may decide and those of the sessions they may see, anything
 else is a 404. Deciding needs ``access.may_decide`` (403 otherwise; under
 four eyes the run's author is told why); an approval already decided, expired
@@ -22,14 +22,15 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sessions_app import access, approvals, inbox
-from sessions_app.api.approval_serializers import (
+from sessions_app import access
+from sessions_app.approvals import decisions, inbox
+from sessions_app.approvals.filters import ApprovalRequestFilterSet
+from sessions_app.approvals.serializers import (
     ApprovalDecisionSerializer,
     ApprovalRequestDetailSerializer,
     ApprovalRequestSerializer,
 )
-from sessions_app.api.pagination import StrictCursorPagination
-from sessions_app.approval_filters import ApprovalRequestFilterSet
+from sessions_app.audit.pagination import StrictCursorPagination
 from sessions_app.models import ApprovalRequest
 from tooling.api.errors import ErrorSerializer, error_body, from_django
 
@@ -106,7 +107,7 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
                 {"reason": ["Say why you deny it: the model reads the reason."]}
             )
         try:
-            approvals.decide(
+            decisions.decide(
                 approval_id=approval.pk,
                 user=request.user,
                 approve=approve,
@@ -116,7 +117,7 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
             raise NotFound() from None
         except DjangoPermissionDenied as error:
             raise PermissionDenied(str(error) or None) from error
-        except approvals.ApprovalClosed as closed:
+        except decisions.ApprovalClosed as closed:
             return self._conflict(closed)
         except DjangoValidationError as error:
             raise from_django(error) from error
@@ -127,9 +128,9 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
             ).data
         )
 
-    def _conflict(self, closed: approvals.ApprovalClosed) -> Response:
+    def _conflict(self, closed: decisions.ApprovalClosed) -> Response:
         detail = str(closed)
-        if not isinstance(closed, approvals.RunNotResumed):
+        if not isinstance(closed, decisions.RunNotResumed):
             detail = f"{detail} (status: {closed.status})"
         return Response(
             {

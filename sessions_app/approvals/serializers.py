@@ -6,7 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from sessions_app import access, approvals
+from sessions_app import access
+from sessions_app.approvals import decisions
 from sessions_app.models import ApprovalRequest
 from tooling.api.input import StrictSerializer
 
@@ -106,7 +107,7 @@ class ApprovalDecisionSerializer(StrictSerializer):
         required=False,
         allow_blank=True,
         default="",
-        max_length=approvals.MAX_REASON,
+        max_length=decisions.MAX_REASON,
         trim_whitespace=True,
         help_text="Why you decide so. Required to deny: the model reads it as "
         "the call's result.",

@@ -29,9 +29,11 @@ from django.shortcuts import get_object_or_404
 from django.views import View
 from django.views.generic import DetailView, ListView
 
-from sessions_app import access, inbox, paging, services, timeline
-from sessions_app.bidi import NeutraliseBidiMixin
-from sessions_app.filters import AgentSessionFilterSet, CitationFilterSet
+from sessions_app import access, services
+from sessions_app.approvals import inbox
+from sessions_app.audit import paging, timeline
+from sessions_app.audit.bidi import NeutraliseBidiMixin
+from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.models import (
     AgentSession,
     Citation,

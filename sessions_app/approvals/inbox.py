@@ -10,7 +10,7 @@ what"):
   approvals, read-only unless they may also decide them.
 
 Everything else does not exist for them (404). Deciding goes through
-``sessions_app.approvals.decide``, which checks again.
+``sessions_app.approvals.decisions.decide``, which checks again.
 """
 
 from __future__ import annotations

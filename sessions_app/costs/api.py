@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import cost_ranges, costs
-from sessions_app.api.serializers import usd_field
+from sessions_app.audit.serializers import usd_field
+from sessions_app.costs import ranges, reports
 from tooling.api.errors import ErrorSerializer
 
 ROW_KINDS = ("group", "other", "tokens")
@@ -30,7 +30,7 @@ def _money(help_text: str) -> serializers.DecimalField:
     return usd_field(help_text, null=False, digits=30)
 
 
-class SpendRowSerializer(serializers.Serializer[costs.SpendRow]):
+class SpendRowSerializer(serializers.Serializer[reports.SpendRow]):
     key = serializers.CharField(
         read_only=True,
         help_text="The group: a prompt reference, tool name, model, username or "
@@ -55,12 +55,12 @@ class SpendRowSerializer(serializers.Serializer[costs.SpendRow]):
         choices=ROW_KINDS,
         read_only=True,
         help_text=f'"group"; "other": the groups past the largest '
-        f'{costs.TOP_GROUPS}; "tokens": the provider calls\' cost (by tool).',
+        f'{reports.TOP_GROUPS}; "tokens": the provider calls\' cost (by tool).',
     )
 
 
-class CostReportSerializer(serializers.Serializer[costs.Spend]):
-    group = serializers.ChoiceField(choices=costs.GROUPS, read_only=True)
+class CostReportSerializer(serializers.Serializer[reports.Spend]):
+    group = serializers.ChoiceField(choices=reports.GROUPS, read_only=True)
     total = _money("USD spent in the range, as a decimal string.")
     count = serializers.IntegerField(
         read_only=True, help_text="Sessions, or (by tool) calls, in the range."
@@ -89,27 +89,27 @@ class CostReportView(APIView):
         summary="Spend by prompt, tool, model, user or day",
         description="The sessions created in the range that you may see (yours; "
         "every session with 'Can view all sessions'). The largest "
-        f"{costs.TOP_GROUPS} groups, the rest as one 'other' row; by day, every "
+        f"{reports.TOP_GROUPS} groups, the rest as one 'other' row; by day, every "
         "day of the range. By tool: native calls' fees plus one 'model tokens' "
         "row for the provider calls. Amounts are USD decimal strings.",
         parameters=[
             OpenApiParameter(
                 "group",
                 OpenApiTypes.STR,
-                enum=list(costs.GROUPS),
+                enum=list(reports.GROUPS),
                 description='How to group (default "prompt").',
             ),
             OpenApiParameter(
                 "from",
                 OpenApiTypes.DATE,
                 description=f"First day (YYYY-MM-DD, the server's time zone); "
-                f"default: {cost_ranges.DEFAULT_DAYS - 1} days before `to`.",
+                f"default: {ranges.DEFAULT_DAYS - 1} days before `to`.",
             ),
             OpenApiParameter(
                 "to",
                 OpenApiTypes.DATE,
                 description=f"Last day, included; default today. At most "
-                f"{cost_ranges.MAX_DAYS} days in all.",
+                f"{ranges.MAX_DAYS} days in all.",
             ),
         ],
         responses={
@@ -119,18 +119,18 @@ class CostReportView(APIView):
     )
     def get(self, request: Request) -> Response:
         group = request.query_params.get("group") or "prompt"
-        if group not in costs.GROUPS:
+        if group not in reports.GROUPS:
             raise ValidationError(
-                {"group": [f"Choose one of: {', '.join(costs.GROUPS)}."]}
+                {"group": [f"Choose one of: {', '.join(reports.GROUPS)}."]}
             )
         try:
-            period = cost_ranges.date_range(
+            period = ranges.date_range(
                 start=request.query_params.get("from") or None,
                 end=request.query_params.get("to") or None,
             )
-        except cost_ranges.InvalidRange as invalid:
+        except ranges.InvalidRange as invalid:
             raise ValidationError({invalid.field: [str(invalid)]}) from invalid
-        spend = costs.spend_by(
+        spend = reports.spend_by(
             group, user=request.user, start=period.start, end=period.end
         )
         return Response(CostReportSerializer(spend).data)

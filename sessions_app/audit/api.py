@@ -37,16 +37,22 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
-from sessions_app import access, services, timeline
-from sessions_app.api.approval_serializers import ApprovalRequestEventSerializer
-from sessions_app.api.pagination import (
+from sessions_app import access, services
+from sessions_app.approvals.serializers import ApprovalRequestEventSerializer
+from sessions_app.audit import timeline
+from sessions_app.audit.filters import (
+    AgentSessionFilterSet,
+    CitationFilterSet,
+    ToolInvocationFilterSet,
+)
+from sessions_app.audit.pagination import (
     MAX_PAGE_SIZE,
     CreatedAtCursorPagination,
     SequenceCursorPagination,
     TurnCursorPagination,
     page_size,
 )
-from sessions_app.api.serializers import (
+from sessions_app.audit.serializers import (
     TRAIL_LIMIT,
     AgentSessionCreateSerializer,
     AgentSessionDetailSerializer,
@@ -62,12 +68,7 @@ from sessions_app.api.serializers import (
     ToolInvocationListSerializer,
     ToolInvocationSerializer,
 )
-from sessions_app.budgets import DailyBudgetExceeded
-from sessions_app.filters import (
-    AgentSessionFilterSet,
-    CitationFilterSet,
-    ToolInvocationFilterSet,
-)
+from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
