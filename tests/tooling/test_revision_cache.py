@@ -4,6 +4,9 @@ nothing but its revision and the handler registry."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
 from tooling import assembly
@@ -14,6 +17,15 @@ from tooling.models import CatalogRevision
 from tooling.runtime import Tool
 
 pytestmark = pytest.mark.django_db
+
+
+@dataclasses.dataclass(frozen=True)
+class _Nothing:
+    pass
+
+
+def _extra(params: _Nothing, *, context: Any) -> Any:
+    return None
 
 
 def revision_of(ref: str) -> CatalogRevision:
@@ -44,7 +56,7 @@ def test_a_prompt_without_hosted_tools_is_built_once_per_registry_version():
     assert catalog.build_prompt(revision=data, digest=revision.hash) is built
     assert catalog.build_prompt(revision=data) is not built  # no digest: built
     registry.register(
-        "tests.cache.extra", Tool(name="extra", description="x", handler=print)
+        "tests.cache.extra", Tool(name="extra", description="x", handler=_extra)
     )
     try:
         rebuilt = catalog.build_prompt(revision=data, digest=revision.hash)
