@@ -156,6 +156,10 @@ class DatabaseFilesystem:
 
 
 class DatabaseSession:
+    # A handler's own query cut with the connection stops the run, which
+    # reconnects and resumes (``SessionProtocol``): it is not the tool's error.
+    lost_errors = (OperationalError, InterfaceError)
+
     def __init__(
         self,
         session: AgentSession,

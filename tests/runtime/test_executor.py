@@ -986,3 +986,36 @@ def test_executor_a_value_too_long_to_render_is_named_not_raised() -> None:
     )
     (event,) = harness.invoked()
     assert event.rendered_output.startswith("[the tool's value could not be rendered")
+
+
+# -- a session whose store was lost ---------------------------------------------
+
+
+class StoreLost(Exception):
+    """Stands for a database driver's "connection lost" error."""
+
+
+def test_a_store_lost_in_a_handler_stops_the_run_instead_of_failing_the_call() -> None:
+    """A session that names its ``lost_errors``: a handler raising one (its
+    own query cut with the connection) stops the call unrecorded, with its
+    writes undone, so the run resumes and runs it again."""
+    harness = Harness([search_tool(writer(raiser(StoreLost("gone"))))])
+    harness.session.lost_errors = (StoreLost,)  # type: ignore[attr-defined]
+    harness.session.filesystem.files["notes.txt"] = "original"
+
+    with pytest.raises(StoreLost):
+        harness.run("search", {"query": "x"})
+
+    assert harness.invoked() == []
+    assert harness.session.get_state("counter") is None
+    assert harness.session.filesystem.files == {"notes.txt": "original"}
+
+
+def test_an_error_the_session_does_not_name_fails_the_call() -> None:
+    harness = Harness([search_tool(writer(raiser(StoreLost("gone"))))])
+
+    execution = harness.run("search", {"query": "x"})
+
+    assert not execution.result.success
+    assert "execution failed: gone" in execution.result.message
+    assert [event.success for event in harness.invoked()] == [False]

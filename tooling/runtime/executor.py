@@ -530,6 +530,8 @@ class ToolExecutor:
             message = f"Tool '{tool.name}' raised TypeError: {error}"
             return ToolResult.error(message), None
         except Exception as error:
+            if isinstance(error, getattr(self.session, "lost_errors", ())):
+                raise  # the session's store was lost: the run resumes
             logger.exception("Tool %s failed", tool.name)
             message = f"Tool '{tool.name}' execution failed: {error}"
             return ToolResult.error(message), None

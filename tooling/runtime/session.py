@@ -55,7 +55,13 @@ class Resources:
 
 
 class SessionProtocol(Protocol):
-    """What the executor, policies and tools need from a session."""
+    """What the executor, policies and tools need from a session.
+
+    A session kept in a database may also name the exceptions that mean its
+    store was lost (``lost_errors``, a tuple of exception types): a handler
+    raising one of them (its own query cut with the connection) stops the
+    run, which resumes and runs the call again, instead of failing the call
+    as a tool error."""
 
     @property
     def session_id(self) -> str: ...
