@@ -215,6 +215,8 @@ def test_author_sees_their_approval_read_only(client, paused, author):
         f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
     )
     assert response.status_code == 403
+    # the 403 page says why, as the API does
+    assert "You started this run; a second person must decide it." in text_of(response)
     assert pending(paused).status == Decision.PENDING
 
 
@@ -269,6 +271,9 @@ def test_approve_on_the_page_resumes_the_run_to_the_end(client, paused, alice):
         followed
     )
     assert "Approved by alice" in text_of(followed)
+    # the heading no longer says it needs approval
+    assert "deploy needs approval" not in text_of(followed)
+    assert "Approval of deploy" in text_of(followed)
 
 
 def test_a_second_decision_is_reported_as_already_decided(client, paused, alice):
