@@ -49,7 +49,7 @@ T = TypeVar("T")
 # transaction each ``atomic()`` is one SAVEPOINT ... RELEASE pair.
 BRACKETS = re.compile(r"^\s*(BEGIN|SAVEPOINT|RELEASE|ROLLBACK)", re.IGNORECASE)
 VERB = re.compile(
-    r'^\s*(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT|BEGIN|SET LOCAL'
+    r"^\s*(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT|BEGIN|SET LOCAL"
     r'|INSERT(?: OR IGNORE)? INTO "(\w+)"|DELETE FROM "(\w+)"|UPDATE "(\w+)"'
     r'|SELECT .*? FROM "(\w+)")',
     re.IGNORECASE | re.DOTALL,
@@ -530,7 +530,9 @@ def test_state_is_read_once_and_kept_with_the_runs_writes(
         assert database.get_state("plan") == {"steps": [1]}
         assert database.get_state("memory") == {"read": ["a.md"]}
         assert database.get_state("missing") is None
-    database.get_state("plan")["steps"].append(2)  # a handler's own copy
+    copy = database.get_state("plan")
+    assert copy is not None
+    copy["steps"].append(2)  # a handler's own copy
     assert database.get_state("plan") == {"steps": [1]}
     with database.transaction(), database.transaction():  # a step that keeps
         database.put_state("plan", {"steps": [1, 2]})

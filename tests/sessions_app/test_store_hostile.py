@@ -285,7 +285,7 @@ def test_a_random_program_reads_and_commits_what_immediate_writes_would(seed):
     Program(seed, AgentSessionFactory.create()).run(12)
 
 
-# -- values the store cannot hold are refused when written ------------------------------
+# -- values the store cannot hold are refused when written -----------------------------
 
 
 def store() -> tuple[AgentSession, RunStore, DatabaseSession]:
@@ -335,12 +335,14 @@ def test_a_value_too_deep_to_store_is_refused():
     assert not SessionStateEntry.objects.filter(session=session).exists()
 
 
-@pytest.mark.parametrize("value", UNSTORABLE[:3] + [HUGE], ids=range(4))
+@pytest.mark.parametrize("value", [*UNSTORABLE[:3], HUGE], ids=range(4))
 def test_a_value_the_store_cannot_hold_is_refused_outside_a_step_too(value):
     session, run_store, database = store()
-    with CaptureQueriesContext(connection) as captured:
-        with pytest.raises(ValueError, match="State 'n'"):
-            database.put_state("n", value)
+    with (
+        CaptureQueriesContext(connection) as captured,
+        pytest.raises(ValueError, match="State 'n'"),
+    ):
+        database.put_state("n", value)
     assert captured.captured_queries == []
     assert run_store.commits == 0
     assert not SessionStateEntry.objects.filter(session=session).exists()

@@ -76,7 +76,9 @@ def run_counting(ref: str, turns: int, calls: int) -> Counts:
     return Counts(
         session=session,
         statements=[
-            sql for sql in sqls if not BRACKETS.match(sql) and not HANDLER_READS.match(sql)
+            sql
+            for sql in sqls
+            if not BRACKETS.match(sql) and not HANDLER_READS.match(sql)
         ],
         transactions=sum(sql.startswith("SAVEPOINT") for sql in sqls),
         handler_reads=sum(bool(HANDLER_READS.match(sql)) for sql in sqls),
@@ -207,7 +209,7 @@ def test_a_run_writes_its_totals_without_summing_them_again(lookup_and_act):
     )
 
 
-# -- nothing held back --------------------------------------------------------------------
+# -- nothing held back -----------------------------------------------------------------
 
 
 def test_each_handler_finds_the_response_that_asked_for_it_committed(lookup_and_act):
@@ -340,7 +342,7 @@ def test_a_lease_lost_at_a_heartbeat_keeps_what_was_committed_before(
     assert list(session.tool_invocations.values_list("name", flat=True)) == ["lookup"]
 
 
-# -- the edges of a run -----------------------------------------------------------------
+# -- the edges of a run ----------------------------------------------------------------
 
 
 def test_a_cancel_racing_the_pause_keeps_the_provider_calls_made(
