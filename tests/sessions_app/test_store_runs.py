@@ -10,6 +10,7 @@ committed when they ran (two ``SELECT COUNT(*)`` each)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import uuid
@@ -18,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -416,3 +417,32 @@ def test_only_a_claimed_run_pauses_or_ends():
     session = AgentSessionFactory.create()
     with pytest.raises(ValueError, match="Only a claimed run"):
         RunStore(session).finish(status=AgentSession.Status.SUCCEEDED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=IntegrityError,
+    reason="RunStore.add() commits without checking the claim: a worker whose "
+    "lease expired while it waited for a response records it, and the new "
+    "holder's record of the same event (same event id) then fails, which ends "
+    "its run 'internal' (the held rows of ADR 0018 were dropped on LeaseLost)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_that_lost_its_lease_does_not_break_the_new_holders_record():
+    session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
+    a = lifecycle.claim(session.pk)
+    assert a is not None
+    event_id = uuid.uuid4()  # event_id_for(run_id, "provider", 1): the same for B
+    # A waits for its response past its lease; B claims the run
+    AgentSession.objects.filter(pk=session.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    b = lifecycle.claim(session.pk)
+    assert b is not None
+    late = ProviderCall(session=session, turn=1, event_id=event_id, input_tokens=5)
+    with contextlib.suppress(lifecycle.LeaseLost):  # A's late response
+        RunStore(session, claim=a).add([late])
+    # B asked for turn 1 too (it was not recorded when B resumed)
+    mine = ProviderCall(session=session, turn=1, event_id=event_id, input_tokens=5)
+    RunStore(session, claim=b).add([mine])
+    assert ProviderCall.objects.filter(session=session).count() == 1
