@@ -347,7 +347,7 @@ def test_a_limit_on_apply_patch_which_runs_here_is_accepted() -> None:
 
 class StepSession(InMemorySession):
     """A session whose transactions are steps, as the Django session's are
-    (``sessions_app/steps.py``): the events emitted inside a step that rolls
+    (``sessions_app/runs/store``): the events emitted inside a step that rolls
     back are dropped with it."""
 
     def __init__(self) -> None:

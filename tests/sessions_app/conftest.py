@@ -1,6 +1,6 @@
 """Fixtures of the approval tests (test_approvals.py, test_approval_rules.py,
 test_approval_races.py) and of the read-only tool and start tests
-(test_read_only_tools.py, test_start_query.py); a module's own fixture of the
+(test_store_runs.py, test_start_query.py); a module's own fixture of the
 same name wins (as in test_approval_inbox.py)."""
 
 from __future__ import annotations

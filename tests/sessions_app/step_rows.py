@@ -1,4 +1,4 @@
-"""Rows the step tests write (tests/sessions_app/test_steps*.py)."""
+"""Rows the store tests write (tests/sessions_app/test_store*.py)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from sessions_app.runs import lifecycle, replay
 from sessions_app.runs.recording import record_approval_requested
+from sessions_app.runs.store import store as store_module
 from tests.runtime.fakes import FakeProvider, function_call, response
 from tests.sessions_app.approval_setup import PROMPT, add_approval, deploys
 from tests.sessions_app.factories import AgentSessionFactory
@@ -141,18 +142,19 @@ def test_a_call_id_the_database_cannot_hold_fails_the_run(call_id: str) -> None:
 
 def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks):
     """The pause ends the worker's part: its commit waits for the disk, as a
-    finished run's does (steps.durable_commits), before approvers hear."""
+    finished run's does (``runs.store.commits.durable`` inside the pause's
+    transaction), before approvers hear."""
     order: list[str] = []
     monkeypatch.setattr(
-        "sessions_app.steps.durable_commits", lambda: order.append("durable")
+        "sessions_app.runs.store.store.durable", lambda: order.append("durable")
     )
-    pause = lifecycle.pause
+    pause = store_module.pause
 
     def pausing(*args: Any, **kwargs: Any) -> None:
         order.append("pause")
         pause(*args, **kwargs)
 
-    monkeypatch.setattr("sessions_app.runs.lifecycle.pause", pausing)
+    monkeypatch.setattr(store_module, "pause", pausing)
     monkeypatch.setattr(
         "sessions_app.approvals.notifications.approval_requested",
         lambda approval: order.append("notified"),
@@ -161,8 +163,7 @@ def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         session = services.start_session(prompt_ref=PROMPT)
     assert session.status == Status.AWAITING_APPROVAL
-    # (on PostgreSQL the run's end restores the setting once more)
-    assert order[:2] == ["durable", "pause"] and order[-1] == "notified"
+    assert order == ["pause", "durable", "notified"]
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,10 @@ and a rolled-back step undoes the reset."""
 from __future__ import annotations
 
 import pytest
-from sessions_app.steps import StepWriter
 
 from sessions_app.models import SessionStateEntry
 from sessions_app.runs.state import DatabaseSession
+from sessions_app.runs.store import RunStore
 from tests.sessions_app.factories import AgentSessionFactory
 from tooling.runtime import Filesystem, SetupPlan
 from tooling.runtime.planning import PLAN_REDUCERS, current_plan
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db
 
 
 def database_session() -> DatabaseSession:
-    return DatabaseSession(AgentSessionFactory.create(), StepWriter())
+    session = AgentSessionFactory.create()
+    return DatabaseSession(session, RunStore(session))
 
 
 def test_reset_clears_plan_and_policy_state_but_keeps_files() -> None:

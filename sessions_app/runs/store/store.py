@@ -79,11 +79,12 @@ class RunStore:
         return bool(self._units)
 
     def add(self, rows: Iterable[models.Model]) -> None:
-        """Rows to record: at the end of the open step, or now."""
+        """Rows to record: at the end of the open step, or now (none: no
+        commit, which the run's reconnects would count as progress)."""
         if self._units:
             self._units[-1].rows.extend(rows)
-        else:
-            self._commit(Unit(rows=list(rows)))
+        elif unit := Unit(rows=list(rows)):
+            self._commit(unit)
 
     @contextlib.contextmanager
     def step(self) -> Iterator[Unit]:
