@@ -250,10 +250,9 @@ class Catalogs:
 
 def workflows() -> dict[str, Callable[[], Any]]:
     """Name -> one run of it, against the default connection's database."""
-    from sessions_app.services import start_session
-
     from sessions_app.models import AgentSession
     from sessions_app.runs import dispatch
+    from sessions_app.services import start_session
     from tooling.assembly import CatalogEdit, load_template, prompts_broken_by
     from tooling.models import ToolDefinition
     from tooling.services import preview_prompt

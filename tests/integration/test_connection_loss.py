@@ -82,7 +82,9 @@ def test_connection_terminated_while_waiting_for_the_provider():
     # Turn 2's response arrived on a dead connection: its commit was made
     # again on a new one (runs.store.commits), so no request was sent twice.
     assert len(provider.requests) == session.provider_calls.count()
-    assert all(a != b for a, b in zip(provider.requests, provider.requests[1:]))
+    assert all(
+        a != b for a, b in zip(provider.requests, provider.requests[1:], strict=False)
+    )
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ committed when they ran (two ``SELECT COUNT(*)`` each)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 import uuid
@@ -19,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import DatabaseError, IntegrityError, connection
+from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -110,11 +109,13 @@ def kinds(sqls: list[str]) -> dict[str, int]:
 #   of a run: the end commits durably); the session read back by
 #   start_session. 5 statements (6 on PostgreSQL) in 2 transactions, plus the
 #   template read and the read back outside any: 6 statements (7).
-# - per provider call (N + 1 of them): one INSERT, committed at once in its own
-#   transaction, before any tool acts on its response.
+# - per provider call (N + 1 of them): one transaction, committed at once,
+#   before any tool acts on its response: the claim's fence (a conditional
+#   UPDATE renewing the lease under the worker's token: a worker that lost
+#   its lease writes nothing) and the call's INSERT.
 # - per tool call (N * K): one step, committed at its end: one transaction
-#   with the call's INSERT (a handler that wrote state would add its upsert
-#   in the same transaction).
+#   with the fence and the call's INSERT (a handler that wrote state would add
+#   its upsert in the same transaction).
 FIXED_STATEMENTS = {"sqlite": 6, "postgresql": 7}
 FIXED_TRANSACTIONS = 2
 
@@ -122,7 +123,7 @@ FIXED_TRANSACTIONS = 2
 def expected(turns: int, calls: int) -> tuple[int, int]:
     per_conversation = (turns + 1) + turns * calls
     return (
-        FIXED_STATEMENTS[connection.vendor] + per_conversation,
+        FIXED_STATEMENTS[connection.vendor] + 2 * per_conversation,
         FIXED_TRANSACTIONS + per_conversation,
     )
 
@@ -141,8 +142,8 @@ def test_the_statements_of_a_conversation_are_counted_exactly(lookup_and_act):
     }
     postgresql = connection.vendor == "postgresql"
     assert measured == {
-        "small": (10, 5) if postgresql else (9, 5),
-        "large": (24, 19) if postgresql else (23, 19),
+        "small": (13, 5) if postgresql else (12, 5),
+        "large": (41, 19) if postgresql else (40, 19),
     }, kinds(large.statements)
     assert measured == {"small": expected(1, 1), "large": expected(4, 3)}
     # which statements: every extra provider call and tool call is one INSERT
@@ -158,11 +159,13 @@ def test_the_statements_of_a_conversation_are_counted_exactly(lookup_and_act):
     }
     assert kinds(small.statements) == {
         **fixed,
+        "UPDATE sessions_app_agentsession": 2 + 3,  # and a fence per commit
         "INSERT sessions_app_providercall": 2,
         "INSERT sessions_app_toolinvocation": 1,
     }
     assert kinds(large.statements) == {
         **fixed,
+        "UPDATE sessions_app_agentsession": 2 + 17,
         "INSERT sessions_app_providercall": 5,
         "INSERT sessions_app_toolinvocation": 12,
     }
@@ -419,14 +422,6 @@ def test_only_a_claimed_run_pauses_or_ends():
         RunStore(session).finish(status=AgentSession.Status.SUCCEEDED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrityError,
-    reason="RunStore.add() commits without checking the claim: a worker whose "
-    "lease expired while it waited for a response records it, and the new "
-    "holder's record of the same event (same event id) then fails, which ends "
-    "its run 'internal' (the held rows of ADR 0018 were dropped on LeaseLost)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_that_lost_its_lease_does_not_break_the_new_holders_record():
     session = AgentSessionFactory.create(status=AgentSession.Status.QUEUED)
@@ -440,7 +435,7 @@ def test_a_worker_that_lost_its_lease_does_not_break_the_new_holders_record():
     b = lifecycle.claim(session.pk)
     assert b is not None
     late = ProviderCall(session=session, turn=1, event_id=event_id, input_tokens=5)
-    with contextlib.suppress(lifecycle.LeaseLost):  # A's late response
+    with pytest.raises(lifecycle.LeaseLost):  # A's late response: refused
         RunStore(session, claim=a).add([late])
     # B asked for turn 1 too (it was not recorded when B resumed)
     mine = ProviderCall(session=session, turn=1, event_id=event_id, input_tokens=5)

@@ -98,6 +98,24 @@ class Claim:
         if not renewed:
             self.lost()
 
+    def hold(self) -> None:
+        """Inside a commit of the run: the claim is still this worker's, its
+        lease renewed by the same update; otherwise ``LeaseLost`` (or
+        ``RunCancelled``), which rolls the commit back. A worker that lost
+        its lease (stalled past it while another worker took the run over)
+        writes nothing more to the run's record: its late rows could collide
+        with the new holder's, which records the same events itself."""
+        held = AgentSession.objects.filter(self.mine()).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
+        )
+        if not held:
+            self.lost()
+
+    def renewed(self) -> None:
+        """The lease was renewed just now (by a commit): the next beat may
+        wait ``renew_every`` seconds."""
+        self._renewed = time.monotonic()
+
     def lost(self) -> None:
         """Raise why this worker's conditional update changed nothing:
         ``RunCancelled`` or ``LeaseLost``."""

@@ -11,9 +11,11 @@
   update under the worker's claim, committed durably (``commits.durable``).
 
 Every write is one ``transaction.atomic()`` of ``bulk_create`` per model and
-``QuerySet.update()``; a commit that loses the connection is made again on a
-new connection (``commits.commit``), found done by its first row's event id
-when only its reply was lost. docs/write-path.md has the crash table.
+``QuerySet.update()``, fenced by the claim: its first statement renews the
+lease under the worker's claim token (``Claim.hold``), so a worker that lost
+its lease writes nothing more. A commit that loses the connection is made
+again on a new connection (``commits.commit``), found done by its first row's
+event id when only its reply was lost. docs/write-path.md has the crash table.
 """
 
 from __future__ import annotations
@@ -151,10 +153,14 @@ class RunStore:
     def _commit(self, unit: Unit) -> None:
         commit(lambda: self._write(unit), done=_done(unit.rows))
         self.commits += 1
+        if self.claim is not None:
+            self.claim.renewed()
         if self.on_commit is not None and unit.rows:
             self.on_commit(unit.rows)
 
     def _write(self, unit: Unit) -> None:
+        if self.claim is not None:
+            self.claim.hold()  # fenced: only the claim's holder writes
         session = self.session
         if unit.reset:
             SessionStateEntry.objects.filter(session=session).delete()
