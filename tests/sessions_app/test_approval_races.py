@@ -20,6 +20,7 @@ from sessions_app.approvals import decisions
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from sessions_app.runs import lifecycle, replay
 from sessions_app.runs.recording import record_approval_requested
+from sessions_app.runs.store import store as store_module
 from tests.runtime.fakes import FakeProvider, function_call, response
 from tests.sessions_app.approval_setup import PROMPT, add_approval, deploys
 from tests.sessions_app.factories import AgentSessionFactory
@@ -140,19 +141,24 @@ def test_a_call_id_the_database_cannot_hold_fails_the_run(call_id: str) -> None:
 
 
 def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks):
-    """The pause ends the worker's part: its commit waits for the disk, as a
-    finished run's does (steps.durable_commits), before approvers hear."""
+    """The pause ends the worker's part: its transaction commits durably
+    (``commits.durable``), as a finished run's does, before approvers hear."""
     order: list[str] = []
-    monkeypatch.setattr(
-        "sessions_app.steps.durable_commits", lambda: order.append("durable")
-    )
-    pause = lifecycle.pause
+    durable = store_module.durable
+
+    def durably() -> None:
+        assert connection.in_atomic_block  # it applies to the pause's transaction
+        order.append("durable")
+        durable()
+
+    monkeypatch.setattr(store_module, "durable", durably)
+    pause = store_module.pause
 
     def pausing(*args: Any, **kwargs: Any) -> None:
-        order.append("pause")
         pause(*args, **kwargs)
+        order.append("paused")
 
-    monkeypatch.setattr("sessions_app.runs.lifecycle.pause", pausing)
+    monkeypatch.setattr(store_module, "pause", pausing)
     monkeypatch.setattr(
         "sessions_app.approvals.notifications.approval_requested",
         lambda approval: order.append("notified"),
@@ -161,8 +167,7 @@ def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         session = services.start_session(prompt_ref=PROMPT)
     assert session.status == Status.AWAITING_APPROVAL
-    # (on PostgreSQL the run's end restores the setting once more)
-    assert order[:2] == ["durable", "pause"] and order[-1] == "notified"
+    assert order == ["durable", "paused", "notified"]
 
 
 @pytest.mark.parametrize(
