@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
@@ -222,6 +223,31 @@ def in_a_row(caplog: pytest.LogCaptureFixture) -> list[int]:
     ]
 
 
+def test_a_run_that_keeps_losing_its_connection_stops_as_internal(
+    prompt, caplog
+) -> None:
+    # every commit of a provider call fails, however often it is made again
+    attempts = len(store.commits.RECOMMIT_DELAYS) + 1
+    refused = RefusedInserts(refuse=10**6, more=0)
+
+    with (
+        caplog.at_level(logging.WARNING),
+        connection.execute_wrapper(refused),
+    ):
+        session = services.start_session(
+            prompt_ref=prompt, client=client(calling(2, ("lookup",)))
+        )
+
+    assert session.status == Status.FAILED
+    assert session.error_phase == "internal"
+    assert "lost its database connection repeatedly" in session.error_message
+    losses = services.MAX_RECONNECTS + 1
+    assert in_a_row(caplog) == list(range(1, losses + 1))
+    assert refused.refused == losses * attempts
+    assert not ProviderCall.objects.exists()
+    assert runs == []  # nothing came back to act on
+
+
 def test_a_run_that_commits_between_its_losses_finishes(prompt, caplog) -> None:
     """More losses than ``MAX_RECONNECTS`` over the run's life, each after a
     commit: each is the first in a row, and the run finishes."""
@@ -249,3 +275,16 @@ def test_a_run_that_commits_between_its_losses_finishes(prompt, caplog) -> None:
     assert set(handler_runs().values()) == {1}
     assert len(runs) == 2 * turns
     assert session.tool_invocations.count() == 2 * turns
+
+
+def test_nothing_to_record_is_no_commit() -> None:
+    """An event with no rows (``PromptRendered``) commits nothing: an empty
+    commit would count as the run's progress and reset its losses in a row."""
+    session = AgentSession.objects.create(status=Status.RUNNING, output_text="")
+    run_store = store.RunStore(session)
+
+    with CaptureQueriesContext(connection) as queries:
+        run_store.add([])
+
+    assert queries.captured_queries == []  # not even SQLite's BEGIN
+    assert run_store.commits == 0

@@ -79,11 +79,13 @@ class RunStore:
         return bool(self._units)
 
     def add(self, rows: Iterable[models.Model]) -> None:
-        """Rows to record: at the end of the open step, or now."""
+        """Rows to record: at the end of the open step, or now (none: no
+        commit, which would count as progress, ``commits``)."""
+        rows = list(rows)
         if self._units:
             self._units[-1].rows.extend(rows)
-        else:
-            self._commit(Unit(rows=list(rows)))
+        elif rows:
+            self._commit(Unit(rows=rows))
 
     @contextlib.contextmanager
     def step(self) -> Iterator[Unit]:
