@@ -215,7 +215,7 @@ class RefusedInserts:
 def in_a_row(caplog: pytest.LogCaptureFixture) -> list[int]:
     """The losses ``_run_claimed`` counted, as it logged them."""
     return [
-        record.args[1]
+        int(record.args[1])  # type: ignore[call-overload]
         for record in caplog.records
         if record.name == running.logger.name
         and "lost its database connection" in record.getMessage()
