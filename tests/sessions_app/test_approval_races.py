@@ -141,18 +141,22 @@ def test_a_call_id_the_database_cannot_hold_fails_the_run(call_id: str) -> None:
 
 
 def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks):
-    """The pause ends the worker's part: its commit waits for the disk, as a
-    finished run's does (``runs.store.commits.durable`` inside the pause's
-    transaction), before approvers hear."""
+    """The pause ends the worker's part: its transaction commits durably
+    (``commits.durable``), as a finished run's does, before approvers hear."""
     order: list[str] = []
-    monkeypatch.setattr(
-        "sessions_app.runs.store.store.durable", lambda: order.append("durable")
-    )
+    durable = store_module.durable
+
+    def durably() -> None:
+        assert connection.in_atomic_block  # it applies to the pause's transaction
+        order.append("durable")
+        durable()
+
+    monkeypatch.setattr(store_module, "durable", durably)
     pause = store_module.pause
 
     def pausing(*args: Any, **kwargs: Any) -> None:
-        order.append("pause")
         pause(*args, **kwargs)
+        order.append("paused")
 
     monkeypatch.setattr(store_module, "pause", pausing)
     monkeypatch.setattr(
@@ -163,7 +167,7 @@ def test_a_pause_commits_durably(monkeypatch, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         session = services.start_session(prompt_ref=PROMPT)
     assert session.status == Status.AWAITING_APPROVAL
-    assert order == ["pause", "durable", "notified"]
+    assert order == ["durable", "paused", "notified"]
 
 
 @pytest.mark.parametrize(

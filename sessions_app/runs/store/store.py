@@ -82,11 +82,12 @@ class RunStore:
 
     def add(self, rows: Iterable[models.Model]) -> None:
         """Rows to record: at the end of the open step, or now (none: no
-        commit, which the run's reconnects would count as progress)."""
+        commit, which would count as progress, ``commits``)."""
+        rows = list(rows)
         if self._units:
             self._units[-1].rows.extend(rows)
-        elif unit := Unit(rows=list(rows)):
-            self._commit(unit)
+        elif rows:
+            self._commit(Unit(rows=rows))
 
     @contextlib.contextmanager
     def step(self) -> Iterator[Unit]:
