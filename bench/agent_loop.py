@@ -20,10 +20,11 @@ The whole product path is ``sessions_app.services.start_session`` run inline:
 catalog revision, session, claim, the adapter, every audit row and the end,
 on the configured database: a temporary SQLite file by default; with
 ``DATABASE_URL`` (PostgreSQL) a database of that name with ``_bench``
-appended, created when missing, so a real database is never written to. An
-inline run commits with the server's ``synchronous_commit`` (each step waits
-for its WAL flush); ``WINK_PROCESS=worker`` measures a worker's setting
-instead (``synchronous_commit=off`` but for the end, as ``make worker`` runs).
+appended, created when missing, so a real database is never written to. The
+run is made as a worker makes it (``WINK_PROCESS=worker``, as ``make worker``
+sets: on PostgreSQL its commits do not wait for the WAL flush, but for its
+end's); ``WINK_PROCESS=web`` measures an inline run in a web process instead,
+each commit waiting for its flush.
 """
 
 from __future__ import annotations
@@ -268,6 +269,7 @@ def setup_django(database_url: str | None) -> str:
             "LOG_LEVEL": "WARNING",
         }
     )
+    os.environ.setdefault("WINK_PROCESS", "worker")  # as runs run in production
     os.environ.pop("CELERY_BROKER_URL", None)  # runs are inline
     import django
     from django.core.management import call_command

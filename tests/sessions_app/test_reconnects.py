@@ -138,9 +138,16 @@ def handler_runs() -> collections.Counter[tuple[str, str]]:
     return collections.Counter((name, text) for name, text, _, _ in runs)
 
 
+@pytest.fixture
+def fenced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every commit checks the claim (as after a long wait): a step is a
+    transaction of its fence and its rows, never one INSERT alone."""
+    monkeypatch.setattr(store.claims.Claim, "fence_due", lambda self: True)
+
+
 @pytest.mark.parametrize("after", [True, False], ids=["after-commit", "before-commit"])
 def test_a_step_whose_commit_lost_the_connection_is_committed_again_not_run_again(
-    prompt, lose_a_commit, after: bool, caplog
+    prompt, fenced, lose_a_commit, after: bool, caplog
 ) -> None:
     lost = lose_a_commit(after=after)
     calls = ("lookup", "act")
@@ -181,6 +188,56 @@ def test_a_step_whose_commit_lost_the_connection_is_committed_again_not_run_agai
     assert outcomes.count("rolled back") == 0
     # a step per call, and the lost one again if it had not gone through
     assert outcomes.count("committed") == (3 if after else 4)
+
+
+class LostInsert:
+    """The first tool call's ``INSERT`` sent on its own (autocommit) loses the
+    connection: ``after`` it went through, or before."""
+
+    def __init__(self, *, after: bool) -> None:
+        self.after = after
+        self.lost = 0
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any):
+        if self.lost or not sql.startswith(TOOL_INSERT):
+            return execute(sql, params, many, ctx)
+        assert connection.get_autocommit(), "a row alone commits on its own"
+        self.lost += 1
+        if self.after:
+            execute(sql, params, many, ctx)  # it went through; its reply is lost
+        raise OperationalError("server closed the connection unexpectedly")
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["after-commit", "before-commit"])
+def test_a_call_committed_alone_that_lost_the_connection_is_made_again_not_run_again(
+    prompt, after: bool, caplog
+) -> None:
+    lost = LostInsert(after=after)
+    calls = ("lookup", "act")
+
+    with (
+        caplog.at_level(logging.WARNING, logger="sessions_app.runs.store.commits"),
+        connection.execute_wrapper(lost),
+    ):
+        session = services.start_session(
+            prompt_ref=prompt, client=client(calling(2, calls))
+        )
+
+    assert session.status == Status.SUCCEEDED, session.error_message
+    assert session.attempts == 1
+    assert lost.lost == 1
+    assert "making it again on a new connection (1/3)" in caplog.text
+    assert handler_runs() == {
+        (name, f"turn {turn} call {call}"): 1
+        for turn in (1, 2)
+        for call, name in enumerate(calls, start=1)
+    }
+    event_ids = list(
+        ToolInvocation.objects.filter(session=session).values_list(
+            "event_id", flat=True
+        )
+    )
+    assert len(event_ids) == len(set(event_ids)) == 4
 
 
 class RefusedInserts:

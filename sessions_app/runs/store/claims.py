@@ -68,7 +68,10 @@ class Claim:
     session: AgentSession
     token: uuid.UUID
     renew_every: float
+    #: when the lease was last set (at or before), by the monotonic and the
+    #: wall clock (a suspended machine stops the first, not the second)
     _renewed: float = dataclasses.field(default_factory=time.monotonic)
+    _renewed_wall: float = dataclasses.field(default_factory=time.time)
     #: the status this worker's own update ended (or paused) the run with
     ended: str | None = None
 
@@ -83,10 +86,9 @@ class Claim:
     def beat(self) -> None:
         """The run's heartbeat: renew the lease (at most every ``renew_every``
         seconds) and stop the run if it was cancelled or taken over."""
-        now = time.monotonic()
-        if now - self._renewed < self.renew_every:
+        if self._since_renewed() < self.renew_every:
             return
-        self._renewed = now
+        self.renewed(self.stamp())
         try:
             renewed = AgentSession.objects.filter(
                 self.mine(), cancel_requested_at__isnull=True
@@ -98,23 +100,39 @@ class Claim:
         if not renewed:
             self.lost()
 
-    def hold(self) -> None:
+    def fence_due(self) -> bool:
+        """Whether a commit must check the claim (``hold``): half the lease
+        has passed since it was last set. Before then no other worker can
+        have claimed the run (a claim needs the lease expired), so the check
+        would always pass."""
+        return self._since_renewed() >= lease_seconds() / 2
+
+    def hold(self) -> tuple[float, float]:
         """Inside a commit of the run: the claim is still this worker's, its
         lease renewed by the same update; otherwise ``LeaseLost`` (or
         ``RunCancelled``), which rolls the commit back. A worker that lost
         its lease (stalled past it while another worker took the run over)
         writes nothing more to the run's record: its late rows could collide
-        with the new holder's, which records the same events itself."""
+        with the new holder's, which records the same events itself. Returns
+        the time of the renewal, for ``renewed()`` once the commit is made."""
+        at = self.stamp()
         held = AgentSession.objects.filter(self.mine()).update(
             lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
         )
         if not held:
             self.lost()
+        return at
 
-    def renewed(self) -> None:
-        """The lease was renewed just now (by a commit): the next beat may
-        wait ``renew_every`` seconds."""
-        self._renewed = time.monotonic()
+    @staticmethod
+    def stamp() -> tuple[float, float]:
+        return time.monotonic(), time.time()
+
+    def renewed(self, at: tuple[float, float]) -> None:
+        """The lease was set at ``at`` (``stamp()``)."""
+        self._renewed, self._renewed_wall = at
+
+    def _since_renewed(self) -> float:
+        return max(time.monotonic() - self._renewed, time.time() - self._renewed_wall)
 
     def lost(self) -> None:
         """Raise why this worker's conditional update changed nothing:

@@ -29,9 +29,13 @@ LOST = (OperationalError, InterfaceError)
 
 
 def commit(
-    write: Callable[[], T], *, done: Callable[[], bool] | None = None
+    write: Callable[[], T],
+    *,
+    done: Callable[[], bool] | None = None,
+    atomic: bool = True,
 ) -> T | None:
-    """``write()`` in one transaction; its result.
+    """``write()`` in one transaction; its result. ``atomic=False``: a write
+    of one statement, which commits on its own (autocommit).
 
     If the connection is lost, and ``done`` says whether a lost commit did
     go through (only its reply was lost), the write is made again on a new
@@ -40,8 +44,7 @@ def commit(
     ``done``, or inside a caller's transaction (which the lost connection
     broke), the error goes up as it came."""
     try:
-        with transaction.atomic():
-            return write()
+        return _once(write, atomic)
     except LOST as error:
         if done is None or connection.in_atomic_block:
             raise
@@ -59,11 +62,17 @@ def commit(
         try:
             if done():
                 return None
-            with transaction.atomic():
-                return write()
+            return _once(write, atomic)
         except LOST as again:
             lost = again
     raise lost
+
+
+def _once(write: Callable[[], T], atomic: bool) -> T:
+    if not atomic:
+        return write()
+    with transaction.atomic():
+        return write()
 
 
 def reconnect() -> None:

@@ -152,16 +152,26 @@ class RunStore:
     # -- commits ---------------------------------------------------------------
 
     def _commit(self, unit: Unit) -> None:
-        commit(lambda: self._write(unit), done=_done(unit.rows))
+        fence = self.claim is not None and self.claim.fence_due()
+        # one row and nothing to check: its INSERT commits on its own (one
+        # round trip instead of BEGIN, INSERT, COMMIT: docs/benchmarks.md)
+        alone = not fence and len(unit.rows) == 1 and not unit.writes_state
+        renewed = commit(
+            lambda: self._write(unit, fence=fence),
+            done=_done(unit.rows),
+            atomic=not alone,
+        )
         self.commits += 1
-        if self.claim is not None:
-            self.claim.renewed()
+        if renewed is not None and self.claim is not None:
+            self.claim.renewed(renewed)
         if self.on_commit is not None and unit.rows:
             self.on_commit(unit.rows)
 
-    def _write(self, unit: Unit) -> None:
-        if self.claim is not None:
-            self.claim.hold()  # fenced: only the claim's holder writes
+    def _write(self, unit: Unit, *, fence: bool) -> tuple[float, float] | None:
+        """Write ``unit``; the time its fence renewed the lease, if it did."""
+        renewed = None
+        if fence and self.claim is not None:
+            renewed = self.claim.hold()  # only the claim's holder writes
         session = self.session
         if unit.reset:
             SessionStateEntry.objects.filter(session=session).delete()
@@ -196,7 +206,13 @@ class RunStore:
         # provider call before the citations that point at it)
         for _, rows in itertools.groupby(unit.rows, key=type):
             batch = list(rows)
-            type(batch[0])._default_manager.bulk_create(batch)
+            if len(batch) == 1:
+                # new to the database, even after an attempt that rolled back
+                batch[0]._state.adding = True
+                batch[0].save(force_insert=True)
+            else:
+                type(batch[0])._default_manager.bulk_create(batch)
+        return renewed
 
     # -- the run's last writes ------------------------------------------------
 

@@ -54,5 +54,10 @@ class Unit:
             self.put_state(key, value_type, value)
         self.files.update(inner.files)
 
+    @property
+    def writes_state(self) -> bool:
+        """It writes the session's state or files."""
+        return bool(self.states or self.reset or self.files)
+
     def __bool__(self) -> bool:
         return bool(self.rows or self.states or self.reset or self.files)
