@@ -218,7 +218,12 @@ class DatabaseSession:
         value_type = type_path(value) if is_dataclass else ""
         if len(value_type) > MAX_VALUE_TYPE:
             raise ValueError(f"State '{key}' has a type name that is too long.")
-        data = dump(value)
+        try:
+            data = dump(value)
+        except RecursionError:
+            raise ValueError(
+                f"State '{key}' is nested too deeply to be stored."
+            ) from None
         if storable(data)[1]:
             raise ValueError(
                 f"State '{key}' holds text with NUL bytes or lone surrogates (or a "
