@@ -363,6 +363,19 @@ if (
     _options["options"] = " ".join(
         filter(None, [_options.get("options", ""), "-c synchronous_commit=off"])
     )
+# PostgreSQL: psycopg's server-side binding, whose statements run five times
+# are prepared on the server (parsed and planned once per connection): a
+# worker's runs repeat the same few INSERTs and UPDATEs (docs/write-path.md).
+# On by default in workers; not through PgBouncer in transaction pooling mode
+# before its 1.21 (prepared statements), where it must be 0.
+WINK_DATABASE_SERVER_SIDE_BINDING = env_bool(
+    "WINK_DATABASE_SERVER_SIDE_BINDING", WINK_PROCESS == "worker"
+)
+if (
+    WINK_DATABASE_SERVER_SIDE_BINDING
+    and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 # How long an approval request waits for a human before it is denied
 # automatically (an approval policy may set its own deadline_seconds).
 WINK_APPROVAL_TIMEOUT_SECONDS = int(
