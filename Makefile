@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run serve test setup migrate demo check lint format typecheck imports bench bench-celery bench-catalog bench-scale worker beat sweep offline-provider browser clean
+.PHONY: run serve test setup migrate demo check lint format typecheck imports bench bench-celery bench-concurrency bench-catalog bench-scale worker beat sweep offline-provider browser clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -85,6 +85,12 @@ bench-scale: setup  ## Audit reads at 100,000 sessions on PostgreSQL + gunicorn 
 # `$(BIN)/python bench/celery_throughput.py --help`). Needs PostgreSQL and Redis.
 bench-celery: setup  ## Celery throughput: 2 workers against a 50 ms provider, vs the ideal
 	$(BIN)/python bench/celery_throughput.py $(BENCH_CELERY_ARGS)
+
+# BENCH_CONCURRENCY_ARGS: e.g. "--runs 200 --delay 2", "--kill-after 20",
+# "--connection-limit 30", "--pool threads --concurrency 500", "--json" (see
+# `$(BIN)/python bench/concurrency.py --help`). Needs PostgreSQL and Redis.
+bench-concurrency: setup  ## Runs in flight: the default worker, N runs at a 10 s provider
+	$(BIN)/python bench/concurrency.py $(BENCH_CONCURRENCY_ARGS)
 
 # The worker embeds Celery beat (the stale-run sweeper) unless WORKER_BEAT is
 # emptied: with several workers, run `make worker WORKER_BEAT=` on all but one,

@@ -1,0 +1,494 @@
+"""Runs in flight: how many runs one worker host keeps going at a slow model.
+
+The offline provider is served over loopback HTTP (``tooling.offline``) and
+answers every request ``--delay`` seconds (10 by default) after it arrived,
+like a real model. One ``celery worker`` process, started as ``make worker``
+starts it (the same settings: pool, concurrency and the database pool come
+from the environment; ``--pool``/``--concurrency``/``--env`` override them for
+experiments), runs ``--runs`` sessions of ``--prompt`` queued at once.
+
+Printed: runs in flight (the most ``running`` at once, from the record),
+runs/s against the ideal (``min(runs, concurrency)`` / the ideal run time,
+i.e. provider calls per run x delay; and the same with the runs actually in
+flight), the worker's PSS in all and per run in flight (``/proc/<pid>/
+smaps_rollup`` of the worker and its children, sampled every second), the
+peak number of PostgreSQL connections to the bench database
+(``pg_stat_activity``, sampled), CPU ms per run (worker processes and the
+provider, ``/proc/<pid>/stat``), and the runs that failed, were stuck (not
+ended by ``--timeout``) or repeated (a provider request answered but not
+recorded, or recorded twice; a run claimed more than once).
+
+``--kill-after S``: SIGKILL the worker (its whole process group) S seconds
+after dispatch and start a new one: every run must still end, each provider
+call recorded once (the new worker's sweeper recovers the runs whose lease
+expires). ``--connection-limit N``: ``ALTER DATABASE ... CONNECTION LIMIT N``
+on the bench database (as a lowered ``max_connections``, without touching the
+shared server). Run with ``make bench-concurrency``; ``--help`` lists options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from celery_throughput import (  # noqa: E402 (bench/ is on sys.path)
+    percentile,
+    process_cpu,
+    process_env,
+    setup_django,
+)
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/wink_bench_concurrency"
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/8"
+TARGET = 0.90
+QUEUES = "celery,wink-maintenance"  # as `make worker`
+FINAL = ("succeeded", "failed", "cancelled")
+COMMITS = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+
+
+def recreate_database(url: str, connection_limit: int) -> None:
+    """Drop and create the bench database, owned by the URL's user (a role
+    other than a superuser is held to ``CONNECTION LIMIT``: on a shared
+    server, give the bench such a role so that it cannot take every
+    connection of the server)."""
+    from urllib.parse import urlunsplit
+
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not parts.scheme.startswith("postgres") or name in ("", "postgres"):
+        raise SystemExit("--database-url must name a PostgreSQL database of its own.")
+    owner = parts.username or "postgres"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    admin = admin.replace(f"{owner}@", "postgres@", 1)
+    limit = connection_limit or -1
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(
+            f'CREATE DATABASE "{name}" OWNER "{owner}" CONNECTION LIMIT {limit}'
+        )
+
+
+# -- the worker ------------------------------------------------------------------
+
+
+class Worker:
+    """``make worker``'s command (``celery -A wink_project worker`` with the
+    sweeper embedded), in its own process group."""
+
+    def __init__(
+        self, name: str, env: dict[str, str], log_path: Path, options: Any
+    ) -> None:
+        self.name = name
+        self.log_path = log_path
+        args = [
+            sys.executable, "-m", "celery", "-A", "wink_project", "worker",
+            "--loglevel=INFO", f"--queues={QUEUES}", f"--hostname={name}@%h",
+            "-B", f"--schedule={log_path.parent / (name + '-beat')}",
+        ]  # fmt: skip
+        if options.pool:
+            args.append(f"--pool={options.pool}")
+        if options.concurrency:
+            args.append(f"--concurrency={options.concurrency}")
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                args,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def pids(self) -> list[int]:
+        """The worker and every process below it."""
+        found = [self.process.pid]
+        for pid in found:
+            with contextlib.suppress(OSError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    found += [int(c) for c in (task / "children").read_text().split()]
+        return list(dict.fromkeys(found))
+
+    def check(self) -> None:
+        if self.process.poll() is not None:
+            tail = self.log_path.read_text(errors="replace")[-4000:]
+            raise SystemExit(f"worker {self.name} exited:\n{tail}")
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=30)
+        self.kill()
+
+
+def wait_ready(worker: Worker, seconds: float = 120) -> None:
+    from wink_project.celery import app
+
+    name = f"{worker.name}@{platform.node()}"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        worker.check()
+        replies = app.control.ping(destination=[name], timeout=1.0) or []
+        if any(name in reply for reply in replies):
+            return
+    raise SystemExit("the worker did not start in time")
+
+
+def pss_kib(pids: Sequence[int]) -> int:
+    """Proportional set size of these processes in all (KiB)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+    return total
+
+
+# -- sampling ----------------------------------------------------------------------
+
+
+class Sampler(threading.Thread):
+    """Every ``interval`` s: sessions running, connections to the bench
+    database (not counting its own), the worker's PSS."""
+
+    def __init__(self, url: str, workers: list[Worker], interval: float = 0.5):
+        super().__init__(daemon=True)
+        import psycopg
+
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.workers = workers
+        self.interval = interval
+        self.stopping = threading.Event()
+        self.running: list[int] = []
+        self.connections: list[int] = []
+        self.pss: list[int] = []
+        self.states: Counter[str] = Counter()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval):
+            with contextlib.suppress(Exception):
+                running = scalar(
+                    self.conn,
+                    "SELECT count(*) FROM sessions_app_agentsession "
+                    "WHERE status = 'running'",
+                )
+                self.running.append(running)
+                rows = self.conn.execute(
+                    "SELECT coalesce(state, ''), count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() GROUP BY 1"
+                ).fetchall()
+                self.connections.append(sum(count for _, count in rows))
+                for state, count in rows:
+                    self.states[state] = max(self.states[state], count)
+            self.pss.append(sum(pss_kib(w.pids()) for w in self.workers))
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join()
+
+
+# -- one round -----------------------------------------------------------------------
+
+
+def scalar(conn: Any, sql: str) -> Any:
+    """The one value ``sql`` selects."""
+    row = conn.execute(sql).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def most_at_once(intervals: Sequence[tuple[float, float]]) -> int:
+    """The most intervals open at one time."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    now = best = 0
+    for _, step in events:
+        now += step
+        best = max(best, now)
+    return best
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_args(argv)
+    from tooling.offline import OfflineServer
+    from tooling.offline import server as offline_server
+
+    # many runs connect at once: a listen backlog for them all
+    offline_server._HTTPServer.request_queue_size = 2048
+    recreate_database(options.database_url, options.connection_limit)
+    server = OfflineServer(delay=options.delay).start()
+    scratch = Path(tempfile.mkdtemp(prefix="wink-bench-concurrency-"))
+    env = process_env(options, server.base_url, None)
+    for item in options.env:
+        name, _, value = item.partition("=")
+        env[name] = value
+    env["LOG_LEVEL"] = os.environ.get("LOG_LEVEL", "WARNING")
+    setup_django(env)
+    from django.conf import settings
+    from django.db import connection, transaction
+
+    from sessions_app import services
+    from sessions_app.models import AgentSession, ProviderCall
+
+    concurrency = (
+        options.concurrency
+        or getattr(settings, "CELERY_WORKER_CONCURRENCY", None)
+        or os.cpu_count()
+        or 1
+    )
+    pool = options.pool or getattr(settings, "CELERY_WORKER_POOL", "prefork")
+    workers: list[Worker] = []
+    sampler: Sampler | None = None
+    killed_at = None
+    try:
+        for n in range(1, options.processes + 1):
+            workers.append(Worker(f"bench{n}", env, scratch / f"bench{n}.log", options))
+        for worker in workers:
+            wait_ready(worker)
+        sampler = Sampler(options.database_url, list(workers))
+        cpu_before = sum(process_cpu(pid) for w in workers for pid in w.pids())
+        own_before = process_cpu(os.getpid())
+        with transaction.atomic():
+            ids = [
+                services.start_session(prompt_ref=options.prompt, params={}).pk
+                for _ in range(options.runs)
+            ]
+            dispatched = time.time()
+        sent = time.time() - dispatched  # the messages leave on the commit
+        connection.close()  # the sampler alone watches from here
+        if connection.settings_dict["OPTIONS"].get("pool"):
+            # this process's pool keeps min_size open
+            connection.close_pool()  # type: ignore[attr-defined]
+        commits_before = scalar(sampler.conn, COMMITS)
+        sampler.start()
+        deadline = time.monotonic() + options.timeout
+        worker_cpu = 0.0
+        while True:
+            time.sleep(1)
+            if (
+                options.kill_after
+                and killed_at is None
+                and time.time() - dispatched > options.kill_after
+            ):
+                worker_cpu += sum(process_cpu(pid) for pid in workers[-1].pids())
+                worker_cpu -= cpu_before
+                cpu_before = 0.0
+                workers[-1].kill()
+                killed_at = time.time() - dispatched
+                print(f"  SIGKILL the worker at {killed_at:.1f} s", file=sys.stderr)
+                workers.append(Worker("again", env, scratch / "again.log", options))
+                sampler.workers = [workers[-1]]
+            else:
+                for worker in workers:
+                    worker.check()
+            ended = scalar(
+                sampler.conn,
+                "SELECT count(*) FROM sessions_app_agentsession "
+                "WHERE status IN ('succeeded', 'failed', 'cancelled')",
+            )
+            if ended >= options.runs or time.monotonic() > deadline:
+                break
+        live = workers[-1:] if killed_at is not None else workers
+        worker_cpu += sum(process_cpu(pid) for w in live for pid in w.pids())
+        worker_cpu -= cpu_before
+        time.sleep(0.6)  # the statistics collector's delay
+        commits_after = scalar(sampler.conn, COMMITS)
+        own_cpu = process_cpu(os.getpid()) - own_before
+    finally:
+        if sampler is not None and sampler.is_alive():
+            sampler.stop()
+        for worker in workers:
+            worker.stop()
+        server.stop()
+
+    rows = list(
+        AgentSession.objects.filter(pk__in=ids).values(
+            "pk", "status", "error_phase", "error_message", "attempts",
+            "started_at", "finished_at", "created_at",
+        )
+    )  # fmt: skip
+    calls = Counter(
+        ProviderCall.objects.filter(session_id__in=ids).values_list(
+            "session_id", "turn"
+        )
+    )
+    served = [s for s in server.served if s.response_id]
+    recorded = set(
+        ProviderCall.objects.filter(session_id__in=ids).values_list(
+            "response_id", flat=True
+        )
+    )
+    ended = [r for r in rows if r["finished_at"] is not None]
+    intervals = [
+        (r["started_at"].timestamp(), r["finished_at"].timestamp()) for r in ended
+    ]
+    in_flight = most_at_once(intervals)
+    last = max((b for _, b in intervals), default=dispatched)
+    elapsed = last - dispatched
+    per_run = sum(calls.values()) / max(len(ended), 1)
+    ideal_run = per_run * options.delay
+    target_flight = min(options.runs, concurrency * options.processes)
+    rate = len(ended) / elapsed if elapsed > 0 else 0.0
+    ideal = target_flight / ideal_run if ideal_run else 0.0
+    ideal_seen = in_flight / ideal_run if ideal_run else 0.0
+    walls = [b - a for a, b in intervals]
+    waits = [r["started_at"].timestamp() - dispatched for r in ended]
+    peak_pss = max(sampler.pss, default=0) if sampler else 0
+    result: dict[str, Any] = {
+        "runs": options.runs,
+        "prompt": options.prompt,
+        "delay_s": options.delay,
+        "pool": pool,
+        "processes": options.processes,
+        "concurrency": concurrency,
+        "database_pool": settings_pool(env),
+        "env": options.env,
+        "runs_in_flight": in_flight,
+        "running_sampled_max": max(sampler.running, default=0) if sampler else 0,
+        "provider_calls_per_run": round(per_run, 2),
+        "elapsed_s": round(elapsed, 1),
+        "messages_sent_s": round(sent, 2),
+        "runs_per_s": round(rate, 2),
+        "ideal_runs_per_s": round(ideal, 2),
+        "percent_of_ideal": round(100 * rate / ideal, 1) if ideal else 0.0,
+        "ideal_runs_per_s_at_seen_flight": round(ideal_seen, 2),
+        "percent_of_ideal_at_seen_flight": round(100 * rate / ideal_seen, 1)
+        if ideal_seen
+        else 0.0,
+        "run_wall_s": {
+            "p50": round(percentile(walls, 0.5), 1),
+            "p95": round(percentile(walls, 0.95), 1),
+            "max": round(max(walls, default=0), 1),
+        },
+        "queue_wait_s": {
+            "p50": round(percentile(waits, 0.5), 1),
+            "p95": round(percentile(waits, 0.95), 1),
+        },
+        "peak_pss_mib": round(peak_pss / 1024, 1),
+        "pss_per_run_in_flight_mib": round(peak_pss / 1024 / max(in_flight, 1), 2),
+        "peak_pg_connections": max(sampler.connections, default=0) if sampler else 0,
+        "peak_pg_connections_by_state": dict(sampler.states) if sampler else {},
+        "transactions_per_run": round(
+            (commits_after - commits_before) / max(len(ended), 1), 1
+        ),
+        "cpu_ms_per_run": {
+            "worker": round(1000 * worker_cpu / max(len(ended), 1), 1),
+            "provider_and_bench": round(1000 * own_cpu / max(len(ended), 1), 1),
+        },
+        "failed": [
+            f"{r['pk']}: {r['status']} {r['error_phase']} {r['error_message']}"
+            for r in rows
+            if r["status"] in FINAL and r["status"] != "succeeded"
+        ],
+        "stuck": [
+            f"{r['pk']}: {r['status']}" for r in rows if r["status"] not in FINAL
+        ],
+        "claimed_more_than_once": sum(1 for r in rows if r["attempts"] > 1),
+        "calls_recorded_twice": sum(1 for n in calls.values() if n > 1),
+        "requests_answered_not_recorded": len(
+            {s.response_id for s in served} - recorded
+        ),
+        "requests_answered": len(served),
+        "killed_at_s": killed_at,
+        "load_average": [round(v, 2) for v in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "logs": str(scratch),
+    }
+    print(json.dumps(result, indent=2) if options.json else report(result))
+    bad = result["failed"] or result["stuck"] or result["calls_recorded_twice"]
+    return 1 if bad else 0
+
+
+def settings_pool(env: dict[str, str]) -> str:
+    return env.get("WINK_DATABASE_POOL_MAX", "(settings default)")
+
+
+def report(r: dict[str, Any]) -> str:
+    verdict = "MEETS" if r["percent_of_ideal"] >= 100 * TARGET else "MISSES"
+    lines = [
+        f"Runs in flight: {r['runs']} runs of {r['prompt']} queued at once, provider "
+        f"delay {r['delay_s']:g} s, {r['processes']} worker process(es) (pool "
+        f"{r['pool']}, concurrency "
+        f"{r['concurrency']}) {' '.join(r['env'])}",
+        f"  runs in flight: {r['runs_in_flight']} (sampled max running "
+        f"{r['running_sampled_max']}); {r['provider_calls_per_run']} provider calls "
+        "per run",
+        f"  runs/s: {r['runs_per_s']:.2f}   ideal: {r['ideal_runs_per_s']:.2f}   "
+        f"{r['percent_of_ideal']:.1f}% (target {round(100 * TARGET)}%): {verdict}; "
+        f"at the runs seen in flight: {r['percent_of_ideal_at_seen_flight']:.1f}%",
+        f"  elapsed {r['elapsed_s']} s (the {r['runs']} messages took "
+        f"{r['messages_sent_s']} s to send);",
+        f"  run wall p50 {r['run_wall_s']['p50']} s, p95 {r['run_wall_s']['p95']} "
+        f"s, max {r['run_wall_s']['max']} s; queue wait p50 "
+        f"{r['queue_wait_s']['p50']} s, p95 {r['queue_wait_s']['p95']} s",
+        f"  worker PSS peak {r['peak_pss_mib']} MiB = "
+        f"{r['pss_per_run_in_flight_mib']} MiB per run in flight",
+        f"  peak PostgreSQL connections: {r['peak_pg_connections']} "
+        f"(by state, each its peak: {r['peak_pg_connections_by_state']})",
+        f"  transactions per run (every statement of the database, the "
+        f"sampler's included): {r['transactions_per_run']}",
+        f"  CPU per run (ms): worker {r['cpu_ms_per_run']['worker']}, provider "
+        f"and bench {r['cpu_ms_per_run']['provider_and_bench']}",
+        f"  failed {len(r['failed'])}, stuck {len(r['stuck'])}, claimed more than "
+        f"once {r['claimed_more_than_once']}, calls recorded twice "
+        f"{r['calls_recorded_twice']}, answered but not recorded "
+        f"{r['requests_answered_not_recorded']} (of {r['requests_answered']})",
+        f"  load average {r['load_average']}; logs {r['logs']}",
+    ]
+    lines += [f"  FAILED {f}" for f in r["failed"][:5]]
+    lines += [f"  STUCK {f}" for f in r["stuck"][:5]]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--delay", type=float, default=10.0, help="seconds")
+    parser.add_argument("--prompt", default="demo/release")
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--broker-url", default=DEFAULT_BROKER_URL)
+    parser.add_argument("--pool", default="", help="override the worker's pool")
+    parser.add_argument("--concurrency", type=int, default=0)
+    parser.add_argument(
+        "--env", action="append", default=[], help="NAME=VALUE for the worker"
+    )
+    parser.add_argument("--connection-limit", type=int, default=0)
+    parser.add_argument(
+        "--processes", type=int, default=1, help="worker processes (one host)"
+    )
+    parser.add_argument("--kill-after", type=float, default=0.0)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
