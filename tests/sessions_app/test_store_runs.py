@@ -476,6 +476,7 @@ def test_a_commit_after_half_the_lease_is_fenced():
     assert fence < insert
     assert '"claim_token"' in sqls[fence]
     session.refresh_from_db()
+    assert session.lease_expires_at is not None
     assert session.lease_expires_at > timezone.now()  # renewed by the fence
     assert not claim.fence_due()
 
