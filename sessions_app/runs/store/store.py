@@ -157,7 +157,7 @@ class RunStore:
         # round trip instead of BEGIN, INSERT, COMMIT: docs/benchmarks.md)
         alone = not fence and len(unit.rows) == 1 and not unit.writes_state
         renewed = commit(
-            lambda: self._write(unit, fence=fence),
+            lambda: self._write(unit, fence=fence, alone=alone),
             done=_done(unit.rows),
             atomic=not alone,
         )
@@ -167,8 +167,15 @@ class RunStore:
         if self.on_commit is not None and unit.rows:
             self.on_commit(unit.rows)
 
-    def _write(self, unit: Unit, *, fence: bool) -> tuple[float, float] | None:
-        """Write ``unit``; the time its fence renewed the lease, if it did."""
+    def _write(
+        self, unit: Unit, *, fence: bool, alone: bool
+    ) -> tuple[float, float] | None:
+        """Write ``unit``; the time its fence renewed the lease, if it did.
+        ``alone``: its one row, saved in autocommit (a failed save leaves the
+        row new, so it can be saved again)."""
+        if alone:
+            unit.rows[0].save(force_insert=True)
+            return None
         renewed = None
         if fence and self.claim is not None:
             renewed = self.claim.hold()  # only the claim's holder writes
@@ -206,12 +213,7 @@ class RunStore:
         # provider call before the citations that point at it)
         for _, rows in itertools.groupby(unit.rows, key=type):
             batch = list(rows)
-            if len(batch) == 1:
-                # new to the database, even after an attempt that rolled back
-                batch[0]._state.adding = True
-                batch[0].save(force_insert=True)
-            else:
-                type(batch[0])._default_manager.bulk_create(batch)
+            type(batch[0])._default_manager.bulk_create(batch)
         return renewed
 
     # -- the run's last writes ------------------------------------------------
