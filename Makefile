@@ -92,16 +92,17 @@ bench-celery: setup  ## Celery throughput: 2 workers against a 50 ms provider, v
 bench-concurrency: setup  ## Runs in flight: the default worker, N runs at a 10 s provider
 	$(BIN)/python bench/concurrency.py $(BENCH_CONCURRENCY_ARGS)
 
-# The worker embeds Celery beat (the stale-run sweeper) unless WORKER_BEAT is
-# emptied: with several workers, run `make worker WORKER_BEAT=` on all but one,
-# or all of them plus one `make beat`.
-WORKER_BEAT ?= -B --schedule=$(VENV)/celerybeat-schedule
+# The worker runs WINK_WORKER_CONCURRENCY runs in flight on Celery's threads
+# pool (WINK_WORKER_POOL) and sweeps stale runs on a thread of its own
+# (WINK_WORKER_SWEEPER): no flags needed (docs/adr/0022-runs-in-flight.md).
+# WORKER_ARGS adds Celery's own (e.g. --hostname=worker2@%h).
+WORKER_ARGS ?=
 
-worker: setup  ## A Celery worker with the sweeper (needs CELERY_BROKER_URL)
+worker: setup  ## A Celery worker: hundreds of runs in flight, with the sweeper (needs CELERY_BROKER_URL)
 	DEBUG=$${DEBUG:-1} WINK_PROCESS=worker $(BIN)/celery -A wink_project worker --loglevel=info \
-	  --queues=celery,wink-maintenance $(WORKER_BEAT)
+	  --queues=celery,wink-maintenance $(WORKER_ARGS)
 
-beat: setup  ## Celery beat alone: runs the stale-run sweeper every WINK_SWEEP_INTERVAL s
+beat: setup  ## Celery beat: sends the sweep every WINK_SWEEP_INTERVAL s (for prefork workers, or WINK_WORKER_SWEEPER=0)
 	DEBUG=$${DEBUG:-1} $(BIN)/celery -A wink_project beat --loglevel=info --schedule=$(VENV)/celerybeat-schedule
 
 sweep: setup  ## Recover runs a dead worker or web process left behind, once

@@ -18,6 +18,7 @@ from sessions_app import services
 from sessions_app.approvals import notifications
 from sessions_app.models import ApprovalRequest
 from sessions_app.runs import dispatch, lifecycle
+from sessions_app.runs.sweeping import log_sweep
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +50,7 @@ def run_session_task(session_id: str) -> str:
 @shared_task(name=dispatch.SWEEP_TASK, ignore_result=True)
 def sweep_stale_sessions_task() -> dict[str, Any]:
     report = services.sweep_stale_sessions()  # never raises for one session
-    if report.errors:
-        logger.warning("Swept stale sessions: %s", report)
-    elif report.redispatched or report.ran_inline or report.settled:
-        logger.info("Swept stale sessions: %s", report)
+    log_sweep(report)
     return report.as_dict()
 
 

@@ -27,6 +27,17 @@ OFFLINE_BASE_URL = "http://offline-provider.invalid/v1"
 
 _lock = threading.Lock()
 _cached: tuple[tuple[Any, ...], openai.OpenAI] | None = None
+# HTTP connections the client keeps open between calls (the SDK's default is
+# 100): a worker keeps one per run it may have in flight (``set_connections``),
+# or every turn past the hundredth connects again.
+_keepalive = 100
+
+
+def set_connections(runs_in_flight: int) -> None:
+    """Keep an HTTP connection for each of ``runs_in_flight`` runs (a
+    worker's concurrency); a client built earlier is built again."""
+    global _keepalive
+    _keepalive = max(100, runs_in_flight)
 
 
 def _settings_key() -> tuple[Any, ...]:
@@ -37,6 +48,7 @@ def _settings_key() -> tuple[Any, ...]:
         settings.OPENAI_BASE_URL,
         settings.WINK_OPENAI_MAX_RETRIES,
         settings.WINK_OPENAI_TIMEOUT,
+        _keepalive,
     )
 
 
@@ -56,6 +68,13 @@ def _new_client() -> openai.OpenAI:
         base_url=settings.OPENAI_BASE_URL or None,
         max_retries=settings.WINK_OPENAI_MAX_RETRIES,
         timeout=settings.WINK_OPENAI_TIMEOUT,
+        http_client=openai.DefaultHttpxClient(
+            # the SDK's own httpx client, typed for httpx2's limits
+            limits=httpx.Limits(  # type: ignore[arg-type]
+                max_connections=max(1000, _keepalive),
+                max_keepalive_connections=_keepalive,
+            )
+        ),
     )
 
 

@@ -27,3 +27,24 @@ def _check_database_connections(sender: Any = None, **_: Any) -> None:
     """
     if not getattr(sender.request, "is_eager", False):
         close_old_connections()
+
+
+@signals.worker_init.connect
+def _prepare_worker(sender: Any = None, **_: Any) -> None:
+    """Size the provider's helper threads and connections to the runs this
+    worker keeps in flight (sessions_app/runs/worker.py)."""
+    from sessions_app.runs import worker
+
+    worker.prepare(int(getattr(sender, "concurrency", 0) or 0))
+
+
+@signals.worker_ready.connect
+def _start_sweeper(sender: Any = None, **_: Any) -> None:
+    """Sweep on a thread of this worker (threads and solo pools): a sweep
+    sent by beat would wait for a free pool thread."""
+    from sessions_app.runs import worker
+
+    # the pool this worker runs (the command line's or the settings'):
+    # celery.concurrency.thread, .solo, .prefork, ...
+    pool = type(getattr(sender, "pool", None)).__module__.rsplit(".", 1)[-1]
+    worker.start_sweeper(pool)

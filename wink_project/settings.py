@@ -376,6 +376,68 @@ if (
     and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 ):
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
+# Runs in flight (docs/adr/0022-runs-in-flight.md): a worker runs each run in
+# flight on a thread of its own (Celery's threads pool) and its runs share a
+# bounded pool of PostgreSQL connections: a run holds one only while it reads
+# or writes, never while it waits for the model. One thread per process renews
+# the leases of all its runs in one UPDATE, on a small pool of its own
+# ("control"), so that leases never wait behind the runs' writes.
+WINK_WORKER_POOL = os.environ.get("WINK_WORKER_POOL", "threads").strip() or "threads"
+if WINK_WORKER_POOL not in ("threads", "prefork", "solo"):
+    raise ImproperlyConfigured(
+        f"WINK_WORKER_POOL must be threads, prefork or solo (not {WINK_WORKER_POOL!r})."
+    )
+# Runs in flight per worker process. On SQLite, whose writers queue for one
+# lock, a few: a worker host of hundreds needs PostgreSQL.
+_ON_POSTGRESQL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+WINK_WORKER_CONCURRENCY = int(
+    env_number("WINK_WORKER_CONCURRENCY", 500 if _ON_POSTGRESQL else 8, minimum=1)
+)
+# One thread per worker process renews the leases of all its runs in one
+# UPDATE every WINK_RUN_HEARTBEAT_SECONDS (sessions_app/runs/store/leases.py)
+# and ends a run still busy past its deadline and grace; off, each run renews
+# its own lease (as a web process's inline run does).
+WINK_RUN_BATCHED_LEASES = env_bool("WINK_RUN_BATCHED_LEASES", WINK_PROCESS == "worker")
+# A worker on the threads or solo pool sweeps on a thread of its own every
+# WINK_SWEEP_INTERVAL (one host at a time on PostgreSQL), so that a sweep never
+# waits for a free pool thread; 0: leave sweeping to `make beat`.
+WINK_WORKER_SWEEPER = env_bool("WINK_WORKER_SWEEPER", True)
+# Connections per worker process in all (the runs' pool + 2 for the leases);
+# 0: no pool (a persistent connection per thread, as before).
+WINK_DATABASE_POOL_SIZE = int(env_number("WINK_DATABASE_POOL_SIZE", 20, minimum=0))
+# How long a run waits for a pooled connection before its step fails (and the
+# run resumes): long, since waiting is the normal answer to a busy pool.
+WINK_DATABASE_POOL_TIMEOUT = env_number("WINK_DATABASE_POOL_TIMEOUT", 120, minimum=1)
+CONTROL_DATABASE = "default"
+if WINK_PROCESS == "worker" and WINK_DATABASE_POOL_SIZE and _ON_POSTGRESQL:
+    if WINK_DATABASE_POOL_SIZE < 4:
+        raise ImproperlyConfigured("WINK_DATABASE_POOL_SIZE must be 0 or at least 4.")
+    _default = DATABASES["default"]
+    _default["CONN_MAX_AGE"] = 0  # Django's pool requires it
+    # A check per checkout would cost a round trip per step: the pool discards
+    # a connection returned broken, and a run's commit that finds its
+    # connection dead makes it again on a new one (runs.store.commits).
+    _default["CONN_HEALTH_CHECKS"] = env_bool("WINK_DATABASE_POOL_CHECKS", False)
+    _control: dict[str, Any] = {
+        **_default,
+        "OPTIONS": dict(_default.get("OPTIONS", {})),
+    }
+    _default.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 2,
+        "max_size": WINK_DATABASE_POOL_SIZE - 2,
+        "timeout": WINK_DATABASE_POOL_TIMEOUT,
+        "max_idle": 60,
+        "name": "wink-runs",
+    }
+    _control["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": 2,
+        "timeout": WINK_DATABASE_POOL_TIMEOUT,
+        "name": "wink-control",
+    }
+    _control["TEST"] = {"MIRROR": "default"}
+    DATABASES["control"] = _control  # type: ignore[assignment]
+    CONTROL_DATABASE = "control"
 # How long an approval request waits for a human before it is denied
 # automatically (an approval policy may set its own deadline_seconds).
 WINK_APPROVAL_TIMEOUT_SECONDS = int(
@@ -414,6 +476,8 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_POOL = WINK_WORKER_POOL
+CELERY_WORKER_CONCURRENCY = WINK_WORKER_CONCURRENCY
 # Celery's Django fixup closes a worker's database connections before and after
 # every task unless told to reuse them: a new PostgreSQL connection (and a cold
 # server backend) per run. wink_project/celery.py checks them around each task

@@ -128,7 +128,11 @@ def _run(
         lifecycle.settle(session_id)
         logger.info("Session %s is not claimable; not running it", session_id)
     else:
-        _run_claimed(claim, client, prompt, pricing)
+        store.leases.register(claim)
+        try:
+            _run_claimed(claim, client, prompt, pricing)
+        finally:
+            store.leases.unregister(claim)
     return claim
 
 
@@ -156,7 +160,11 @@ def _run_claimed(
                 lifecycle.cancel_claimed(claim)
             return
         except lifecycle.LeaseLost:
-            logger.warning("Session %s: another worker holds it now", claim.session_id)
+            logger.warning(
+                "Session %s: this worker no longer holds it (another worker took "
+                "it over, or it was ended past its deadline)",
+                claim.session_id,
+            )
             return
         except SoftTimeLimitExceeded:
             lifecycle.end_claimed(
@@ -245,6 +253,7 @@ def _evaluate(
         resumed=resuming,
     )
     assert session.deadline_at is not None  # set by the claim
+    store.release()  # the reads are done: no connection held while it waits
     # A PromptEvaluationError has already ended the session (the sink records
     # PromptFailed through the store).
     with contextlib.suppress(PromptEvaluationError):

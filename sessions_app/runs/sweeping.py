@@ -76,6 +76,15 @@ def _going_on(report: SweepReport, key: Any) -> Iterator[None]:
         report.errors[str(key)] = type(error).__name__
 
 
+def log_sweep(report: SweepReport) -> None:
+    """Log what a sweep did: a warning with errors, nothing if it did
+    nothing."""
+    if report.errors:
+        logger.warning("Swept stale sessions: %s", report)
+    elif report.redispatched or report.ran_inline or report.settled:
+        logger.info("Swept stale sessions: %s", report)
+
+
 def sweep_stale_sessions() -> SweepReport:
     """Recover runs nothing is working on.
 

@@ -138,7 +138,9 @@ class WorkerProcess:
         self.process = subprocess.Popen(
             args,
             cwd=ROOT,
-            env=dict(env),
+            # Celery takes the configured worker_pool over `--pool=prefork`
+            # (its CLI default): the settings must name the pool too.
+            env={**env, "WINK_WORKER_POOL": pool},
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -1,5 +1,6 @@
 """The one door to the database for a run (docs/write-path.md)."""
 
+from . import leases
 from .claims import (
     Claim,
     LeaseLost,
@@ -9,7 +10,7 @@ from .claims import (
     lease_seconds,
     worker_name,
 )
-from .commits import RECOMMIT_DELAYS, reconnect
+from .commits import RECOMMIT_DELAYS, reconnect, release
 from .store import RunStore, create, finish, pause
 from .units import Unit
 
@@ -25,7 +26,9 @@ __all__ = [
     "create",
     "finish",
     "lease_seconds",
+    "leases",
     "pause",
     "reconnect",
+    "release",
     "worker_name",
 ]

@@ -38,6 +38,8 @@ from sessions_app.models import AgentSession
 from tooling.models import generation_token
 from tooling.runtime import RunAborted
 
+from .commits import release
+
 Status = AgentSession.Status
 
 
@@ -74,6 +76,10 @@ class Claim:
     _renewed_wall: float = dataclasses.field(default_factory=time.time)
     #: the status this worker's own update ended (or paused) the run with
     ended: str | None = None
+    #: the process's batched renewal (``leases``) did not renew this lease
+    stopped: bool = False
+    #: renewed by the process's batched renewal (``leases.register``)
+    batched: bool = False
 
     @property
     def session_id(self) -> Any:
@@ -85,7 +91,18 @@ class Claim:
 
     def beat(self) -> None:
         """The run's heartbeat: renew the lease (at most every ``renew_every``
-        seconds) and stop the run if it was cancelled or taken over."""
+        seconds) and stop the run if it was cancelled or taken over.
+
+        With a batched renewal (``leases``), no query unless the renewal
+        found the lease gone; the connection goes back to the pool (a run
+        beats while it waits for the model)."""
+        if self.batched:
+            try:
+                if self.stopped:
+                    self.lost()
+            finally:
+                release()
+            return
         if self._since_renewed() < self.renew_every:
             return
         self.renewed(self.stamp())
@@ -205,6 +222,7 @@ def claim(
     session = AgentSession.objects.annotate(catalog_token=generation_token()).get(
         pk=session_id
     )
+    release()
     return Claim(session, token, renew_every)
 
 

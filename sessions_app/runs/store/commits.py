@@ -14,7 +14,14 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +51,9 @@ def commit(
     ``done``, or inside a caller's transaction (which the lost connection
     broke), the error goes up as it came."""
     try:
-        return _once(write, atomic)
+        result = _once(write, atomic)
+        release()
+        return result
     except LOST as error:
         if done is None or connection.in_atomic_block:
             raise
@@ -61,8 +70,11 @@ def commit(
         reconnect()
         try:
             if done():
+                release()
                 return None
-            return _once(write, atomic)
+            result = _once(write, atomic)
+            release()
+            return result
         except LOST as again:
             lost = again
     raise lost
@@ -73,6 +85,20 @@ def _once(write: Callable[[], T], atomic: bool) -> T:
         return write()
     with transaction.atomic():
         return write()
+
+
+def release(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Give this thread's connection to ``alias`` back to its pool, when it
+    has one (a pooled worker, ADR 0022): a run holds a connection only while
+    it reads or writes, never while it waits for the model. Nothing inside a
+    transaction, nor without a pool (a persistent connection stays)."""
+    wrapper = connections[alias]
+    if wrapper.in_atomic_block or not wrapper.settings_dict["OPTIONS"].get("pool"):
+        return
+    try:
+        wrapper.close()  # Django's pooled close() puts it back
+    except Exception:  # a broken connection: the pool discards it
+        logger.debug("Returning the connection to the pool failed", exc_info=True)
 
 
 def reconnect() -> None:

@@ -152,7 +152,11 @@ class RunStore:
     # -- commits ---------------------------------------------------------------
 
     def _commit(self, unit: Unit) -> None:
-        fence = self.claim is not None and self.claim.fence_due()
+        # a claim the process's lease renewal stopped (ended past its deadline,
+        # cancelled, taken over) checks the claim in every commit
+        fence = self.claim is not None and (
+            self.claim.stopped or self.claim.fence_due()
+        )
         # one row and nothing to check: its INSERT commits on its own (one
         # round trip instead of BEGIN, INSERT, COMMIT: docs/benchmarks.md)
         alone = not fence and len(unit.rows) == 1 and not unit.writes_state

@@ -52,6 +52,16 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+# Helper threads for the calls in flight: at least one per run a process keeps
+# in flight (``set_helper_threads``), or the calls queue for them.
+_helper_threads = 32
+
+
+def set_helper_threads(count: int) -> None:
+    """How many provider calls this process may have in flight at once
+    (a worker: its concurrency). Takes effect for a pool not yet made."""
+    global _helper_threads
+    _helper_threads = max(1, count)
 
 
 def _reset_pool() -> None:
@@ -67,7 +77,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=32, thread_name_prefix="wink-provider"
+                max_workers=_helper_threads, thread_name_prefix="wink-provider"
             )
         return _pool
 
@@ -172,6 +182,8 @@ class Sender:
         so this thread can beat and give up at the deadline."""
         if self.deadline is None and self.heartbeat is None:
             return call()
+        if self.heartbeat is not None:
+            self.heartbeat()  # also: the run holds no database connection now
         future = _executor().submit(call)
         while True:
             remaining = self._remaining()
