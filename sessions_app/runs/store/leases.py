@@ -62,13 +62,20 @@ class Renewer:
         self.overdue = 0
 
     def add(self, claim: Claim) -> None:
+        """Renew the claim's lease from now on (the thread starts with the
+        first claim)."""
+        self.track(claim)
         with self._lock:
-            self._claims[claim.token] = claim
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._loop, name="wink-leases", daemon=True
                 )
                 self._thread.start()
+
+    def track(self, claim: Claim) -> None:
+        """Renew the claim's lease in each round (``renew``)."""
+        with self._lock:
+            self._claims[claim.token] = claim
 
     def remove(self, claim: Claim) -> None:
         with self._lock:
