@@ -92,14 +92,15 @@ bench-celery: setup  ## Celery throughput: 2 workers against a 50 ms provider, v
 bench-concurrency: setup  ## Runs in flight: the default worker, N runs at a 10 s provider
 	$(BIN)/python bench/concurrency.py $(BENCH_CONCURRENCY_ARGS)
 
-# The worker runs WINK_WORKER_CONCURRENCY runs in flight on Celery's threads
-# pool (WINK_WORKER_POOL) and sweeps stale runs on a thread of its own
-# (WINK_WORKER_SWEEPER): no flags needed (docs/adr/0022-runs-in-flight.md).
-# WORKER_ARGS adds Celery's own (e.g. --hostname=worker2@%h).
+# The host's workers: WINK_WORKER_PROCESSES Celery workers (one per CPU on
+# PostgreSQL) sharing WINK_WORKER_CONCURRENCY runs in flight on Celery's
+# threads pool (WINK_WORKER_POOL), each sweeping stale runs on a thread of its
+# own (WINK_WORKER_SWEEPER): no flags needed (docs/scaling.md). WORKER_ARGS
+# adds Celery's own (e.g. --hostname=host2@%h).
 WORKER_ARGS ?=
 
 worker: setup  ## A Celery worker: hundreds of runs in flight, with the sweeper (needs CELERY_BROKER_URL)
-	DEBUG=$${DEBUG:-1} WINK_PROCESS=worker $(BIN)/celery -A wink_project worker --loglevel=info \
+	DEBUG=$${DEBUG:-1} WINK_PROCESS=worker $(BIN)/python -m wink_project.workers --loglevel=info \
 	  --queues=celery,wink-maintenance $(WORKER_ARGS)
 
 beat: setup  ## Celery beat: sends the sweep every WINK_SWEEP_INTERVAL s (for prefork workers, or WINK_WORKER_SWEEPER=0)

@@ -91,23 +91,34 @@ def recreate_database(url: str, connection_limit: int) -> None:
 
 
 class Worker:
-    """``make worker``'s command (``celery -A wink_project worker`` with the
-    sweeper embedded), in its own process group."""
+    """``make worker``'s command (``python -m wink_project.workers``: the
+    host's ``WINK_WORKER_PROCESSES`` Celery workers, each sweeping on a
+    thread of its own), in its own process group; ``nodes``: their names."""
 
     def __init__(
-        self, name: str, env: dict[str, str], log_path: Path, options: Any
+        self,
+        name: str,
+        env: dict[str, str],
+        log_path: Path,
+        options: Any,
+        processes: int,
     ) -> None:
         self.name = name
         self.log_path = log_path
         args = [
-            sys.executable, "-m", "celery", "-A", "wink_project", "worker",
+            sys.executable, "-m", "wink_project.workers",
             "--loglevel=INFO", f"--queues={QUEUES}", f"--hostname={name}@%h",
-            "-B", f"--schedule={log_path.parent / (name + '-beat')}",
         ]  # fmt: skip
         if options.pool:
+            # the settings' pool wins over Celery's own default: name it there
+            env = {**env, "WINK_WORKER_POOL": options.pool}
             args.append(f"--pool={options.pool}")
-        if options.concurrency:
-            args.append(f"--concurrency={options.concurrency}")
+        host = platform.node()
+        self.nodes = (
+            [f"{name}-{n}@{host}" for n in range(1, processes + 1)]
+            if processes > 1
+            else [f"{name}@{host}"]
+        )
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 args,
@@ -134,8 +145,10 @@ class Worker:
             raise SystemExit(f"worker {self.name} exited:\n{tail}")
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        # the launcher's workers run in process groups of their own
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
 
@@ -150,14 +163,16 @@ class Worker:
 def wait_ready(worker: Worker, seconds: float = 120) -> None:
     from wink_project.celery import app
 
-    name = f"{worker.name}@{platform.node()}"
     deadline = time.monotonic() + seconds
+    waiting = set(worker.nodes)
     while time.monotonic() < deadline:
         worker.check()
-        replies = app.control.ping(destination=[name], timeout=1.0) or []
-        if any(name in reply for reply in replies):
+        replies = app.control.ping(destination=sorted(waiting), timeout=1.0) or []
+        for reply in replies:
+            waiting -= set(reply)
+        if not waiting:
             return
-    raise SystemExit("the worker did not start in time")
+    raise SystemExit(f"the worker did not start in time ({sorted(waiting)})")
 
 
 def pss_kib(pids: Sequence[int]) -> int:
@@ -250,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item in options.env:
         name, _, value = item.partition("=")
         env[name] = value
+    if options.concurrency:  # the host's runs in flight
+        env["WINK_WORKER_CONCURRENCY"] = str(options.concurrency)
+    if options.pool:
+        env["WINK_WORKER_POOL"] = options.pool
     env["LOG_LEVEL"] = os.environ.get("LOG_LEVEL", "WARNING")
     setup_django(env)
     from django.conf import settings
@@ -258,19 +277,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sessions_app import services
     from sessions_app.models import AgentSession, ProviderCall
 
-    concurrency = (
-        options.concurrency
-        or getattr(settings, "CELERY_WORKER_CONCURRENCY", None)
-        or os.cpu_count()
-        or 1
-    )
-    pool = options.pool or getattr(settings, "CELERY_WORKER_POOL", "prefork")
+    concurrency = int(settings.WINK_WORKER_CONCURRENCY)  # per host
+    pool = settings.WINK_WORKER_POOL
+    per_host = int(settings.WINK_WORKER_PROCESSES) if pool == "threads" else 1
     workers: list[Worker] = []
     sampler: Sampler | None = None
     killed_at = None
     try:
-        for n in range(1, options.processes + 1):
-            workers.append(Worker(f"bench{n}", env, scratch / f"bench{n}.log", options))
+        for n in range(1, options.hosts + 1):
+            log = scratch / f"bench{n}.log"
+            workers.append(Worker(f"bench{n}", env, log, options, per_host))
         for worker in workers:
             wait_ready(worker)
         sampler = Sampler(options.database_url, list(workers))
@@ -304,7 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers[-1].kill()
                 killed_at = time.time() - dispatched
                 print(f"  SIGKILL the worker at {killed_at:.1f} s", file=sys.stderr)
-                workers.append(Worker("again", env, scratch / "again.log", options))
+                again = Worker("again", env, scratch / "again.log", options, per_host)
+                workers.append(again)
                 sampler.workers = [workers[-1]]
             else:
                 for worker in workers:
@@ -355,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = last - dispatched
     per_run = sum(calls.values()) / max(len(ended), 1)
     ideal_run = per_run * options.delay
-    target_flight = min(options.runs, concurrency * options.processes)
+    target_flight = min(options.runs, concurrency * options.hosts)
     rate = len(ended) / elapsed if elapsed > 0 else 0.0
     ideal = target_flight / ideal_run if ideal_run else 0.0
     ideal_seen = in_flight / ideal_run if ideal_run else 0.0
@@ -367,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "prompt": options.prompt,
         "delay_s": options.delay,
         "pool": pool,
-        "processes": options.processes,
+        "hosts": options.hosts,
+        "processes_per_host": per_host,
         "concurrency": concurrency,
         "database_pool": settings_pool(env),
         "env": options.env,
@@ -435,9 +453,9 @@ def report(r: dict[str, Any]) -> str:
     verdict = "MEETS" if r["percent_of_ideal"] >= 100 * TARGET else "MISSES"
     lines = [
         f"Runs in flight: {r['runs']} runs of {r['prompt']} queued at once, provider "
-        f"delay {r['delay_s']:g} s, {r['processes']} worker process(es) (pool "
-        f"{r['pool']}, concurrency "
-        f"{r['concurrency']}) {' '.join(r['env'])}",
+        f"delay {r['delay_s']:g} s, {r['hosts']} x make worker ("
+        f"{r['processes_per_host']} process(es), pool {r['pool']}, concurrency "
+        f"{r['concurrency']} per host) {' '.join(r['env'])}",
         f"  runs in flight: {r['runs_in_flight']} (sampled max running "
         f"{r['running_sampled_max']}); {r['provider_calls_per_run']} provider calls "
         "per run",
@@ -476,13 +494,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     parser.add_argument("--broker-url", default=DEFAULT_BROKER_URL)
     parser.add_argument("--pool", default="", help="override the worker's pool")
-    parser.add_argument("--concurrency", type=int, default=0)
+    parser.add_argument(
+        "--concurrency", type=int, default=0, help="runs in flight per host"
+    )
     parser.add_argument(
         "--env", action="append", default=[], help="NAME=VALUE for the worker"
     )
     parser.add_argument("--connection-limit", type=int, default=0)
     parser.add_argument(
-        "--processes", type=int, default=1, help="worker processes (one host)"
+        "--hosts", type=int, default=1, help="make worker commands, as on N hosts"
     )
     parser.add_argument("--kill-after", type=float, default=0.0)
     parser.add_argument("--timeout", type=float, default=900)

@@ -376,22 +376,40 @@ if (
     and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 ):
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
-# Runs in flight (docs/adr/0022-runs-in-flight.md): a worker runs each run in
-# flight on a thread of its own (Celery's threads pool) and its runs share a
-# bounded pool of PostgreSQL connections: a run holds one only while it reads
-# or writes, never while it waits for the model. One thread per process renews
-# the leases of all its runs in one UPDATE, on a small pool of its own
-# ("control"), so that leases never wait behind the runs' writes.
+# Runs in flight (docs/adr/0022-runs-in-flight.md, docs/scaling.md). A
+# worker host runs WINK_WORKER_PROCESSES Celery workers (`make worker` starts
+# them: wink_project/workers.py), each keeping its share of the host's
+# WINK_WORKER_CONCURRENCY runs in flight, one per thread of Celery's threads
+# pool, and sharing its share of the host's WINK_DATABASE_POOL_SIZE PostgreSQL
+# connections: a run holds one only while it reads or writes, never while it
+# waits for the model. One thread per process renews the leases of all its
+# runs in one UPDATE, on a connection of its own ("control"), so that leases
+# never wait behind the runs' writes.
 WINK_WORKER_POOL = os.environ.get("WINK_WORKER_POOL", "threads").strip() or "threads"
 if WINK_WORKER_POOL not in ("threads", "prefork", "solo"):
     raise ImproperlyConfigured(
         f"WINK_WORKER_POOL must be threads, prefork or solo (not {WINK_WORKER_POOL!r})."
     )
-# Runs in flight per worker process. On SQLite, whose writers queue for one
-# lock, a few: a worker host of hundreds needs PostgreSQL.
 _ON_POSTGRESQL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+_THREADS = WINK_WORKER_POOL == "threads"
+# Worker processes per host: one per CPU on PostgreSQL with threads (each
+# interpreter runs Python on one CPU at a time), else one.
+WINK_WORKER_PROCESSES = int(
+    env_number(
+        "WINK_WORKER_PROCESSES",
+        min(os.cpu_count() or 1, 8) if _ON_POSTGRESQL and _THREADS else 1,
+        minimum=1,
+    )
+)
+# Runs in flight per host, shared among its processes. On SQLite, whose
+# writers queue for one lock, a few: hundreds need PostgreSQL. Prefork: one
+# child process per run in flight (about 150 MiB each), so one per CPU.
 WINK_WORKER_CONCURRENCY = int(
-    env_number("WINK_WORKER_CONCURRENCY", 500 if _ON_POSTGRESQL else 8, minimum=1)
+    env_number(
+        "WINK_WORKER_CONCURRENCY",
+        (500 if _ON_POSTGRESQL else 8) if _THREADS else (os.cpu_count() or 1),
+        minimum=1,
+    )
 )
 # One thread per worker process renews the leases of all its runs in one
 # UPDATE every WINK_RUN_HEARTBEAT_SECONDS (sessions_app/runs/store/leases.py)
@@ -399,19 +417,26 @@ WINK_WORKER_CONCURRENCY = int(
 # its own lease (as a web process's inline run does).
 WINK_RUN_BATCHED_LEASES = env_bool("WINK_RUN_BATCHED_LEASES", WINK_PROCESS == "worker")
 # A worker on the threads or solo pool sweeps on a thread of its own every
-# WINK_SWEEP_INTERVAL (one host at a time on PostgreSQL), so that a sweep never
-# waits for a free pool thread; 0: leave sweeping to `make beat`.
+# WINK_SWEEP_INTERVAL, so that a sweep never waits for a free pool thread
+# (several workers sweeping at once is safe: each re-dispatch is a conditional
+# update); 0: leave sweeping to `make beat`.
 WINK_WORKER_SWEEPER = env_bool("WINK_WORKER_SWEEPER", True)
-# Connections per worker process in all (the runs' pool + 2 for the leases);
-# 0: no pool (a persistent connection per thread, as before).
+# PostgreSQL connections per worker host in all, shared among its processes
+# (each: one for its leases, the rest a pool for its runs); 0: no pool (a
+# persistent connection per thread).
 WINK_DATABASE_POOL_SIZE = int(env_number("WINK_DATABASE_POOL_SIZE", 20, minimum=0))
 # How long a run waits for a pooled connection before its step fails (and the
 # run resumes): long, since waiting is the normal answer to a busy pool.
 WINK_DATABASE_POOL_TIMEOUT = env_number("WINK_DATABASE_POOL_TIMEOUT", 120, minimum=1)
 CONTROL_DATABASE = "default"
 if WINK_PROCESS == "worker" and WINK_DATABASE_POOL_SIZE and _ON_POSTGRESQL:
-    if WINK_DATABASE_POOL_SIZE < 4:
-        raise ImproperlyConfigured("WINK_DATABASE_POOL_SIZE must be 0 or at least 4.")
+    _per_process = WINK_DATABASE_POOL_SIZE // WINK_WORKER_PROCESSES
+    if _per_process < 3:
+        raise ImproperlyConfigured(
+            f"WINK_DATABASE_POOL_SIZE ({WINK_DATABASE_POOL_SIZE}) must be 0 or at "
+            f"least 3 per worker process (WINK_WORKER_PROCESSES="
+            f"{WINK_WORKER_PROCESSES}): one for the leases, two for the runs."
+        )
     _default = DATABASES["default"]
     _default["CONN_MAX_AGE"] = 0  # Django's pool requires it
     # A check per checkout would cost a round trip per step: the pool discards
@@ -424,14 +449,14 @@ if WINK_PROCESS == "worker" and WINK_DATABASE_POOL_SIZE and _ON_POSTGRESQL:
     }
     _default.setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2,
-        "max_size": WINK_DATABASE_POOL_SIZE - 2,
+        "max_size": _per_process - 1,
         "timeout": WINK_DATABASE_POOL_TIMEOUT,
         "max_idle": 60,
         "name": "wink-runs",
     }
     _control["OPTIONS"]["pool"] = {
         "min_size": 1,
-        "max_size": 2,
+        "max_size": 1,
         "timeout": WINK_DATABASE_POOL_TIMEOUT,
         "name": "wink-control",
     }
@@ -477,7 +502,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_POOL = WINK_WORKER_POOL
-CELERY_WORKER_CONCURRENCY = WINK_WORKER_CONCURRENCY
+# each process's share of the host's runs in flight
+CELERY_WORKER_CONCURRENCY = -(-WINK_WORKER_CONCURRENCY // WINK_WORKER_PROCESSES)
 # Celery's Django fixup closes a worker's database connections before and after
 # every task unless told to reuse them: a new PostgreSQL connection (and a cold
 # server backend) per run. wink_project/celery.py checks them around each task
