@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers.append(again)
                 sampler.workers = [workers[-1]]
             else:
-                for worker in workers:
+                for worker in workers[-1:] if killed_at is not None else workers:
                     worker.check()
             ended = scalar(
                 sampler.conn,

@@ -393,13 +393,18 @@ if WINK_WORKER_POOL not in ("threads", "prefork", "solo"):
 _ON_POSTGRESQL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 _THREADS = WINK_WORKER_POOL == "threads"
 # Worker processes per host: one per CPU on PostgreSQL with threads (each
-# interpreter runs Python on one CPU at a time), else one.
-WINK_WORKER_PROCESSES = int(
-    env_number(
-        "WINK_WORKER_PROCESSES",
-        min(os.cpu_count() or 1, 8) if _ON_POSTGRESQL and _THREADS else 1,
-        minimum=1,
+# interpreter runs Python on one CPU at a time), else one (prefork and solo:
+# always one, Celery's own processes).
+WINK_WORKER_PROCESSES = (
+    int(
+        env_number(
+            "WINK_WORKER_PROCESSES",
+            min(os.cpu_count() or 1, 8) if _ON_POSTGRESQL else 1,
+            minimum=1,
+        )
     )
+    if _THREADS
+    else 1
 )
 # Runs in flight per host, shared among its processes. On SQLite, whose
 # writers queue for one lock, a few: hundreds need PostgreSQL. Prefork: one
@@ -422,20 +427,27 @@ WINK_RUN_BATCHED_LEASES = env_bool("WINK_RUN_BATCHED_LEASES", WINK_PROCESS == "w
 # update); 0: leave sweeping to `make beat`.
 WINK_WORKER_SWEEPER = env_bool("WINK_WORKER_SWEEPER", True)
 # PostgreSQL connections per worker host in all, shared among its processes
-# (each: one for its leases, the rest a pool for its runs); 0: no pool (a
-# persistent connection per thread).
-WINK_DATABASE_POOL_SIZE = int(env_number("WINK_DATABASE_POOL_SIZE", 20, minimum=0))
+# (prefork: its child processes), each with one for its leases and the rest a
+# pool for its runs: 20, or 3 per process where there are more than six;
+# 0: no pool (a persistent connection per thread).
+_SHARING = (
+    WINK_WORKER_CONCURRENCY if WINK_WORKER_POOL == "prefork" else WINK_WORKER_PROCESSES
+)
+WINK_DATABASE_POOL_SIZE = int(
+    env_number("WINK_DATABASE_POOL_SIZE", max(20, 3 * _SHARING), minimum=0)
+)
 # How long a run waits for a pooled connection before its step fails (and the
 # run resumes): long, since waiting is the normal answer to a busy pool.
 WINK_DATABASE_POOL_TIMEOUT = env_number("WINK_DATABASE_POOL_TIMEOUT", 120, minimum=1)
 CONTROL_DATABASE = "default"
 if WINK_PROCESS == "worker" and WINK_DATABASE_POOL_SIZE and _ON_POSTGRESQL:
-    _per_process = WINK_DATABASE_POOL_SIZE // WINK_WORKER_PROCESSES
+    _per_process = WINK_DATABASE_POOL_SIZE // _SHARING
     if _per_process < 3:
         raise ImproperlyConfigured(
             f"WINK_DATABASE_POOL_SIZE ({WINK_DATABASE_POOL_SIZE}) must be 0 or at "
-            f"least 3 per worker process (WINK_WORKER_PROCESSES="
-            f"{WINK_WORKER_PROCESSES}): one for the leases, two for the runs."
+            f"least 3 per worker process ({_SHARING} on this host: "
+            "WINK_WORKER_PROCESSES, or WINK_WORKER_CONCURRENCY with prefork): one "
+            "for the leases, two for the runs."
         )
     _default = DATABASES["default"]
     _default["CONN_MAX_AGE"] = 0  # Django's pool requires it
