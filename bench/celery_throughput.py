@@ -214,7 +214,9 @@ class Worker:
             self.process = subprocess.Popen(
                 args,
                 cwd=ROOT,
-                env=env,
+                # a prefork child per run, as this bench has always measured
+                # (make worker's threads: make bench-concurrency)
+                env={**env, "WINK_WORKER_POOL": "prefork"},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -136,3 +136,12 @@ def test_settings_login_rates_refuse_what_is_not_a_rate(raw):
         pytest.raises(ImproperlyConfigured, match="WINK_LOGIN_RATE must look like"),
     ):
         env_rate("WINK_LOGIN_RATE", "5/15m")
+
+
+def test_the_sdks_http_clients_log_no_line_per_request():
+    """The openai SDK's HTTP client (httpx2) logs every request at INFO: a
+    line per provider call in a worker's log unless the settings quiet it."""
+    import logging
+
+    for name in ("httpx", "httpx2", "openai"):
+        assert logging.getLogger(name).getEffectiveLevel() == logging.WARNING
