@@ -17,7 +17,7 @@ from celery.exceptions import Reject
 from sessions_app import services
 from sessions_app.approvals import notifications
 from sessions_app.models import ApprovalRequest
-from sessions_app.runs import dispatch, lifecycle
+from sessions_app.runs import dispatch, lifecycle, store
 from sessions_app.runs.sweeping import log_sweep
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,12 @@ def run_session_task(session_id: str) -> str:
 
 @shared_task(name=dispatch.SWEEP_TASK, ignore_result=True)
 def sweep_stale_sessions_task() -> dict[str, Any]:
-    report = services.sweep_stale_sessions()  # never raises for one session
+    try:
+        report = services.sweep_stale_sessions()  # never raises for one session
+    finally:
+        # a pooled worker's connection goes back; a dead one is discarded with
+        # the pool's other dead ones, or every next sweep would take one
+        store.release()
     log_sweep(report)
     return report.as_dict()
 

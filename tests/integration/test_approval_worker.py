@@ -8,7 +8,7 @@ worker (no worker holds it while it waits). Then:
   (``ApprovalClosed``), and the run is dispatched and resumed exactly once;
 - the worker is SIGKILLed during the resumed run, right after the approved
   call was recorded (while the run waits for the provider's next reply): a new
-  worker (its embedded beat runs the sweeper) resumes the run again from its
+  worker (its sweeper thread re-dispatches it) resumes the run again from its
   record, and the approved call has run once: one ``ToolInvocation`` and one
   write of the state its success changes.
 

@@ -1,15 +1,16 @@
 """A worker SIGKILLed inside a long read-only handler loses no provider
 response (issue #25: nothing held back).
 
-A real worker (prefork pool of one child, embedded beat running the sweeper,
-short leases) runs one session against the offline provider over HTTP,
-playing a fixed conversation (``parallel_calls_script``): ``TURNS`` responses
-each asking for ``CALLS_PER_TURN`` parallel calls to ``lookup``
-(``slow_handlers.py``, declared read-only), then a final answer. Every
+A real worker (short leases, a sweeper) runs one session against the offline
+provider over HTTP, playing a fixed conversation (``parallel_calls_script``):
+``TURNS`` responses each asking for ``CALLS_PER_TURN`` parallel calls to
+``lookup`` (``slow_handlers.py``, declared read-only), then a final answer. Every
 handler run notes its start and its end in a file; the second call of turn 2
 (``HELD``) waits inside its handler until the test releases it. As soon as
-that call has started, the test SIGKILLs the pool child running the task (or
-the whole worker, then starts a new one). Then:
+that call has started, the test SIGKILLs the pool child running the task (a
+prefork worker of one child, embedded beat running the sweeper), or the whole
+worker (the shipped default: threads pool, its own sweeper thread), then
+starts a new one. Then:
 
 - at once, before anything resumes the run: turn 2's provider call, whose
   response asked for the held call, is in the database with its response,
@@ -222,7 +223,12 @@ def test_a_kill_inside_a_read_only_handler_loses_no_response(slow, target):
         "WINK_SLOW_HOLD": HELD,
         "WINK_SLOW_RELEASE": str(files.release),
     }
-    options: dict[str, Any] = {"pool": "prefork", "concurrency": 1, "beat": True}
+    # a pool child to kill on prefork; the whole worker is the shipped one
+    options: dict[str, Any] = (
+        {"pool": "prefork", "concurrency": 1, "beat": True}
+        if target == "pool_child"
+        else {"beat": True}
+    )
     first = workers.start("first", env=env, **options)
     began = time.monotonic()
     session = services.start_session(prompt_ref=ref, params={})
@@ -317,7 +323,7 @@ def test_a_kill_inside_a_read_only_handler_loses_no_response(slow, target):
     assert session.unpriced_calls == 0
 
     print(
-        f"\n[{BROKER} / {target}] killed inside {HELD!r} "
+        f"\n[{BROKER} / {target} ({first.pool})] killed inside {HELD!r} "
         f"{killed_at - began:.1f}s after the start; the run resumed and "
         f"succeeded {took:.1f}s later; {len(posts)} POSTs for {TURNS + 1} "
         f"responses; the held handler started {starts[HELD]} times"

@@ -1,14 +1,18 @@
 """Database connections killed while runs execute on a real worker (issue #24,
 item 7).
 
-A prefork worker (two children, embedded beat running the sweeper) runs
-sessions whose every turn calls ``blips.count`` twice (``blip_handlers.py``:
-each handler run notes its start and its end in a file, keyed by the call's
-idempotency key, and reads the session's files halfway). Meanwhile a thread
+A worker runs sessions whose every turn calls ``blips.count`` twice
+(``blip_handlers.py``: each handler run notes its start and its end in a
+file, keyed by the call's idempotency key, and reads the session's files
+halfway). Meanwhile a thread
 of this test terminates every other backend of the test database
 (``pg_terminate_backend``, as a failover or an operator would) every 0.5 to 2
 seconds: the workers' connections wherever they are, in a claim, a step's
-commit, a handler's query, the sweeper.
+commit, a handler's query, the sweeper, idle in the worker's pool (every idle
+connection of a pool dies at once). Twice: on the shipped default (threads
+pool, runs sharing a connection pool, batched leases on a pool of their own,
+the worker's sweeper thread) and on prefork (two children, each with pools
+of its own; embedded beat sends the sweeps).
 
 Then every session must have ended, each tool call must be recorded once, and
 no handler may have run to its end twice for one call: a step whose commit
@@ -59,7 +63,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), needs_broker]
 
 Status = AgentSession.Status
 FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
-SESSIONS = 16
 TURNS = 3
 CALLS_PER_TURN = 2
 REPLY_DELAY = 0.05
@@ -166,19 +169,23 @@ def _handler_runs(log: Path) -> tuple[collections.Counter, collections.Counter]:
     return starts, ends
 
 
-def test_database_blips_never_run_a_finished_handler_twice(blips):
+# (the threads worker, 8 runs in flight, gets more sessions: as many kills)
+@pytest.mark.parametrize(
+    ("pool", "concurrency", "count"), [("threads", 8, 48), ("prefork", 2, 16)]
+)
+def test_database_blips_never_run_a_finished_handler_twice(
+    blips, pool, concurrency, count
+):
     workers, log = blips
     ref = _prompt()
     workers.start(
         "blips",
-        pool="prefork",
-        concurrency=2,
+        pool=pool,
+        concurrency=concurrency,
         beat=True,
         env={"WINK_HANDLER_MODULES": HANDLER_MODULES, "WINK_BLIP_LOG": str(log)},
     )
-    ids = [
-        services.start_session(prompt_ref=ref, params={}).pk for _ in range(SESSIONS)
-    ]
+    ids = [services.start_session(prompt_ref=ref, params={}).pk for _ in range(count)]
     killer = Killer(spare=_backend_pid()).start()
     began = time.monotonic()
     try:
@@ -200,7 +207,7 @@ def test_database_blips_never_run_a_finished_handler_twice(blips):
             session__in=ids
         ).values_list("session_id", "call_id")
     )
-    assert len(recorded) == SESSIONS * TURNS * CALLS_PER_TURN
+    assert len(recorded) == count * TURNS * CALLS_PER_TURN
     assert max(recorded.values()) == 1, "a tool call was recorded twice"
     starts, ends = _handler_runs(log)
     twice = {key: n for key, n in ends.items() if n > 1}
@@ -212,7 +219,7 @@ def test_database_blips_never_run_a_finished_handler_twice(blips):
     start_retries = output.count("failed around its run")
     assert sum(killer.kills) >= 3, killer.kills  # the blips did hit the workers
     print(
-        f"\n[{BROKER}] {len(killer.kills)} kill(s) of {sum(killer.kills)} "
+        f"\n[{BROKER} / {pool}] {len(killer.kills)} kill(s) of {sum(killer.kills)} "
         f"backend(s); {sum(ends.values())} handler runs for {len(recorded)} calls; "
         f"{interrupted} interrupted mid-handler (ran again); {recommits} step "
         f"commit(s) written again; {start_retries} worker start(s) tried again; "

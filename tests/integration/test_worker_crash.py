@@ -1,10 +1,12 @@
 """A Celery worker SIGKILLed mid-run loses nothing and duplicates nothing.
 
-A real worker process (prefork pool, two children, embedded beat running the
-sweeper) runs ten sessions of ``demo/release`` against the offline provider,
-served over HTTP with a delay on every reply. While they run, the test SIGKILLs
-the whole worker (then starts a new one), or, in the second case, only the pool
-child running a session (the pool replaces it). Then every session must end
+A real worker process runs ten sessions of ``demo/release`` against the
+offline provider, served over HTTP with a delay on every reply. While they
+run, the test SIGKILLs the whole worker, the shipped default (threads pool,
+``THREADS`` runs in flight, its database pool, batched leases and its own
+sweeper thread), then starts a new one; or, in the second case, only the pool
+child running a session of a prefork worker (two children, embedded beat
+running the sweeper; the pool replaces the child). Then every session must end
 ``succeeded``, each with exactly the tool invocations its recorded responses
 asked for (none missing, none twice) and the same conversation as an
 uninterrupted run, and no provider response may have been requested again once
@@ -53,7 +55,10 @@ FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 PROMPT = "demo/release"
 SESSIONS = 10
-CONCURRENCY = 2
+CONCURRENCY = 2  # the prefork worker's children
+THREADS = 5  # the threads worker's runs in flight
+# The worker each target is killed in: (pool, runs in flight).
+POOLS = {"worker": ("threads", THREADS), "pool_child": ("prefork", CONCURRENCY)}
 REPLY_DELAY = 0.3  # seconds the offline provider holds back every reply
 FINISH_SECONDS = 120
 # Output items that are neither a call the runtime runs nor a native call.
@@ -325,7 +330,8 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
     references = _reference_runs(settings, params)
     assert all(ref.status == Status.SUCCEEDED for ref in references.values())
 
-    worker = crash.start("first", pool="prefork", concurrency=CONCURRENCY, beat=True)
+    pool, concurrency = POOLS[target]
+    worker = crash.start("first", pool=pool, concurrency=concurrency, beat=True)
     began = time.monotonic()
     ids = [
         services.start_session(prompt_ref=PROMPT, params=value).pk for value in params
@@ -337,12 +343,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
     if target == "worker":
         worker.kill()
         assert not worker.alive()
-        bound = CONCURRENCY  # every run the worker had was cut
-        crash.start("second", pool="prefork", concurrency=CONCURRENCY, beat=True)
+        bound = concurrency  # every run the worker had was cut
+        crash.start("second", pool=pool, concurrency=concurrency, beat=True)
     else:
         _kill_pool_child(worker, victim)
         bound = 1  # only the killed child's run was cut
-    assert 1 <= in_flight <= CONCURRENCY, in_flight
+    assert 1 <= in_flight <= concurrency, in_flight
 
     _wait_all_final(ids, crash, FINISH_SECONDS)
     finished_at = time.monotonic()
@@ -365,7 +371,8 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
     duplicates = _check_provider_requests(crash.server.served, sessions, bound)
 
     print(
-        f"\n[{BROKER} / {target} / {moment}] kill after {killed_at - began:.1f}s "
+        f"\n[{BROKER} / {target} ({pool}) / {moment}] "
+        f"kill after {killed_at - began:.1f}s "
         f"({in_flight} running; {victim.params['service']} had run {victim.calls} "
         f"call(s)), all finished {finished_at - killed_at:.1f}s later "
         f"(total {finished_at - began:.1f}s); interrupted {interrupted}; "

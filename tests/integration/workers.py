@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.limits import LISTEN_SECONDS
 from tests.sessions_app.brokers import broker_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,22 +96,39 @@ def child_pids(pid: int) -> list[int]:
     return sorted(children)
 
 
+# The pool the tests' workers run unless a test names another: the shipped
+# default (settings.WINK_WORKER_POOL), with a concurrency a test can fill.
+DEFAULT_POOL = "threads"
+DEFAULT_CONCURRENCY = {"threads": 8, "prefork": 2, "solo": 1}
+# Pools whose worker sweeps on a thread of its own (Celery's pool names for
+# sessions_app.runs.worker.SWEEPING_POOLS).
+SWEEPER_THREAD_POOLS = frozenset({"threads", "solo"})
+
+
 class WorkerProcess:
     """One ``celery worker`` process (and its children) in its own process
     group; its output goes to a file (``output()``), never to a pipe that
-    could fill up and block it."""
+    could fill up and block it.
+
+    By default the shipped worker: the threads pool (``DEFAULT_CONCURRENCY``
+    threads), and with ``worker_env``'s ``WINK_PROCESS=worker`` its database
+    pool and its batched lease renewal; ``pool="prefork"`` for a test that
+    kills a pool child."""
 
     def __init__(
         self,
         env: Mapping[str, str],
         *,
-        pool: str = "solo",
-        concurrency: int = 1,
+        pool: str = DEFAULT_POOL,
+        concurrency: int | None = None,
         beat: bool = False,
         loglevel: str = "WARNING",
         name: str = "worker",
     ) -> None:
         self.name = name
+        self.pool = pool
+        if concurrency is None:
+            concurrency = DEFAULT_CONCURRENCY.get(pool, 1)
         self._dir = tempfile.TemporaryDirectory(prefix=f"wink-{name}-")
         self.log_path = Path(self._dir.name) / "worker.log"
         args: list[str] = [
@@ -129,18 +148,29 @@ class WorkerProcess:
             # Runs, and the sweeper's own queue (as `make worker` does).
             "--queues=celery,wink-maintenance",
         ]
-        if beat:
-            # Embedded beat: it runs the sweeper; a fresh schedule file per
-            # worker (a SIGKILL may leave the old one half written).
+        # ``beat``: a sweeper in this worker, as the shipped default has one.
+        # On the threads and solo pools it is the worker's own sweeper thread
+        # (WINK_WORKER_SWEEPER, every WINK_SWEEP_INTERVAL); on prefork, whose
+        # main process sweeps on no thread, embedded Celery beat sends the
+        # sweep. Without it, no sweeper at all: the test sweeps when it means to.
+        sweeper_thread = beat and pool in SWEEPER_THREAD_POOLS
+        if beat and not sweeper_thread:
+            # A fresh schedule file per worker (a SIGKILL may leave the old
+            # one half written).
             args += ["--beat", f"--schedule={Path(self._dir.name) / 'beat'}"]
         self.args: Sequence[str] = args
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
             args,
             cwd=ROOT,
-            # Celery takes the configured worker_pool over `--pool=prefork`
-            # (its CLI default): the settings must name the pool too.
-            env={**env, "WINK_WORKER_POOL": pool},
+            env={
+                **env,
+                # Celery takes the configured worker_pool over `--pool=prefork`
+                # (its CLI default): the settings must name the pool too.
+                "WINK_WORKER_POOL": pool,
+                "WINK_WORKER_CONCURRENCY": str(concurrency),
+                "WINK_WORKER_SWEEPER": "1" if sweeper_thread else "0",
+            },
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -165,6 +195,19 @@ class WorkerProcess:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return "(no output)"
+
+    def wait_ready(self, seconds: float = LISTEN_SECONDS) -> None:
+        """Until Celery says this worker is ready (it consumes from then on;
+        its log level must be INFO or lower)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            output = self.output()
+            if re.search(rf"\] {re.escape(self.name)}@\S+ ready\.", output):
+                return
+            if not self.alive():
+                pytest.fail(f"the worker {self.name} exited early:\n{output}")
+            time.sleep(0.1)
+        pytest.fail(f"the worker {self.name} was not ready:\n{self.output()}")
 
     def _signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -203,7 +246,8 @@ class WorkerProcess:
 
 
 # Short leases so a dead worker's runs are picked up again within seconds: the
-# lease must outlive two heartbeats; beat runs the sweeper every second.
+# lease must outlive two heartbeats; the sweeper (a worker's thread, or
+# embedded beat on prefork) runs every second.
 SHORT_LEASES = {
     "WINK_RUN_LEASE_SECONDS": "4",
     "WINK_RUN_HEARTBEAT_SECONDS": "1",

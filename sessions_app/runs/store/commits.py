@@ -10,6 +10,7 @@ checks that.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -22,6 +23,7 @@ from django.db import (
     connections,
     transaction,
 )
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -91,23 +93,66 @@ def release(alias: str = DEFAULT_DB_ALIAS) -> None:
     """Give this thread's connection to ``alias`` back to its pool, when it
     has one (a pooled worker, ADR 0022): a run holds a connection only while
     it reads or writes, never while it waits for the model. Nothing inside a
-    transaction, nor without a pool (a persistent connection stays)."""
+    transaction, nor without a pool (a persistent connection stays). A
+    connection found dead is discarded, and the pool's idle ones checked
+    (``purge``)."""
     wrapper = connections[alias]
-    if wrapper.in_atomic_block or not wrapper.settings_dict["OPTIONS"].get("pool"):
+    if wrapper.in_atomic_block or not _pooled(wrapper):
         return
+    raw = wrapper.connection
+    dead = raw is not None and bool(raw.closed or raw.broken)
     try:
         wrapper.close()  # Django's pooled close() puts it back
     except Exception:  # a broken connection: the pool discards it
         logger.debug("Returning the connection to the pool failed", exc_info=True)
+    if dead:
+        purge(alias)
 
 
 def reconnect() -> None:
     """Drop the broken connection; the next query opens a new one, with the
-    settings' ``OPTIONS`` (a worker's ``synchronous_commit``)."""
+    settings' ``OPTIONS`` (a worker's ``synchronous_commit``), or takes one
+    from the pool that works (``purge``)."""
     try:
         connection.close()
     except Exception:  # a dead connection may fail to close: it is gone anyway
         logger.debug("Closing the broken connection failed", exc_info=True)
+    if _pooled(connection) and not connection.in_atomic_block:
+        purge()
+
+
+def purge(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Test each idle connection of ``alias``'s pool and discard the dead
+    ones (the pool makes new ones); called once a connection was found dead.
+
+    The pool hands its connections out unchecked (a check per checkout would
+    cost a round trip per step, ADR 0022). When the server ends its backends
+    (a restart, a failover, ``pg_terminate_backend``, an idle timeout), every
+    idle connection in the pool is dead at once: without this, each attempt
+    to go on (a commit made again, a run resumed, the next sweep or lease
+    renewal) would take the next dead one and fail again, until the attempts
+    run out. One thread checks a pool at a time; another that finds a
+    connection dead meanwhile goes on (the idle ones are out of the pool
+    while they are checked: it gets a checked one, or a new one)."""
+    # psycopg_pool's ConnectionPool (Django's PostgreSQL wrapper's ``pool``)
+    pool = getattr(connections[alias], "pool", None)
+    lock = _purging.setdefault(alias, threading.Lock())
+    if pool is None or not lock.acquire(blocking=False):
+        return
+    try:
+        pool.check()
+    except Exception:  # the server is unreachable: the next attempt says so
+        logger.debug("Checking the pool's idle connections failed", exc_info=True)
+    finally:
+        lock.release()
+
+
+#: one pool check at a time per alias (``purge``)
+_purging: dict[str, threading.Lock] = {}
+
+
+def _pooled(wrapper: BaseDatabaseWrapper) -> bool:
+    return bool(wrapper.settings_dict["OPTIONS"].get("pool"))
 
 
 def durable() -> None:
