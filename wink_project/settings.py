@@ -8,96 +8,17 @@ from __future__ import annotations
 
 import os
 import re
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from wink_project import workers_config
 from wink_project.csp import configured_policy
+from wink_project.env import env_bool, env_list, env_number, env_rate, env_usd
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(
-        f"{name} must be a boolean (one of 1/0, true/false, yes/no, on/off); "
-        f"got {raw!r}."
-    )
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [part.strip() for part in os.environ.get(name, default).split(",") if part]
-
-
-def env_number(name: str, default: float, *, minimum: float = 0) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number; got {raw!r}.") from None
-    if not value >= minimum or value == float("inf"):
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {raw!r}.")
-    return value
-
-
-_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def env_rate(name: str, default: str) -> tuple[int, int] | None:
-    """A rate such as ``5/15m`` (at most 5 per 15 minutes): a count, then a
-    period of seconds, minutes, hours or days (``30/minute``, ``100/2h``, ``10/d``);
-    ``(count, seconds)``, or ``None`` for ``off``; unset or empty: ``default``."""
-    raw = os.environ.get(name, "").strip() or default
-    if raw.lower() == "off":
-        return None
-    match = re.fullmatch(
-        r"(\d+)/(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)s?",
-        raw,
-        flags=re.IGNORECASE,
-    )
-    if not match or int(match[1]) < 1 or match[2] == "0" or int(match[1]) > 1000:
-        raise ImproperlyConfigured(
-            f"{name} must look like 5/15m (1 to 1000, then a period: a number of "
-            f"seconds, minutes, hours or days: s, m, h or d), or off; got {raw!r}."
-        )
-    return int(match[1]), int(match[2] or 1) * _PERIODS[match[3][0].lower()]
-
-
-def env_usd(name: str) -> Decimal | None:
-    """An amount of US dollars (``"5"``, ``"0.25"``); unset or empty: ``None``."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        raise ImproperlyConfigured(
-            f"{name} must be an amount of US dollars such as 5 or 0.25; got {raw!r}."
-        ) from None
-    if not value.is_finite() or value < 0 or value >= Decimal("1e8"):
-        raise ImproperlyConfigured(
-            f"{name} must be at least 0 and below 100000000; got {raw!r}."
-        )
-    if value != value.quantize(Decimal("0.0001")):
-        raise ImproperlyConfigured(
-            f"{name} may have at most 4 decimal places; got {raw!r}."
-        )
-    return value
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -376,105 +297,17 @@ if (
     and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 ):
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
-# Runs in flight (docs/adr/0022-runs-in-flight.md, docs/scaling.md). A
-# worker host runs WINK_WORKER_PROCESSES Celery workers (`make worker` starts
-# them: wink_project/workers.py), each keeping its share of the host's
-# WINK_WORKER_CONCURRENCY runs in flight, one per thread of Celery's threads
-# pool, and sharing its share of the host's WINK_DATABASE_POOL_SIZE PostgreSQL
-# connections: a run holds one only while it reads or writes, never while it
-# waits for the model. One thread per process renews the leases of all its
-# runs in one UPDATE, on a connection of its own ("control"), so that leases
-# never wait behind the runs' writes.
-WINK_WORKER_POOL = os.environ.get("WINK_WORKER_POOL", "threads").strip() or "threads"
-if WINK_WORKER_POOL not in ("threads", "prefork", "solo"):
-    raise ImproperlyConfigured(
-        f"WINK_WORKER_POOL must be threads, prefork or solo (not {WINK_WORKER_POOL!r})."
-    )
-_ON_POSTGRESQL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-_THREADS = WINK_WORKER_POOL == "threads"
-# Worker processes per host: one per CPU on PostgreSQL with threads (each
-# interpreter runs Python on one CPU at a time), else one (prefork and solo:
-# always one, Celery's own processes).
-WINK_WORKER_PROCESSES = (
-    int(
-        env_number(
-            "WINK_WORKER_PROCESSES",
-            min(os.cpu_count() or 1, 8) if _ON_POSTGRESQL else 1,
-            minimum=1,
-        )
-    )
-    if _THREADS
-    else 1
-)
-# Runs in flight per host, shared among its processes. On SQLite, whose
-# writers queue for one lock, a few: hundreds need PostgreSQL. Prefork: one
-# child process per run in flight (about 150 MiB each), so one per CPU.
-WINK_WORKER_CONCURRENCY = int(
-    env_number(
-        "WINK_WORKER_CONCURRENCY",
-        (500 if _ON_POSTGRESQL else 8) if _THREADS else (os.cpu_count() or 1),
-        minimum=1,
-    )
-)
-# One thread per worker process renews the leases of all its runs in one
-# UPDATE every WINK_RUN_HEARTBEAT_SECONDS (sessions_app/runs/store/leases.py)
-# and ends a run still busy past its deadline and grace; off, each run renews
-# its own lease (as a web process's inline run does).
-WINK_RUN_BATCHED_LEASES = env_bool("WINK_RUN_BATCHED_LEASES", WINK_PROCESS == "worker")
-# A worker on the threads or solo pool sweeps on a thread of its own every
-# WINK_SWEEP_INTERVAL, so that a sweep never waits for a free pool thread
-# (several workers sweeping at once is safe: each re-dispatch is a conditional
-# update); 0: leave sweeping to `make beat`.
-WINK_WORKER_SWEEPER = env_bool("WINK_WORKER_SWEEPER", True)
-# PostgreSQL connections per worker host in all, shared among its processes
-# (prefork: its child processes), each with one for its leases and the rest a
-# pool for its runs: 20, or 3 per process where there are more than six;
-# 0: no pool (a persistent connection per thread).
-_SHARING = (
-    WINK_WORKER_CONCURRENCY if WINK_WORKER_POOL == "prefork" else WINK_WORKER_PROCESSES
-)
-WINK_DATABASE_POOL_SIZE = int(
-    env_number("WINK_DATABASE_POOL_SIZE", max(20, 3 * _SHARING), minimum=0)
-)
-# How long a run waits for a pooled connection before its step fails (and the
-# run resumes): long, since waiting is the normal answer to a busy pool.
-WINK_DATABASE_POOL_TIMEOUT = env_number("WINK_DATABASE_POOL_TIMEOUT", 120, minimum=1)
-CONTROL_DATABASE = "default"
-if WINK_PROCESS == "worker" and WINK_DATABASE_POOL_SIZE and _ON_POSTGRESQL:
-    _per_process = WINK_DATABASE_POOL_SIZE // _SHARING
-    if _per_process < 3:
-        raise ImproperlyConfigured(
-            f"WINK_DATABASE_POOL_SIZE ({WINK_DATABASE_POOL_SIZE}) must be 0 or at "
-            f"least 3 per worker process ({_SHARING} on this host: "
-            "WINK_WORKER_PROCESSES, or WINK_WORKER_CONCURRENCY with prefork): one "
-            "for the leases, two for the runs."
-        )
-    _default = DATABASES["default"]
-    _default["CONN_MAX_AGE"] = 0  # Django's pool requires it
-    # A check per checkout would cost a round trip per step: the pool discards
-    # a connection returned broken, and a run's commit that finds its
-    # connection dead makes it again on a new one (runs.store.commits).
-    _default["CONN_HEALTH_CHECKS"] = env_bool("WINK_DATABASE_POOL_CHECKS", False)
-    _control: dict[str, Any] = {
-        **_default,
-        "OPTIONS": dict(_default.get("OPTIONS", {})),
-    }
-    _default.setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 2,
-        "max_size": _per_process - 1,
-        "timeout": WINK_DATABASE_POOL_TIMEOUT,
-        "max_idle": 60,
-        "name": "wink-runs",
-    }
-    _control["OPTIONS"]["pool"] = {
-        "min_size": 1,
-        "max_size": 1,
-        "timeout": WINK_DATABASE_POOL_TIMEOUT,
-        "name": "wink-control",
-    }
-    _control["TEST"] = {"MIRROR": "default"}
-    DATABASES["control"] = _control  # type: ignore[assignment]
-    CONTROL_DATABASE = "control"
+# Runs in flight per worker host: processes, threads, the database pool, the
+# lease renewal and the sweeper (wink_project/workers_config.py, ADR 0022).
+_workers = workers_config.configure(DATABASES, process=WINK_PROCESS)
+WINK_WORKER_POOL = _workers.pool
+WINK_WORKER_PROCESSES = _workers.processes
+WINK_WORKER_CONCURRENCY = _workers.concurrency
+WINK_RUN_BATCHED_LEASES = _workers.batched_leases
+WINK_WORKER_SWEEPER = _workers.sweeper
+WINK_DATABASE_POOL_SIZE = _workers.pool_size
+WINK_DATABASE_POOL_TIMEOUT = _workers.pool_timeout
+CONTROL_DATABASE = _workers.control_database
 # How long an approval request waits for a human before it is denied
 # automatically (an approval policy may set its own deadline_seconds).
 WINK_APPROVAL_TIMEOUT_SECONDS = int(
@@ -515,7 +348,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_POOL = WINK_WORKER_POOL
 # each process's share of the host's runs in flight
-CELERY_WORKER_CONCURRENCY = -(-WINK_WORKER_CONCURRENCY // WINK_WORKER_PROCESSES)
+CELERY_WORKER_CONCURRENCY = _workers.concurrency_per_process
 # Celery's Django fixup closes a worker's database connections before and after
 # every task unless told to reuse them: a new PostgreSQL connection (and a cold
 # server backend) per run. wink_project/celery.py checks them around each task
@@ -651,9 +484,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # the SDK's HTTP client logs every request at INFO: a line per provider
     # call in a worker's log (the SDK's own client is httpx2)
-    "loggers": {
-        name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")
-    },
+    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")},
 }
 
 # DEBUG pages and error reports (HTML, text, the report mailed to ADMINS) show

@@ -1,0 +1,90 @@
+"""Settings from the environment: each reader fails at startup with a message
+that names the variable and what it must look like."""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal, InvalidOperation
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name} must be a boolean (one of 1/0, true/false, yes/no, on/off); "
+        f"got {raw!r}."
+    )
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part]
+
+
+def env_number(name: str, default: float, *, minimum: float = 0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number; got {raw!r}.") from None
+    if not value >= minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {raw!r}.")
+    return value
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def env_rate(name: str, default: str) -> tuple[int, int] | None:
+    """A rate such as ``5/15m`` (at most 5 per 15 minutes): a count, then a
+    period of seconds, minutes, hours or days (``30/minute``, ``100/2h``, ``10/d``);
+    ``(count, seconds)``, or ``None`` for ``off``; unset or empty: ``default``."""
+    raw = os.environ.get(name, "").strip() or default
+    if raw.lower() == "off":
+        return None
+    match = re.fullmatch(
+        r"(\d+)/(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)s?",
+        raw,
+        flags=re.IGNORECASE,
+    )
+    if not match or int(match[1]) < 1 or match[2] == "0" or int(match[1]) > 1000:
+        raise ImproperlyConfigured(
+            f"{name} must look like 5/15m (1 to 1000, then a period: a number of "
+            f"seconds, minutes, hours or days: s, m, h or d), or off; got {raw!r}."
+        )
+    return int(match[1]), int(match[2] or 1) * _PERIODS[match[3][0].lower()]
+
+
+def env_usd(name: str) -> Decimal | None:
+    """An amount of US dollars (``"5"``, ``"0.25"``); unset or empty: ``None``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ImproperlyConfigured(
+            f"{name} must be an amount of US dollars such as 5 or 0.25; got {raw!r}."
+        ) from None
+    if not value.is_finite() or value < 0 or value >= Decimal("1e8"):
+        raise ImproperlyConfigured(
+            f"{name} must be at least 0 and below 100000000; got {raw!r}."
+        )
+    if value != value.quantize(Decimal("0.0001")):
+        raise ImproperlyConfigured(
+            f"{name} may have at most 4 decimal places; got {raw!r}."
+        )
+    return value
