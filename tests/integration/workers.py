@@ -164,6 +164,9 @@ class WorkerProcess:
             args,
             cwd=ROOT,
             env={
+                # one `celery worker` process: the host's runs and connections
+                # all its own (make worker's launcher starts one per CPU)
+                "WINK_WORKER_PROCESSES": "1",
                 **env,
                 # Celery takes the configured worker_pool over `--pool=prefork`
                 # (its CLI default): the settings must name the pool too.
