@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from sessions_app.models import AgentSession, SessionStateEntry, VirtualFile
-from sessions_app.runs.store import RunStore, StoreUnavailable, Unit
+from sessions_app.runs.store import RunStore, StoreUnavailable, Unit, release
 from tooling.runtime import Resources
 from tooling.runtime.serde import dump, parse
 from tooling.runtime.text import storable, storable_text
@@ -40,7 +40,10 @@ MAX_VALUE_TYPE = SessionStateEntry._meta.get_field("value_type").max_length or 2
 
 def _guarded(method: F) -> F:
     """Database errors as errors a tool can report (no SQL in the message); a
-    lost connection as ``StoreUnavailable``, which stops and resumes the run."""
+    lost connection as ``StoreUnavailable``, which stops and resumes the run.
+    A pooled worker's connection goes back once the read is done
+    (``store.release``): a handler that reads and then works for long (an
+    HTTP call, a slow tool) holds no connection meanwhile (ADR 0022)."""
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -52,6 +55,8 @@ def _guarded(method: F) -> F:
             raise ValueError(
                 f"The session store refused the change ({type(error).__name__})."
             ) from error
+        finally:
+            release()
 
     return wrapper  # type: ignore[return-value]
 

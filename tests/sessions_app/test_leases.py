@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -26,6 +26,7 @@ from sessions_app import services
 from sessions_app.models import AgentSession, SessionStateEntry
 from sessions_app.runs import store
 from sessions_app.runs.store import Claim, LeaseLost, RunCancelled, leases
+from tests.limits import THREAD_SECONDS
 from tests.sessions_app.factories import AgentSessionFactory
 from tooling.demo import seed_demo_catalog
 
@@ -105,6 +106,8 @@ def test_a_cancelled_and_a_taken_over_claim_are_stopped_and_their_runs_told_why(
     assert len(queries.captured_queries) == 1
 
 
+# the ending is written on a thread of its own, which sees what the test wrote
+@pytest.mark.django_db(transaction=True)
 def test_a_run_busy_past_its_deadline_is_ended_and_its_late_writes_refused(
     renewer, settings, caplog
 ) -> None:
@@ -118,6 +121,10 @@ def test_a_run_busy_past_its_deadline_is_ended_and_its_late_writes_refused(
     run_store = store.RunStore(hung.session, claim=hung)
 
     assert renewer.renew() == 1
+    assert hung.stopped  # at once: its commits are fenced from now on
+    assert renewer.ending is not None
+    renewer.ending.join(THREAD_SECONDS)
+    assert not renewer.ending.is_alive()
 
     ended = AgentSession.objects.get(pk=hung.session_id)
     assert ended.status == Status.FAILED
@@ -132,6 +139,53 @@ def test_a_run_busy_past_its_deadline_is_ended_and_its_late_writes_refused(
         run_store.put_state("late", "json", {"x": 1})
     assert not SessionStateEntry.objects.filter(session_id=hung.session_id).exists()
     assert AgentSession.objects.get(pk=fine.session_id).status == Status.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)  # a round on a thread of its own
+def test_an_ending_that_waits_for_a_connection_holds_up_no_lease(
+    renewer, settings, monkeypatch
+) -> None:
+    """The overdue ending needs a connection of the runs' pool, which may be
+    exhausted (by the very handlers that hang, holding theirs) for up to
+    ``WINK_DATABASE_POOL_TIMEOUT``, longer than a lease: the rounds go on
+    meanwhile, or every other run of the process loses its lease."""
+    settings.WINK_RUN_TIME_LIMIT_GRACE = 30
+    hung, fine = claimed(), claimed()
+    hung.session.deadline_at = timezone.now() - timedelta(seconds=31)
+    renewer.track(hung)
+    renewer.track(fine)
+    pool_free = threading.Event()
+    waiting = threading.Event()
+
+    def finish(*args: Any, **kwargs: Any) -> None:
+        waiting.set()
+        assert pool_free.wait(THREAD_SECONDS)  # as for a connection of the pool
+
+    monkeypatch.setattr(leases, "finish", finish)
+    rounds: list[int] = []
+
+    def one_round() -> None:
+        try:
+            rounds.append(renewer.renew())
+        finally:
+            connections.close_all()  # this thread's
+
+    thread = threading.Thread(target=one_round)
+    try:
+        thread.start()
+        assert waiting.wait(THREAD_SECONDS)
+        thread.join(THREAD_SECONDS / 2)
+        assert not thread.is_alive(), "the round waits for the overdue ending"
+        assert rounds == [1] and hung.stopped
+        age(fine, store.lease_seconds())
+        assert renewer.renew() == 1  # the next round, while the ending waits
+        assert not fine.fence_due()
+    finally:
+        pool_free.set()
+        thread.join(THREAD_SECONDS)
+    assert renewer.ending is not None
+    renewer.ending.join(THREAD_SECONDS)
+    assert renewer.overdue == 1
 
 
 def test_a_run_within_its_grace_is_left_running(renewer, settings) -> None:

@@ -15,7 +15,9 @@ time limit: a run still busy past its deadline plus
 instead (``failed``, phase ``deadline``, under its claim) and its lease is no
 longer renewed. Its thread stays busy until the handler returns; whatever it
 writes after that is refused (``Claim.stopped`` fences every commit:
-``LeaseLost``).
+``LeaseLost``). The ending is written on a thread of its own: it needs a
+connection of the runs' pool, which may be busy (or held by the very threads
+that hang), and no other run's lease may wait for it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.utils import timezone
 
 from sessions_app.models import AgentSession
@@ -60,6 +62,8 @@ class Renewer:
         self._thread: threading.Thread | None = None
         #: runs this process ended past their deadline whose thread was busy
         self.overdue = 0
+        #: the thread that ends the last round's overdue runs (``renew``)
+        self.ending: threading.Thread | None = None
 
     def add(self, claim: Claim) -> None:
         """Renew the claim's lease from now on (the thread starts with the
@@ -107,8 +111,16 @@ class Renewer:
         overdue = [c for c in claims if _overdue(c, now - grace)]
         live = [c for c in claims if c not in overdue and not c.stopped]
         renewed = self._renew(live) if live else 0
-        for claim in overdue:
-            self._end_overdue(claim)
+        if overdue:
+            for claim in overdue:
+                self.remove(claim)
+                claim.stopped = True  # its thread's later commits are refused
+            # not on this thread: an ending waits for a connection of the
+            # runs' pool, and every other lease would wait behind it
+            self.ending = threading.Thread(
+                target=self._end_all, args=(overdue,), name="wink-overdue", daemon=True
+            )
+            self.ending.start()
         return renewed
 
     def _renew(self, claims: list[Claim]) -> int:
@@ -145,9 +157,14 @@ class Renewer:
                 claim.stopped = True  # cancelled, taken over or ended
         return renewed
 
+    def _end_all(self, claims: list[Claim]) -> None:
+        try:
+            for claim in claims:
+                self._end_overdue(claim)
+        finally:
+            connections.close_all()  # this thread's: back to the pool, or closed
+
     def _end_overdue(self, claim: Claim) -> None:
-        self.remove(claim)
-        claim.stopped = True  # its thread's later commits are refused
         try:
             finish(
                 claim, status=Status.FAILED, phase="deadline", message=OVERDUE_MESSAGE
@@ -165,7 +182,8 @@ class Renewer:
             return
         finally:
             release()
-        self.overdue += 1
+        with self._lock:
+            self.overdue += 1
         logger.error(
             "Session %s: ended past its deadline; its thread is still busy "
             "(%d such thread(s) in this process so far)",
