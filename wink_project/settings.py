@@ -651,9 +651,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # the SDK's HTTP client logs every request at INFO: a line per provider
     # call in a worker's log (the SDK's own client is httpx2)
-    "loggers": {
-        name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")
-    },
+    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")},
 }
 
 # DEBUG pages and error reports (HTML, text, the report mailed to ADMINS) show
