@@ -4,7 +4,8 @@ The cases of ``tests/sessions_app/misbehaving_cases.py`` (NUL bytes, lone
 surrogates and bidi controls in output text and function-call arguments,
 malformed function calls, a repeated call id, a body that is not JSON, a
 failed and an incomplete response, a 500 then a success, 500s until the
-retries run out, absurd usage, a three-megabyte answer), queued at once to one
+retries run out, a connection cut without an answer, absurd usage, a
+three-megabyte answer), queued at once to one
 default worker (ADR 0022: the threads pool, ``WINK_PROCESS=worker`` with its
 database pool on PostgreSQL, its own sweeper thread, the default leases): the
 worker's ``openai`` client (``WINK_PROVIDER=openai``, two retries) talks real

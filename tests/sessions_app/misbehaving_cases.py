@@ -7,7 +7,9 @@ scripted transport) and on the shipped worker over a real broker and real HTTP
 (``tests/integration/test_misbehaving_worker.py``): the same replies must lead
 to the same outcome both ways. The expectations are those of
 ``test_misbehaving_provider.py``, which holds every case (and more checks of
-each); bidi controls in function-call arguments are checked here only.
+each); bidi controls in function-call arguments are checked here only. A
+scripted exception is a cut connection: inline the transport raises it, over
+HTTP the server hangs up without an answer.
 
 Every case is run with the client retrying twice (the worker's default,
 ``WINK_OPENAI_MAX_RETRIES``); the cases whose reply is not retried end as they
