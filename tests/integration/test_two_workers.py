@@ -229,7 +229,12 @@ def test_runs_in_flight_hold_no_connection_while_they_wait(settings):
             "small-pool",
             concurrency=IN_FLIGHT + 2,
             beat=True,
-            env={"WINK_DATABASE_POOL_SIZE": str(POOL_SIZE)},
+            # one process on this host, whose pool is all of POOL_SIZE (the
+            # settings divide it among WINK_WORKER_PROCESSES, one per CPU)
+            env={
+                "WINK_DATABASE_POOL_SIZE": str(POOL_SIZE),
+                "WINK_WORKER_PROCESSES": "1",
+            },
         )
         worker.wait_ready()
         seed_demo_catalog()

@@ -17,10 +17,17 @@ from django.utils.html import escape
 from sessions_app import services
 from sessions_app.audit.bidi import neutralise
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
-from tests.runtime.fakes import FakeProvider
+from tests.runtime.fakes import FakeProvider, function_call
 
 # Never in a session's error message: a database or Python internal leaked.
 LEAKS = ("SELECT", "INSERT", "Traceback", "psycopg")
+
+RELEASE = "demo/release"  # function tools lint, test, build, deploy (no schema)
+ELLIPSIS = "\u2026"
+FFFD = "\ufffd"
+
+LINT = {"target": "."}
+LINT_DONE = "Would run lint on the whole project"
 
 Reply = Mapping[str, Any] | bytes | httpx.Response | Exception | Callable[[], Any]
 
@@ -60,22 +67,54 @@ class ScriptedProvider(FakeProvider):
         assert request.url.path == "/v1/responses"
         self.requests.append(json.loads(request.content))
         assert self.script, "the run sent more requests than were scripted"
-        reply = self.script.pop(0)
-        while callable(reply):
-            reply = reply()
-        if isinstance(reply, Exception):
-            raise reply
-        if isinstance(reply, httpx.Response):
-            return reply
-        if isinstance(reply, bytes):
-            return raw(reply, **{"x-request-id": f"req_{len(self.requests)}"})
-        return raw(encode(reply), **{"x-request-id": f"req_{len(self.requests)}"})
+        return scripted_response(self.script.pop(0), len(self.requests))
 
 
-def run(prompt_ref: str, provider: ScriptedProvider) -> AgentSession:
+def scripted_response(reply: Reply, number: int) -> httpx.Response:
+    """The HTTP response ``reply`` stands for, as the ``number``-th request's
+    answer (``ScriptedProvider``); an exception is raised."""
+    while callable(reply):
+        reply = reply()
+    if isinstance(reply, Exception):
+        raise reply
+    if isinstance(reply, httpx.Response):
+        return reply
+    if isinstance(reply, bytes):
+        return raw(reply, **{"x-request-id": f"req_{number}"})
+    return raw(encode(reply), **{"x-request-id": f"req_{number}"})
+
+
+def lint_call(call_id: str = "call_1", arguments: Any = None) -> dict[str, Any]:
+    return function_call("lint", LINT if arguments is None else arguments, call_id)
+
+
+def tool_outputs(requests: list[dict[str, Any]], request: int) -> list[dict[str, Any]]:
+    """The ``function_call_output`` items of the ``request``-th request sent."""
+    return [
+        item
+        for item in requests[request]["input"]
+        if item.get("type") == "function_call_output"
+    ]
+
+
+def assert_succeeded(session: Any) -> None:
+    assert (session.status, session.error_phase, session.error_message) == (
+        "succeeded",
+        "",
+        "",
+    )
+
+
+def run(
+    prompt_ref: str,
+    provider: ScriptedProvider,
+    params: Mapping[str, Any] | None = None,
+) -> AgentSession:
     """One session of ``prompt_ref`` against ``provider``, inline, finished
     (retries: the client's own ``max_retries``)."""
-    session = services.start_session(prompt_ref=prompt_ref, client=provider.client)
+    session = services.start_session(
+        prompt_ref=prompt_ref, params=params, client=provider.client
+    )
     assert provider.script == [], "the run stopped before every scripted reply"
     session = AgentSession.objects.get(pk=session.pk)
     assert session.is_finished, session.status

@@ -30,36 +30,34 @@ from tests.runtime.fakes import (
     web_search_call,
 )
 from tests.sessions_app.misbehaving import (
+    ELLIPSIS,
+    FFFD,
+    LINT,
+    LINT_DONE,
+    RELEASE,
     ScriptedProvider,
+    assert_succeeded,
     encode,
     error_reply,
+    lint_call,
     raw,
     read_pages,
     rows,
     run,
+    tool_outputs,
     usage,
 )
 from tooling.demo import seed_demo_catalog
 
 pytestmark = pytest.mark.django_db
 
-RELEASE = "demo/release"  # function tools lint, test, build, deploy (no schema)
 RESEARCH = "demo/research"  # web_search + count_words, answers in JSON
-ELLIPSIS = "\u2026"
-FFFD = "\ufffd"
-
-LINT = {"target": "."}
-LINT_DONE = "Would run lint on the whole project"
 
 
 @pytest.fixture(autouse=True)
 def _catalog(settings):
     settings.WINK_PROVIDER = "offline"
     seed_demo_catalog()
-
-
-def lint_call(call_id: str = "call_1", arguments: Any = None) -> dict[str, Any]:
-    return function_call("lint", LINT if arguments is None else arguments, call_id)
 
 
 def research_answer(
@@ -76,23 +74,6 @@ def research_answer(
             a | {"start_index": start, "end_index": start + len(answer)}
             for a in annotations
         ),
-    )
-
-
-def tool_outputs(provider: ScriptedProvider, request: int) -> list[dict[str, Any]]:
-    """The ``function_call_output`` items of the ``request``-th request sent."""
-    return [
-        item
-        for item in provider.requests[request]["input"]
-        if item.get("type") == "function_call_output"
-    ]
-
-
-def assert_succeeded(session: Any) -> None:
-    assert (session.status, session.error_phase, session.error_message) == (
-        "succeeded",
-        "",
-        "",
     )
 
 
@@ -168,7 +149,7 @@ def test_lone_surrogate_escaped_inside_function_arguments_runs_the_tool(
     assert tool.message == f"Would run lint on src{FFFD}/app"
     assert tool.raw_arguments == '{"target": "src\\ud800/app"}'
     assert tool.model_output.startswith(f"Would run lint on src{FFFD}/app")
-    outputs = tool_outputs(provider, 1)
+    outputs = tool_outputs(provider.requests, 1)
     assert outputs == [
         {
             "type": "function_call_output",
@@ -265,7 +246,7 @@ def test_nul_escaped_inside_function_arguments_runs_the_tool(api_client, admin_c
     assert tool.text_altered is True
     # The tool's output went back to the provider as it was, and its record
     # (turn 2's request) is stored replaced.
-    (output,) = tool_outputs(provider, 1)
+    (output,) = tool_outputs(provider.requests, 1)
     assert output["output"].startswith("Would run lint on src\u0000app")
     assert second.text_altered is True
     assert FFFD in json.dumps(second.request, ensure_ascii=False)
@@ -333,7 +314,7 @@ def test_nul_in_a_call_id_runs_the_tool(api_client, admin_client):
     assert tool.message == LINT_DONE
     assert tool.text_altered is True
     # The output went back under the call_id the provider sent.
-    (output,) = tool_outputs(provider, 1)
+    (output,) = tool_outputs(provider.requests, 1)
     assert output["call_id"] == "call\u0000_1"
     read_pages(session, api_client, admin_client)
 
@@ -401,7 +382,7 @@ def test_over_long_ids_are_cut_in_the_rows(api_client, admin_client):
     assert (tool.name, tool.success, tool.message) == ("lint", True, LINT_DONE)
     assert tool.call_id == call_id[:99] + ELLIPSIS
     assert tool.text_altered is True
-    outputs = tool_outputs(provider, 1)
+    outputs = tool_outputs(provider.requests, 1)
     assert [o["call_id"] for o in outputs] == [call_id]
     read_pages(session, api_client, admin_client)
 
@@ -521,7 +502,7 @@ def test_malformed_arguments_are_a_failed_call(
         "error": tool.message,
     }
     assert tool.value is None
-    outputs = tool_outputs(provider, 1)
+    outputs = tool_outputs(provider.requests, 1)
     assert [o["output"] for o in outputs] == [tool.message]
     read_pages(session, api_client, admin_client)
 
