@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ print(json.dumps({
     "control_pool": control and control["max_size"],
     "control": settings.CONTROL_DATABASE,
     "batched": settings.WINK_RUN_BATCHED_LEASES,
+    "keepalives_idle": settings.DATABASES["default"]["OPTIONS"].get("keepalives_idle"),
 }))
 """
 
@@ -73,6 +77,7 @@ def test_a_worker_host_shares_its_runs_and_connections_among_its_processes() -> 
         "control_pool": 1,
         "control": "control",
         "batched": True,
+        "keepalives_idle": 30,  # a path that died silently is found in a minute
     }
 
 
@@ -140,3 +145,71 @@ def test_each_process_of_a_host_gets_a_node_name_of_its_own(
     args: list[str], number: int, expected: list[str]
 ) -> None:
     assert node_args(args, number) == expected
+
+
+# -- the launcher's supervision, with stand-ins for `celery worker` ---------------
+
+
+@pytest.fixture
+def launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """``wink_project.workers`` with each worker a small Python process that
+    notes each start in ``tmp_path``; the test process's signal handlers
+    restored afterwards."""
+    from wink_project import workers
+
+    saved = {signum: signal.getsignal(signum) for signum in workers.FORWARDED}
+    monkeypatch.setattr(workers, "RESTART_DELAYS", (0.05, 0.05))
+    yield workers
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def stand_in(tmp_path: Path, body: str) -> Any:
+    def command(args: Any) -> list[str]:
+        name = next(a for a in args if a.startswith("--hostname=")).split("=")[1]
+        note = f"open({str(tmp_path / 'starts')!r}, 'a').write({name!r} + '\\n')\n"
+        return [sys.executable, "-c", note + body]
+
+    return command
+
+
+def test_a_worker_that_keeps_dying_stops_the_host_with_its_status(
+    launcher: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(
+        launcher,
+        "celery_command",
+        stand_in(tmp_path, "import sys, time\ntime.sleep(0.1)\nsys.exit(3)"),
+    )
+
+    assert launcher.run([], 2) == 3
+
+    starts = (tmp_path / "starts").read_text().split()
+    # each started, then again after each pause, until one died once more
+    assert starts.count("w1@%h") >= 2 and starts.count("w2@%h") >= 2
+    assert max(starts.count("w1@%h"), starts.count("w2@%h")) == 3
+
+
+def test_a_signal_stops_every_worker_once_and_the_host_exits_0(
+    launcher: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    body = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+        "time.sleep(120)\n"
+    )
+    monkeypatch.setattr(launcher, "celery_command", stand_in(tmp_path, body))
+
+    def stop_when_both_started() -> None:
+        deadline = time.monotonic() + SUBPROCESS_SECONDS
+        while time.monotonic() < deadline:
+            starts = tmp_path / "starts"
+            if starts.exists() and len(starts.read_text().split()) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=stop_when_both_started, daemon=True).start()
+
+    assert launcher.run([], 2) == 0
+    assert sorted((tmp_path / "starts").read_text().split()) == ["w1@%h", "w2@%h"]

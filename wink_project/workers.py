@@ -12,11 +12,14 @@ in the foreground, as one unit for a supervisor (systemd, a container):
 - several: each ``celery -A wink_project worker`` with its own node name
   (``w1@%h``, ``w2@%h``, ... or ``<name>-1@<host>`` from ``--hostname``);
   SIGTERM, SIGINT, SIGQUIT and SIGHUP are passed on to every one (Celery's
-  warm and cold shutdowns); when one ends, the others are stopped (SIGTERM)
-  and this exits with the first one's status, so the supervisor restarts the
-  host's workers together. A supervisor that kills with SIGKILL must kill
-  the whole group (systemd's and containers' default): the workers run in
-  sessions of their own.
+  warm and cold shutdowns) and this exits once all have, with the first
+  failure's status (or 0). A worker that dies unasked (killed, out of
+  memory) is started again in its place after a pause (``RESTART_DELAYS``),
+  as Celery's prefork pool replaces a child; the others' runs go on, and the
+  dead one's resume from their record. One that keeps dying stops the host
+  (a status for the supervisor). A supervisor that kills with SIGKILL must
+  kill the whole cgroup (systemd's and containers' default): the workers run
+  in sessions of their own, and a launcher killed alone leaves them running.
 
 Usage: ``python -m wink_project.workers [celery worker options]``.
 """
@@ -64,33 +67,81 @@ def node_args(args: Sequence[str], number: int) -> list[str]:
     return out
 
 
+#: pauses before a worker that died unasked is started again, after each of
+#: its deaths in a row (a death within ``QUICK`` seconds of its start counts
+#: on; a later one starts the count again); one more and the host stops
+RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0, 30.0)
+QUICK = 60.0
+
+
 def run(args: Sequence[str], processes: int) -> int:
-    """Start ``processes`` workers with ``args``; the first exit status."""
+    """Start ``processes`` workers with ``args`` and keep them running until
+    a signal stops them all; the exit status (the first failure's, or 0)."""
     if processes <= 1:
         command = celery_command(args)
         os.execv(command[0], command)
-    # each in a session of its own: a terminal's Ctrl-C reaches them once,
-    # from here (twice would be Celery's cold shutdown)
-    children = [
-        subprocess.Popen(celery_command(node_args(args, n)), start_new_session=True)
-        for n in range(1, processes + 1)
-    ]
+    children: dict[int, subprocess.Popen[bytes]] = {}
+    stopping: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        for child in children:
+        stopping.append(signum)
+        for child in children.values():
             if child.poll() is None:
                 child.send_signal(signum)
 
-    for signum in FORWARDED:
+    for signum in FORWARDED:  # before any child exists: none is left behind
         signal.signal(signum, forward)
-    while (first := next((c for c in children if c.poll() is not None), None)) is None:
+    started: dict[int, float] = {}
+    deaths = dict.fromkeys(range(1, processes + 1), 0)
+    due: dict[int, float] = {}  # restarts waiting for their pause
+
+    def start(number: int) -> None:
+        # each in a session of its own: a terminal's Ctrl-C reaches them
+        # once, from here (twice would be Celery's cold shutdown)
+        children[number] = subprocess.Popen(
+            celery_command(node_args(args, number)), start_new_session=True
+        )
+        started[number] = time.monotonic()
+
+    for number in deaths:
+        start(number)
+    failed = 0
+    while not (stopping and all(c.poll() is not None for c in children.values())):
+        now = time.monotonic()
+        for number, child in children.items():
+            code = child.poll()
+            if code is None or stopping or number in due:
+                continue
+            # died unasked (killed, out of memory): start it again in place,
+            # the others' runs go on; its own resume from their record
+            deaths[number] = deaths[number] + 1 if now - started[number] < QUICK else 1
+            if deaths[number] > len(RESTART_DELAYS):
+                print(
+                    f"worker {number} keeps exiting ({code}): stopping", file=sys.stderr
+                )
+                failed = failed or _status(code)
+                forward(signal.SIGTERM, None)
+                break
+            due[number] = now + RESTART_DELAYS[deaths[number] - 1]
+            print(
+                f"worker {number} exited ({code}); starting it again in "
+                f"{RESTART_DELAYS[deaths[number] - 1]:g} s",
+                file=sys.stderr,
+            )
+        for number, when in list(due.items()):
+            if stopping:
+                due.clear()
+            elif when <= now:
+                del due[number]
+                start(number)
         time.sleep(0.2)
-    for child in children:
-        if child.poll() is None:
-            child.terminate()
-    for child in children:
-        child.wait()
-    code = first.returncode
+    return failed or next(
+        (_status(c.returncode) for c in children.values() if c.returncode), 0
+    )
+
+
+def _status(code: int) -> int:
+    """A child's exit code as a shell reports it (128 + a signal)."""
     return code if code >= 0 else 128 - code
 
 

@@ -23,6 +23,13 @@ from django.core.exceptions import ImproperlyConfigured
 from wink_project.env import env_bool, env_number
 
 POOLS = ("threads", "prefork", "solo")
+#: libpq's TCP keepalive parameters for a pooled worker's connections
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +130,14 @@ def _pool_databases(
     # a connection returned broken, and a run's commit that finds its
     # connection dead makes it again on a new one (runs.store.commits).
     default["CONN_HEALTH_CHECKS"] = env_bool("WINK_DATABASE_POOL_CHECKS", False)
-    control: dict[str, Any] = {**default, "OPTIONS": dict(default.get("OPTIONS", {}))}
-    default.setdefault("OPTIONS", {})["pool"] = {
+    # TCP keepalives: a connection whose path died silently (a firewall that
+    # drops idle ones) is found dead in about a minute, not the system's two
+    # hours; the lease renewal's one connection most of all
+    options = default.setdefault("OPTIONS", {})
+    for name, value in KEEPALIVES.items():
+        options.setdefault(name, value)
+    control: dict[str, Any] = {**default, "OPTIONS": dict(options)}
+    options["pool"] = {
         "min_size": 2,
         "max_size": per_process - 1,
         "timeout": timeout,
