@@ -2,8 +2,8 @@
 
 The cases of ``tests/sessions_app/misbehaving_cases.py`` (NUL bytes, lone
 surrogates and bidi controls in output text and function-call arguments,
-malformed function calls, a repeated call id, a body that is not JSON, a
-failed and an incomplete response, a 500 then a success, 500s until the
+malformed function calls, a repeated call id, bodies that are not JSON,
+failed and incomplete responses, a 500 then a success, 500s until the
 retries run out, a connection cut without an answer, absurd usage, a
 three-megabyte answer), queued at once to one
 default worker (ADR 0022: the threads pool, ``WINK_PROCESS=worker`` with its

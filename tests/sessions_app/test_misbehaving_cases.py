@@ -26,6 +26,7 @@ def test_the_case_ends_as_expected_inline(case: Case, api_client, admin_client):
     assert session.attempts == 1
     for request in provider.requests:  # the worker's server finds the case so
         assert CASE_NAME.findall(json.dumps(request)) == [case.name]
-    case.check(
-        session, provider.requests, read_pages(session, api_client, admin_client)
-    )
+    pages = read_pages(session, api_client, admin_client)
+    case.check(session, provider.requests, pages)
+    if case.inline is not None:
+        case.inline(session, provider.requests, pages)
