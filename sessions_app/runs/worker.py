@@ -22,7 +22,7 @@ from django.conf import settings
 from sessions_app.runs import store
 from sessions_app.runs.sweeping import log_sweep, sweep_stale_sessions
 from tooling import providers
-from tooling.runtime.adapters.openai import sending
+from tooling.runtime.adapters.openai import helpers
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def prepare(concurrency: int) -> None:
     """Before the worker takes tasks: one provider helper thread and one kept
     HTTP connection per run it may keep in flight (the defaults, 32 and 100,
     would queue the calls of more runs, or reconnect them)."""
-    sending.set_helper_threads(max(32, concurrency))
+    helpers.set_helper_threads(max(32, concurrency))
     providers.set_connections(concurrency)
 
 

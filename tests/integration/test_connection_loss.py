@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import connection
 
 from sessions_app import services
 from sessions_app.models import AgentSession
+from tests.integration.workers import direct_connection
 from tests.sessions_app.brokers import broker_at, sent_runs
 from tests.sessions_app.clients import CountingProvider
 from tooling.demo import seed_demo_catalog
@@ -36,14 +36,7 @@ def backend_pid() -> int:
 
 def terminate(pid: int) -> None:
     """From another connection, as an operator or a failover would."""
-    settings = connection.settings_dict
-    with psycopg.connect(
-        host=settings["HOST"] or "127.0.0.1",
-        port=settings["PORT"] or 5432,
-        user=settings["USER"],
-        dbname=settings["NAME"],
-        autocommit=True,
-    ) as other:
+    with direct_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 

@@ -36,7 +36,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -46,6 +45,7 @@ from tests.integration import blip_handlers
 from tests.integration.workers import (
     BROKER,
     OfflineWorkers,
+    direct_connection,
     needs_broker,
     offline_workers,
 )
@@ -94,14 +94,7 @@ class Killer:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        settings = connection.settings_dict
-        with psycopg.connect(
-            host=settings["HOST"] or "127.0.0.1",
-            port=settings["PORT"] or 5432,
-            user=settings["USER"],
-            dbname=settings["NAME"],
-            autocommit=True,
-        ) as own:
+        with direct_connection() as own:
             # the pause between kills is the fault schedule, not a wait
             while not self._stop.wait(self._random.uniform(*KILL_EVERY)):
                 killed = own.execute(

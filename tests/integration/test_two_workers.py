@@ -27,7 +27,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -36,6 +35,7 @@ from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
 from tests.integration.workers import (
     BROKER,
     OfflineWorkers,
+    direct_connection,
     needs_broker,
     offline_workers,
 )
@@ -193,14 +193,7 @@ class Backends:
         self._thread.join(timeout=THREAD_SECONDS)
 
     def _run(self) -> None:
-        settings = connection.settings_dict
-        with psycopg.connect(
-            host=settings["HOST"] or "127.0.0.1",
-            port=settings["PORT"] or 5432,
-            user=settings["USER"],
-            dbname=settings["NAME"],
-            autocommit=True,
-        ) as own:
+        with direct_connection() as own:
             # the sampling period, not a wait on a condition
             while not self._stop.wait(0.05):
                 row = own.execute(

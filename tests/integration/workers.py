@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -40,6 +41,19 @@ def require_postgresql() -> None:
     share an SQLite test database)."""
     if connection.vendor != "postgresql":
         pytest.skip("the worker needs a shared PostgreSQL database")
+
+
+def direct_connection() -> psycopg.Connection[Any]:
+    """A connection of the test's own to its database, outside Django (in
+    autocommit), as an operator, a monitor or a failover would have."""
+    db = connection.settings_dict
+    return psycopg.connect(
+        host=db["HOST"] or "127.0.0.1",
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        dbname=db["NAME"],
+        autocommit=True,
+    )
 
 
 def database_url() -> str:

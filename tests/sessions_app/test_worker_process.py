@@ -14,23 +14,25 @@ import pytest
 from sessions_app.runs import worker
 from sessions_app.runs.sweeping import SweepReport
 from tooling import providers
-from tooling.runtime.adapters.openai import sending
+from tooling.runtime.adapters.openai import helpers, sending
 
 
 @pytest.fixture
-def helpers() -> Any:
+def default_helpers() -> Any:
     yield
-    sending.set_helper_threads(32)
-    sending._reset_pool()
+    helpers.set_helper_threads(32)
+    helpers.reset()
     providers.set_connections(100)
 
 
-def test_a_worker_has_a_provider_call_in_flight_for_each_of_its_runs(helpers) -> None:
+def test_a_worker_has_a_provider_call_in_flight_for_each_of_its_runs(
+    default_helpers,
+) -> None:
     """40 runs, each waiting for the provider at once: all 40 calls are out
     together (with the runtime's default of 32 helpers the last 8 would wait
     for the first to return: here, never)."""
     worker.prepare(40)
-    sending._reset_pool()
+    helpers.reset()
     arrived = threading.Barrier(40, timeout=30)
     sender = sending.Sender(
         None,  # type: ignore[arg-type]  # the calls below never use it

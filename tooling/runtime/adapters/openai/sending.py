@@ -29,10 +29,8 @@ import concurrent.futures
 import email.utils
 import json
 import math
-import os
 import random
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -41,6 +39,7 @@ import openai
 
 from ...deadlines import Deadline
 from ...events import ProviderAttempt
+from . import helpers
 from .codecs.base import JsonObject
 
 T = TypeVar("T")
@@ -49,37 +48,6 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_RETRY_AFTER = 60.0
 _EXCERPT = 300
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-# Helper threads for the calls in flight: at least one per run a process keeps
-# in flight (``set_helper_threads``), or the calls queue for them.
-_helper_threads = 32
-
-
-def set_helper_threads(count: int) -> None:
-    """How many provider calls this process may have in flight at once
-    (a worker: its concurrency). Takes effect for a pool not yet made."""
-    global _helper_threads
-    _helper_threads = max(1, count)
-
-
-def _reset_pool() -> None:
-    global _pool
-    _pool = None
-
-
-os.register_at_fork(after_in_child=_reset_pool)
-
-
-def _executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=_helper_threads, thread_name_prefix="wink-provider"
-            )
-        return _pool
 
 
 class SendFailure(Exception):
@@ -184,7 +152,7 @@ class Sender:
             return call()
         if self.heartbeat is not None:
             self.heartbeat()  # also: the run holds no database connection now
-        future = _executor().submit(call)
+        future = helpers.executor().submit(call)
         while True:
             remaining = self._remaining()
             if remaining <= 0:
