@@ -131,13 +131,21 @@ class Worker:
             )
 
     def pids(self) -> list[int]:
-        """The worker and every process below it."""
+        """The worker and every process below it (from each process's parent
+        in ``/proc/<pid>/stat``: reading ``/proc/<pid>/task/*/children`` would
+        read a file per thread, hundreds of them per worker, every sample)."""
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
         found = [self.process.pid]
         for pid in found:
-            with contextlib.suppress(OSError):
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    found += [int(c) for c in (task / "children").read_text().split()]
-        return list(dict.fromkeys(found))
+            found += children.get(pid, [])
+        return found
 
     def check(self) -> None:
         if self.process.poll() is not None:
