@@ -46,6 +46,18 @@ from tests.tooling.factories import (
 
 pytestmark = pytest.mark.django_db
 
+
+def catalog_change() -> Any:
+    """A recorded change of a catalog row (tooling/history)."""
+    from tooling.history.recording import record
+    from tooling.history.snapshot import snapshot
+
+    tool = ToolDefinitionFactory.create()
+    change = record(tool, before=None, after=snapshot(tool))
+    assert change is not None
+    return change
+
+
 ROLES = ("anonymous", "user_a", "user_b", "auditor", "staff", "approver")
 LOGIN = 302  # to the login page
 SECRET_B = "marker-of-user-b-0b5e"
@@ -122,6 +134,9 @@ MATRIX: dict[str, list[Row]] = {
     "catalog_api:tool-detail": [Row("get", (401, 200, 200, 200, 200))],
     "catalog_api:hostedtool-list": [Row("get", (401, 200, 200, 200, 200))],
     "catalog_api:hostedtool-detail": [Row("get", (401, 200, 200, 200, 200))],
+    # the catalog's history: view_catalogchange (the Auditors group)
+    "catalog_api:change-list": [Row("get", (401, 403, 403, 200, 403))],
+    "catalog_api:change-detail": [Row("get", (401, 403, 403, 200, 403))],
     # the audit admin (auditors read it; staff without permissions may not)
     "admin:index": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 200))],
     "admin:login": [Row("get", (200, 200, 200, 302, 302))],
@@ -260,6 +275,7 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "catalog_api:hostedtool-detail": {
                 "name": HostedToolDefinitionFactory.create().name
             },
+            "catalog_api:change-detail": {"pk": catalog_change().pk},
             "admin:sessions_app_agentsession_change": {"object_id": session.pk},
             "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
             "admin:sessions_app_providercall_change": {"object_id": call.pk},

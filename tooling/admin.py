@@ -35,6 +35,7 @@ from tooling.forms import (
 )
 from tooling.forms.hosted import hosted_tool_form
 from tooling.handlers import registry
+from tooling.history.admin import HistoryAdminMixin
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
@@ -70,7 +71,7 @@ class GuardedDeleteMixin:
 
 
 @admin.register(ToolDefinition)
-class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
+class ToolDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmin):
     form = ToolDefinitionForm
     list_display = [
         "name",
@@ -99,7 +100,9 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
 
 
 @admin.register(HostedToolDefinition)
-class HostedToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
+class HostedToolDefinitionAdmin(
+    GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmin
+):
     """One fieldset per registered kind (``tooling.runtime.hosted.spec``): its
     options, shown by ``hosted_kind.js`` only while that kind is chosen."""
 
@@ -164,7 +167,7 @@ class HostedToolDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
 
 
 @admin.register(PolicyDefinition)
-class PolicyDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
+class PolicyDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmin):
     form = PolicyDefinitionForm
     list_display = ["name", "kind", "updated_at"]
     list_filter = ["kind"]
@@ -186,7 +189,7 @@ class SectionHostedToolInline(admin.TabularInline):
 
 
 @admin.register(SectionDefinition)
-class SectionDefinitionAdmin(GuardedDeleteMixin, admin.ModelAdmin):
+class SectionDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmin):
     form = SectionDefinitionForm
     list_display = ["key", "title", "parent", "position", "enabled"]
     list_filter = ["enabled"]
@@ -221,7 +224,7 @@ class PromptSectionInline(admin.TabularInline):
 
 
 @admin.register(PromptTemplate)
-class PromptTemplateAdmin(admin.ModelAdmin):
+class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = PromptTemplateForm
     list_display = [
         "ref_display",
@@ -338,7 +341,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelCapability)
-class ModelCapabilityAdmin(admin.ModelAdmin):
+class ModelCapabilityAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = ModelCapabilityForm
     list_display = ["model", "hosted_kinds", "updated_at"]
     search_fields = ["model"]

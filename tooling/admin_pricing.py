@@ -14,6 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
+from tooling.history.admin import HistoryAdminMixin
 from tooling.models import HostedToolPrice, ModelPrice, UserBudget
 from tooling.runtime.pricing import fee_problem
 
@@ -63,7 +64,7 @@ class HostedToolPriceForm(forms.ModelForm):
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
+class ModelPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = ModelPriceForm
     list_display = MODEL_PRICE_FIELDS
     list_filter = ["effective_from"]
@@ -72,7 +73,7 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 
 @admin.register(HostedToolPrice)
-class HostedToolPriceAdmin(admin.ModelAdmin):
+class HostedToolPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = HostedToolPriceForm
     list_display = ["kind", "unit", "variant", "price", "effective_from", "source"]
     list_filter = ["kind", "unit", "effective_from"]

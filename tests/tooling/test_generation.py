@@ -44,7 +44,13 @@ def test_every_catalog_table_has_the_triggers():
         for model in apps.get_app_config("tooling").get_models(
             include_auto_created=True
         )
-    } - {"tooling_catalogrevision", "tooling_cataloggeneration", "tooling_userbudget"}
+    } - {
+        "tooling_catalogrevision",
+        "tooling_cataloggeneration",
+        "tooling_userbudget",
+        "tooling_catalogchange",
+        "tooling_catalogchangeprompt",
+    }
     assert set(CATALOG_TABLES) == tables
 
 

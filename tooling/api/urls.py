@@ -1,6 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from tooling.api.changes import ChangeViewSet
 from tooling.api.views import HostedToolViewSet, PromptViewSet, ToolViewSet
 
 app_name = "catalog_api"
@@ -8,6 +9,7 @@ app_name = "catalog_api"
 router = SimpleRouter()
 router.register("tools", ToolViewSet, basename="tool")
 router.register("hosted-tools", HostedToolViewSet, basename="hostedtool")
+router.register("catalog-changes", ChangeViewSet, basename="change")
 
 urlpatterns = [
     path("prompts/", PromptViewSet.as_view({"get": "list"}), name="prompt-list"),

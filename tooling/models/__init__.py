@@ -25,10 +25,13 @@ from tooling.models.catalog import (
     lock_section_tree,
     would_cycle,
 )
+from tooling.models.history import CatalogChange, CatalogChangePrompt
 from tooling.models.pricing import HostedToolPrice, ModelPrice, UserBudget
 
 __all__ = [
     "SECTION_TREE_LOCK",
+    "CatalogChange",
+    "CatalogChangePrompt",
     "CatalogGeneration",
     "CatalogRevision",
     "CatalogRevisionQuerySet",

@@ -1,0 +1,277 @@
+"""The catalog's change history (tooling/history): every admin save, disable
+and delete recorded with who, when, why and the diff; stale forms refused,
+naming who changed what; the History pages; append-only rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db import IntegrityError, InternalError, transaction
+from django.urls import reverse
+
+from tests.tooling.admin_forms import change_form_data
+from tests.tooling.factories import (
+    PolicyDefinitionFactory,
+    PromptTemplateFactory,
+    SectionDefinitionFactory,
+    ToolDefinitionFactory,
+    add_sections,
+)
+from tooling.append_only import AppendOnlyError
+from tooling.history.snapshot import diff, snapshot, version
+from tooling.models import (
+    CatalogChange,
+    SectionDefinition,
+    SectionTool,
+    ToolDefinition,
+)
+
+pytestmark = pytest.mark.django_db
+
+Action = CatalogChange.Action
+
+
+def editor(name: str) -> User:
+    return User.objects.create_superuser(name, f"{name}@example.com", "pw")
+
+
+def login(client: Any, user: User) -> Any:
+    client.force_login(user)
+    return client
+
+
+def section_url(section: SectionDefinition) -> str:
+    return reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
+
+
+def test_an_admin_edit_records_who_when_why_and_the_diff(client):
+    alice = editor("alice")
+    section = SectionDefinitionFactory.create(template="Line one.\nLine two.")
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    login(client, alice)
+    data = change_form_data(client, section_url(section))
+    data["template"] = "Line one.\nLine 2, changed."
+    data["change_reason"] = "Clearer <b>wording</b>"
+    response = client.post(section_url(section), data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+
+    change = CatalogChange.objects.get()
+    assert (change.actor, change.actor_name, change.action) == (
+        alice,
+        "alice",
+        "changed",
+    )
+    assert change.reason == "Clearer <b>wording</b>"
+    assert change.fields == ["template"]
+    assert (change.before or {})["template"] == "Line one.\nLine two."
+    assert (change.after or {})["template"] == "Line one.\nLine 2, changed."
+    assert change.version == version(snapshot(SectionDefinition.objects.get()))
+    assert [p.prompt_ref for p in change.prompts.all()] == [prompt.ref]
+
+    page = client.get(
+        reverse("admin:tooling_sectiondefinition_history", args=[section.pk])
+    )
+    html = page.content.decode()
+    assert "-Line two." in html and "+Line 2, changed." in html
+    assert "Clearer &lt;b&gt;wording&lt;/b&gt;" in html  # escaped
+    assert "alice" in html
+    # the prompt's history lists its section's change
+    page = client.get(reverse("admin:tooling_prompttemplate_history", args=[prompt.pk]))
+    assert "+Line 2, changed." in page.content.decode()
+
+
+def test_linked_lists_are_part_of_the_record(client):
+    alice = editor("alice")
+    section = SectionDefinitionFactory.create()
+    tool = ToolDefinitionFactory.create()
+    login(client, alice)
+    data = change_form_data(client, section_url(section))
+    data.update(
+        {
+            "sectiontool_set-TOTAL_FORMS": "1",
+            "sectiontool_set-0-tool": str(tool.pk),
+            "sectiontool_set-0-position": "0",
+            "sectiontool_set-0-section": str(section.pk),
+        }
+    )
+    response = client.post(section_url(section), data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert SectionTool.objects.filter(section=section, tool=tool).exists()
+    change = CatalogChange.objects.get()
+    assert change.fields == ["tools"]
+    assert (change.before or {})["tools"] == [] and (change.after or {})["tools"] == [
+        tool.name
+    ]
+    (field,) = diff(change.before, change.after)
+    assert field.kind == "list" and field.added == [tool.name]
+
+
+def test_disable_create_and_delete_are_recorded(client):
+    alice = editor("alice")
+    login(client, alice)
+    tool = ToolDefinitionFactory.create()
+    section = SectionDefinitionFactory.create()
+    SectionTool.objects.create(section=section, tool=tool)
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    data = change_form_data(client, url)
+    data.pop("enabled")
+    assert client.post(url, data).status_code == 302
+    disabled = CatalogChange.objects.get()
+    assert disabled.action == Action.DISABLED and disabled.fields == ["enabled"]
+    assert [p.prompt_ref for p in disabled.prompts.all()] == [prompt.ref]
+
+    add = reverse("admin:tooling_policydefinition_add")
+    response = client.post(
+        add,
+        {
+            "name": "one-at-a-time",
+            "kind": "sequential_dependency",
+            "config": '{"dependencies": {"deploy": ["check"]}}',
+        },
+    )
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    created = CatalogChange.objects.filter(action=Action.CREATED).get()
+    assert created.before is None and (created.after or {})["name"] == "one-at-a-time"
+
+    policy = PolicyDefinitionFactory.create()
+    response = client.post(
+        reverse("admin:tooling_policydefinition_delete", args=[policy.pk]),
+        {"post": "yes"},
+    )
+    assert response.status_code == 302
+    deleted = CatalogChange.objects.filter(action=Action.DELETED).get()
+    assert deleted.object_repr == str(policy) and deleted.after is None
+    assert (deleted.before or {})["name"] == policy.name
+
+
+def test_a_save_that_changes_nothing_records_nothing(client):
+    login(client, editor("alice"))
+    tool = ToolDefinitionFactory.create()
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    assert client.post(url, change_form_data(client, url)).status_code == 302
+    assert not CatalogChange.objects.exists()
+
+
+def test_a_stale_form_is_refused_naming_who_changed_what(client):
+    alice, bob = editor("alice"), editor("bob")
+    tool = ToolDefinitionFactory.create(description="")
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    login(client, alice)
+    alices = change_form_data(client, url)  # alice opens the form
+
+    login(client, bob)
+    bobs = change_form_data(client, url)
+    bobs["examples"] = "[]"
+    bobs.pop("enabled")
+    bobs["change_reason"] = "Pausing it"
+    assert client.post(url, bobs).status_code == 302  # bob disables it
+
+    login(client, alice)
+    alices["param_descriptions"] = '{"text": "The words"}'
+    response = client.post(url, alices)
+    assert response.status_code == 200  # the form again, with her input
+    errors = response.context["adminform"].form.non_field_errors()
+    (message,) = errors
+    assert "bob disabled" in message and "Pausing it" in message
+    assert "Your changes were not saved" in message
+    tool.refresh_from_db()
+    assert tool.enabled is False and tool.param_descriptions == {}
+    assert "{&quot;text&quot;: &quot;The words&quot;}" in response.content.decode()
+
+    # submitting again (the form now carries the current version) is knowing
+    again = dict(alices)
+    again["catalog_version"] = (
+        response.context["adminform"].form["catalog_version"].value()
+    )
+    assert client.post(url, again).status_code == 302
+    tool.refresh_from_db()
+    assert tool.param_descriptions == {"text": "The words"} and tool.enabled is True
+    assert CatalogChange.objects.count() == 2
+
+
+def test_change_rows_are_append_only():
+    change = CatalogChange.objects.create(
+        content_type_id=1, object_id="1", object_repr="x", action=Action.CHANGED
+    )
+    with pytest.raises(AppendOnlyError):
+        CatalogChange.objects.filter(pk=change.pk).update(reason="rewritten")
+    with pytest.raises(AppendOnlyError):
+        change.delete()
+    from django.db import connection
+
+    with (
+        pytest.raises((IntegrityError, InternalError)),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE tooling_catalogchange SET reason = 'x'")
+
+
+def test_the_change_list_is_for_who_may_view_changes(client):
+    login(client, editor("alice"))
+    tool = ToolDefinitionFactory.create()
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    data = change_form_data(client, url)
+    data["description"] = "Counts words."
+    client.post(url, data)
+    changes = reverse("admin:tooling_catalogchange_changelist")
+    auditor = User.objects.create_user("audrey", password="pw", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    login(client, auditor)
+    assert client.get(changes).status_code == 200
+    change = CatalogChange.objects.get()
+    page = client.get(reverse("admin:tooling_catalogchange_change", args=[change.pk]))
+    assert page.status_code == 200 and "Counts words." in page.content.decode()
+    login(client, User.objects.create_user("stan", password="pw", is_staff=True))
+    assert client.get(changes).status_code == 403
+
+
+def test_deleting_a_user_keeps_their_changes(client):
+    alice = editor("alice")
+    login(client, alice)
+    tool = ToolDefinitionFactory.create()
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    data = change_form_data(client, url)
+    data["description"] = "Counts words."
+    client.post(url, data)
+    alice.delete()
+    change = CatalogChange.objects.get()
+    assert change.actor_name == "alice"
+    assert ToolDefinition.objects.filter(pk=tool.pk).exists()
+
+
+def test_the_api_lists_changes_for_who_may_view_them(client):
+    from rest_framework.test import APIClient
+
+    login(client, editor("alice"))
+    section = SectionDefinitionFactory.create()
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    data = change_form_data(client, section_url(section))
+    data["title"] = "Renamed"
+    client.post(section_url(section), data)
+    other = ToolDefinitionFactory.create()
+    url = reverse("admin:tooling_tooldefinition_change", args=[other.pk])
+    data = change_form_data(client, url)
+    data["description"] = "Counts words."
+    client.post(url, data)
+
+    api = APIClient()
+    auditor = User.objects.create_user("audrey", password="pw")
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    api.force_authenticate(auditor)
+    body = api.get("/api/catalog-changes/", {"prompt": prompt.ref}).json()
+    (only,) = body["results"]
+    assert only["model"] == "sectiondefinition" and only["fields"] == ["title"]
+    assert only["actor_name"] == "alice" and only["prompts"] == [prompt.ref]
+    assert only["after"]["title"] == "Renamed"
+    body = api.get("/api/catalog-changes/", {"model": "tooldefinition"}).json()
+    assert [c["object_repr"] for c in body["results"]] == [other.name]
+    assert len(api.get("/api/catalog-changes/").json()["results"]) == 2
+    api.force_authenticate(User.objects.create_user("ulla", password="pw"))
+    assert api.get("/api/catalog-changes/").status_code == 403
