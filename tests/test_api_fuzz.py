@@ -64,7 +64,14 @@ from sessions_app.models import (
 )
 from tests.sessions_app.factories import UserFactory
 from tooling.demo import seed_demo_catalog
-from tooling.models import HostedToolDefinition, PromptTemplate, ToolDefinition
+from tooling.history.recording import record
+from tooling.history.snapshot import snapshot
+from tooling.models import (
+    CatalogChange,
+    HostedToolDefinition,
+    PromptTemplate,
+    ToolDefinition,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -126,6 +133,9 @@ def seeded(caller):
     services.start_session(prompt_ref="demo/ship", user=caller)
     assert ToolInvocation.objects.exists() and Citation.objects.exists()
     assert ApprovalRequest.objects.exists()
+    tool = ToolDefinition.objects.first()
+    assert tool is not None
+    record(tool, before=None, after=snapshot(tool), user=caller, reason="seeded")
 
 
 @pytest.fixture
@@ -383,6 +393,9 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
         "/api/approvals/{id}/": by_approval,
         "/api/approvals/{id}/approve/": by_approval,
         "/api/approvals/{id}/deny/": by_approval,
+        "/api/catalog-changes/{id}/": [
+            {"id": str(pk)} for pk in CatalogChange.objects.values_list("pk", flat=True)
+        ],
     }
 
 

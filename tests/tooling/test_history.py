@@ -275,3 +275,20 @@ def test_the_api_lists_changes_for_who_may_view_them(client):
     assert len(api.get("/api/catalog-changes/").json()["results"]) == 2
     api.force_authenticate(User.objects.create_user("ulla", password="pw"))
     assert api.get("/api/catalog-changes/").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "query", [{"actor": "a\x00b"}, {"object_id": "\x00"}, {"action": "rewrote"}]
+)
+def test_the_api_refuses_bad_filters_with_400(query):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    auditor = User.objects.create_user("audrey", password="pw")
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    api.force_authenticate(auditor)
+    response = api.get("/api/catalog-changes/", query)
+    assert response.status_code == 400, response.content
+    assert next(iter(query)) in response.json()["errors"]
+    # a surrogate's bytes in the URL arrive replaced, never as a 500
+    assert api.get("/api/catalog-changes/?prompt=x%ED%B2%80").status_code == 200

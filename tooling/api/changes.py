@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import django_filters
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 
+from tooling.api.input import StrictFilterSet
 from tooling.models import CatalogChange
 
 VIEW = "tooling.view_catalogchange"
@@ -61,42 +62,42 @@ class ChangeCursorPagination(CursorPagination):
     ordering = ("-at", "-id")
 
 
-FILTERS = [
-    OpenApiParameter("model", OpenApiTypes.STR, description="e.g. tooldefinition"),
-    OpenApiParameter("object_id", OpenApiTypes.STR),
-    OpenApiParameter("prompt", OpenApiTypes.STR, description="namespace/key"),
-    OpenApiParameter("actor", OpenApiTypes.STR, description="username"),
-    OpenApiParameter("action", OpenApiTypes.STR, enum=CatalogChange.Action.values),
-]
+class ChangeFilter(StrictFilterSet):
+    model = django_filters.CharFilter(
+        field_name="content_type__model",
+        method="filter_model",
+        help_text="The kind of row: tooldefinition, sectiondefinition, ...",
+    )
+    object_id = django_filters.CharFilter()
+    prompt = django_filters.CharFilter(
+        field_name="prompts__prompt_ref",
+        distinct=True,
+        help_text="namespace/key: every change that touched the prompt",
+    )
+    actor = django_filters.CharFilter(field_name="actor_name", help_text="username")
+    action = django_filters.ChoiceFilter(choices=CatalogChange.Action.choices)
+
+    class Meta:
+        model = CatalogChange
+        fields: list[str] = []
+
+    def filter_model(
+        self, queryset: QuerySet[CatalogChange], name: str, value: str
+    ) -> QuerySet[CatalogChange]:
+        return queryset.filter(
+            content_type__app_label="tooling", content_type__model=value.lower()
+        )
 
 
 @extend_schema_view(
-    list=extend_schema(
-        summary="Changes of the catalog, newest first", parameters=FILTERS
-    ),
+    list=extend_schema(summary="Changes of the catalog, newest first"),
     retrieve=extend_schema(summary="One change of the catalog"),
 )
 class ChangeViewSet(viewsets.ReadOnlyModelViewSet[CatalogChange]):
     serializer_class = ChangeSerializer
     pagination_class = ChangeCursorPagination
     permission_classes = [MayViewChanges]
-    filter_backends: list[Any] = []
-
-    def get_queryset(self) -> QuerySet[CatalogChange]:
-        changes = CatalogChange.objects.select_related("content_type").prefetch_related(
-            "prompts"
-        )
-        params = self.request.query_params
-        if model := params.get("model"):
-            changes = changes.filter(
-                content_type__app_label="tooling", content_type__model=model.lower()
-            )
-        if object_id := params.get("object_id"):
-            changes = changes.filter(object_id=object_id)
-        if prompt := params.get("prompt"):
-            changes = changes.filter(prompts__prompt_ref=prompt).distinct()
-        if actor := params.get("actor"):
-            changes = changes.filter(actor_name=actor)
-        if action := params.get("action"):
-            changes = changes.filter(action=action)
-        return changes
+    filterset_class = ChangeFilter
+    queryset = CatalogChange.objects.select_related("content_type").prefetch_related(
+        "prompts"
+    )
