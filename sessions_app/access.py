@@ -13,6 +13,8 @@ the admin.
   sees its session (read-only). Under four eyes (``ApprovalRequest.four_eyes``)
   the run's author may not decide it, whatever they hold (superusers too).
 
+- Reading catalog revisions (pages and API) needs ``view_catalogrevision``.
+
 Superusers hold every permission.
 """
 
@@ -27,6 +29,10 @@ START = "sessions_app.start_session"
 START_TRUSTED = "sessions_app.start_trusted_session"
 CANCEL_ANY = "sessions_app.cancel_any_session"
 DECIDE_ANY = "sessions_app.decide_any_approval"
+VIEW_REVISIONS = "tooling.view_catalogrevision"
+REVISIONS_DENIED = (
+    "Reading catalog revisions needs the view_catalogrevision permission."
+)
 
 
 def is_user(user: Any) -> bool:
@@ -35,6 +41,12 @@ def is_user(user: Any) -> bool:
 
 def sees_all(user: Any) -> bool:
     return is_user(user) and bool(user.has_perm(VIEW_ALL))
+
+
+def may_view_revisions(user: Any) -> bool:
+    """Catalog revisions (their pages and API): ``view_catalogrevision``,
+    which catalog staff are given and the Auditors group holds."""
+    return is_user(user) and bool(user.has_perm(VIEW_REVISIONS))
 
 
 def may_start(user: Any) -> bool:

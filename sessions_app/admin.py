@@ -31,6 +31,7 @@ from sessions_app.models import (
     SessionPurge,
     ToolInvocation,
 )
+from sessions_app.revisions import pages as revision_pages
 from tooling.admin import PromptTemplateAdmin
 from tooling.forms import PreviewForm
 from tooling.models import CatalogRevision, PromptTemplate
@@ -163,10 +164,30 @@ class SessionPurgeAdmin(ReadOnlyAdmin):
 
 @admin.register(CatalogRevision)
 class CatalogRevisionAdmin(ReadOnlyAdmin):
+    """A revision's page shows it as the model sees it, with its changes,
+    runs and comparisons (the audit page's content, ``_revision.html``)."""
+
     scoped_to_sessions = False
     list_display = ["hash", "prompt_ref", "created_at"]
     search_fields = ["hash", "prompt_ref"]
     date_hierarchy = "created_at"
+    fields = ["hash", "prompt_ref", "created_at"]
+    change_form_template = "admin/tooling/catalogrevision/change_form.html"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        revision = self.get_object(request, object_id)
+        if revision is not None and self.has_view_permission(request, revision):
+            extra_context = {
+                **(extra_context or {}),
+                **revision_pages.detail_context(revision, request.user),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 admin.site.unregister(PromptTemplate)
@@ -175,7 +196,35 @@ admin.site.unregister(PromptTemplate)
 @admin.register(PromptTemplate)
 class PromptTemplateRunAdmin(PromptTemplateAdmin):
     """The catalog's prompt template admin, plus running a session from the
-    preview page (a separate POST; the preview itself never runs anything)."""
+    preview page (a separate POST; the preview itself never runs anything),
+    and links to the prompt's revisions: the list, and what changed since the
+    revision its latest session ran."""
+
+    change_form_template = "admin/sessions_app/prompttemplate_change_form.html"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        template = self.get_object(request, object_id)
+        if template is not None and access.may_view_revisions(request.user):
+            latest = (
+                AgentSession.objects.filter(
+                    prompt_ref=template.ref, revision__isnull=False
+                )
+                .order_by("-created_at")
+                .values_list("revision_id", flat=True)
+                .first()
+            )
+            extra_context = {
+                **(extra_context or {}),
+                "revisions_ref": template.ref,
+                "latest_revision": latest,
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[Any]:
         urls = [

@@ -3,6 +3,7 @@ from django.urls import path
 from sessions_app.approvals import pages as approval_pages
 from sessions_app.audit import pages as audit_pages
 from sessions_app.costs import pages as cost_pages
+from sessions_app.revisions import pages as revision_pages
 
 app_name = "sessions_app"
 
@@ -22,6 +23,17 @@ urlpatterns = [
         "sessions/<uuid:pk>/cancel/",
         audit_pages.SessionCancelView.as_view(),
         name="session-cancel",
+    ),
+    path("revisions/", revision_pages.RevisionListView.as_view(), name="revision-list"),
+    path(
+        "revisions/<str:digest>/",
+        revision_pages.RevisionDetailView.as_view(),
+        name="revision-detail",
+    ),
+    path(
+        "revisions/<str:digest>/compare/<str:other>/",
+        revision_pages.RevisionCompareView.as_view(),
+        name="revision-compare",
     ),
     path("citations/", audit_pages.CitationListView.as_view(), name="citation-list"),
     path("costs/", cost_pages.CostReportView.as_view(), name="cost-report"),

@@ -43,6 +43,8 @@ from tests.tooling.factories import (
     ToolDefinitionFactory,
     add_sections,
 )
+from tooling.assembly import freeze_template
+from tooling.models import CatalogRevision
 
 pytestmark = pytest.mark.django_db
 
@@ -91,6 +93,10 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_app:session-progress": [Row("get", (LOGIN, 404, 200, 200, 404))],
     "sessions_app:session-cancel": [Row("post", (LOGIN, 404, 302, 403, 404))],
     "sessions_app:citation-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    # catalog revisions: view_catalogrevision (the Auditors group)
+    "sessions_app:revision-list": [Row("get", (LOGIN, 403, 403, 200, 403))],
+    "sessions_app:revision-detail": [Row("get", (LOGIN, 403, 403, 200, 403))],
+    "sessions_app:revision-compare": [Row("get", (LOGIN, 403, 403, 200, 403))],
     # spend of the sessions each may see (user_b's only to user_b and auditor)
     "sessions_app:cost-report": [Row("get", (LOGIN, 200, 200, 200, 200))],
     "sessions_app:cost-csv": [Row("get", (LOGIN, 200, 200, 200, 200))],
@@ -116,6 +122,9 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_api:citation-list": [Row("get", (401, 200, 200, 200, 200))],
     "sessions_api:citation-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:costs": [Row("get", (401, 200, 200, 200, 200))],
+    "sessions_api:revision-list": [Row("get", (401, 403, 403, 200, 403))],
+    "sessions_api:revision-detail": [Row("get", (401, 403, 403, 200, 403))],
+    "sessions_api:revision-compare": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:approval-list": [Row("get", (401, 200, 200, 200, 200))],
     "sessions_api:approval-detail": [
         Row("get", (401, 404, 200, 200, 404), approver=200)
@@ -219,8 +228,12 @@ def world(monkeypatch: Any) -> dict[str, Any]:
     approver = UserFactory.create(username="approver")
     approver.groups.add(runners, Group.objects.get(name="Approvers"))
     AgentSessionFactory.create(created_by=user_a, output_text="user a's output")
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, SectionDefinitionFactory.create(template="Say hello."))
+    revision = CatalogRevision.objects.get_or_create_for(freeze_template(prompt))
     session = AgentSessionFactory.create(
         created_by=user_b,
+        revision=revision,
         status=AgentSession.Status.RUNNING,
         output_text=SECRET_B,
         rendered_prompt=SECRET_B,
@@ -233,8 +246,6 @@ def world(monkeypatch: Any) -> dict[str, Any]:
     citation = CitationFactory.create(
         session=session, provider_call=call, title=SECRET_B
     )
-    prompt = PromptTemplateFactory.create()
-    add_sections(prompt, SectionDefinitionFactory.create(template="Say hello."))
     approval = ApprovalRequestFactory.create(
         session__created_by=user_b, session__rendered_prompt=SECRET_B, reason=SECRET_B
     )
@@ -276,6 +287,10 @@ def world(monkeypatch: Any) -> dict[str, Any]:
                 "name": HostedToolDefinitionFactory.create().name
             },
             "catalog_api:change-detail": {"pk": catalog_change().pk},
+            "sessions_app:revision-detail": {"digest": revision.hash},
+            "sessions_app:revision-compare": {"digest": revision.hash, "other": "live"},
+            "sessions_api:revision-detail": {"hash": revision.hash},
+            "sessions_api:revision-compare": {"hash": revision.hash, "other": "live"},
             "admin:sessions_app_agentsession_change": {"object_id": session.pk},
             "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
             "admin:sessions_app_providercall_change": {"object_id": call.pk},

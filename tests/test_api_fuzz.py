@@ -68,6 +68,7 @@ from tooling.history.recording import record
 from tooling.history.snapshot import snapshot
 from tooling.models import (
     CatalogChange,
+    CatalogRevision,
     HostedToolDefinition,
     PromptTemplate,
     ToolDefinition,
@@ -363,6 +364,7 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
     """Path parameters naming seeded rows, per path."""
     sessions = AgentSession.objects.values_list("pk", flat=True)
     prompts = PromptTemplate.objects.values_list("namespace", "key")
+    revisions = list(CatalogRevision.objects.values_list("hash", flat=True))
     by_session = [{"id": str(pk)} for pk in sessions]
     by_prompt = [{"namespace": namespace, "key": key} for namespace, key in prompts]
     by_approval = [
@@ -395,6 +397,12 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
         "/api/approvals/{id}/deny/": by_approval,
         "/api/catalog-changes/{id}/": [
             {"id": str(pk)} for pk in CatalogChange.objects.values_list("pk", flat=True)
+        ],
+        "/api/revisions/{hash}/": [{"hash": digest} for digest in revisions],
+        "/api/revisions/{hash}/compare/{other}/": [
+            {"hash": digest, "other": other}
+            for digest in revisions
+            for other in ["live", revisions[0]]
         ],
     }
 

@@ -109,17 +109,26 @@ def preview_prompt(
 ) -> PromptPreview:
     """Freeze, build, render and serialise ``template`` without calling the
     provider, for a session at ``trust_level``."""
-    if params is not None and not isinstance(params, Mapping):
-        raise ValidationError({"params": "Params must be a JSON object."})
-    if trust_level not in TrustLevel.values:
-        raise ValidationError(
-            {
-                "trust_level": f"Unknown trust level '{trust_level}'; expected one "
-                f"of: {', '.join(TrustLevel.values)}."
-            }
-        )
+    _check_input(params, trust_level)
     try:
         revision = assembly.freeze_template(template)
+    except PromptError as error:
+        raise ValidationError(
+            f"The catalog entry is invalid: {error.message}"
+        ) from error
+    return preview_revision(revision=revision, params=params, trust_level=trust_level)
+
+
+def preview_revision(
+    *,
+    revision: dict[str, Any],
+    params: Mapping[str, Any] | None = None,
+    trust_level: str = TrustLevel.STANDARD,
+) -> PromptPreview:
+    """Build, render and serialise a frozen revision (a ``CatalogRevision.data``)
+    without calling the provider; ``ValidationError`` as ``preview_prompt``."""
+    _check_input(params, trust_level)
+    try:
         prompt = assembly.thaw_prompt(revision)
     except PromptError as error:
         raise ValidationError(
@@ -142,6 +151,18 @@ def preview_prompt(
     return PromptPreview(
         prompt=prompt, rendered=rendered, request=request, revision=revision
     )
+
+
+def _check_input(params: Any, trust_level: str) -> None:
+    if params is not None and not isinstance(params, Mapping):
+        raise ValidationError({"params": "Params must be a JSON object."})
+    if trust_level not in TrustLevel.values:
+        raise ValidationError(
+            {
+                "trust_level": f"Unknown trust level '{trust_level}'; expected one "
+                f"of: {', '.join(TrustLevel.values)}."
+            }
+        )
 
 
 def record_revision(preview: PromptPreview) -> CatalogRevision:

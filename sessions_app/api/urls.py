@@ -8,6 +8,7 @@ from sessions_app.audit.api import (
     ToolInvocationViewSet,
 )
 from sessions_app.costs.api import CostReportView
+from sessions_app.revisions.api import RevisionViewSet
 
 app_name = "sessions_api"
 
@@ -16,6 +17,7 @@ router.register("sessions", AgentSessionViewSet, basename="session")
 router.register("tool-invocations", ToolInvocationViewSet, basename="toolinvocation")
 router.register("citations", CitationViewSet, basename="citation")
 router.register("approvals", ApprovalRequestViewSet, basename="approval")
+router.register("revisions", RevisionViewSet, basename="revision")
 
 urlpatterns = [
     *router.urls,

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import django_filters
 from django.contrib.auth import get_user_model
+from django.core.validators import RegexValidator
 from django.db.models import Subquery
 
 from sessions_app.models import AgentSession, Citation, ToolInvocation
@@ -36,6 +37,15 @@ class AgentSessionFilterSet(StrictFilterSet):
         label="User",
         help_text="The username of who started the session.",
     )
+    revision = django_filters.CharFilter(
+        field_name="revision_id",
+        max_length=64,
+        label="Revision",
+        help_text="The catalog revision's hash (64 hex digits): its runs.",
+        validators=[
+            RegexValidator(r"^[0-9a-f]{64}$", "Enter a revision's 64-digit hash.")
+        ],
+    )
     created_at = IsoDateTimeFromToRangeFilter(
         help_text="Created at or after `created_at_after` and at or before "
         "`created_at_before` (ISO 8601; the UTC offset within ±15:59).",
@@ -43,7 +53,7 @@ class AgentSessionFilterSet(StrictFilterSet):
 
     class Meta:
         model = AgentSession
-        fields = ["status", "prompt_ref", "user", "created_at"]
+        fields = ["status", "prompt_ref", "user", "revision", "created_at"]
 
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:
         # The user's id as a scalar subquery, not a join: the page is then

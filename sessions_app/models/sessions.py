@@ -271,6 +271,9 @@ class AgentSession(models.Model):
             models.Index(
                 fields=["created_by", "created_at"], name="session_user_created"
             ),
+            models.Index(
+                fields=["revision", "created_at"], name="session_revision_created"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -503,6 +503,12 @@ class CatalogRevision(AppendOnlyModel):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["created_at"], name="revision_created"),
+            models.Index(
+                fields=["prompt_ref", "created_at"], name="revision_prompt_created"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.prompt_ref} @ {self.hash[:12]}"
