@@ -31,6 +31,8 @@ run: demo  ## Set up, seed the demo and serve on http://127.0.0.1:8000
 	@echo "  Admin (catalog):   http://$(HOST):$(PORT)/admin/"
 	@echo "  API docs:          http://$(HOST):$(PORT)/api/docs/"
 	@echo "  Audit pages:       http://$(HOST):$(PORT)/audit/sessions/"
+	@echo "  Experiments:       http://$(HOST):$(PORT)/audit/experiments/"
+	@echo "  Revisions:         http://$(HOST):$(PORT)/audit/revisions/"
 	@echo ""
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
 

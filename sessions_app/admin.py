@@ -20,9 +20,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
 from sessions_app import access, services
-from sessions_app.admin_base import HiddenRowsAdmin
+from sessions_app.admin_base import ReadOnlyAdmin
 from sessions_app.approvals import admin as approvals_admin  # noqa: F401 (registers the inbox)
 from sessions_app.costs.budgets import DailyBudgetExceeded
+from sessions_app.experiments import admin as experiment_admin  # noqa: F401 (registers)
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -31,31 +32,12 @@ from sessions_app.models import (
     SessionPurge,
     ToolInvocation,
 )
+from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
+from tooling import releases
 from tooling.admin import PromptTemplateAdmin
 from tooling.forms import PreviewForm
-from tooling.models import CatalogRevision, PromptTemplate
-
-
-class ReadOnlyAdmin(HiddenRowsAdmin):
-    show_full_result_count = False
-    # The audit rows of sessions the user may not see do not exist for them.
-    scoped_to_sessions = True
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset = super().get_queryset(request)
-        if self.scoped_to_sessions:
-            return queryset.visible_to(request.user)  # type: ignore[attr-defined]
-        return queryset
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 
 
 @admin.register(AgentSession)
@@ -193,8 +175,12 @@ class CatalogRevisionAdmin(ReadOnlyAdmin):
 admin.site.unregister(PromptTemplate)
 
 
+admin.site.register(Release, release_admin.ReleaseAdmin)
+admin.site.register(PromptLabel, release_admin.PromptLabelAdmin)
+
+
 @admin.register(PromptTemplate)
-class PromptTemplateRunAdmin(PromptTemplateAdmin):
+class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin):
     """The catalog's prompt template admin, plus running a session from the
     preview page (a separate POST; the preview itself never runs anything),
     and links to the prompt's revisions: the list, and what changed since the
@@ -224,6 +210,8 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
                 "revisions_ref": template.ref,
                 "latest_revision": latest,
             }
+        if template is not None and releases.may_view(request.user):
+            extra_context = {**(extra_context or {}), "releases_page": True}
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[Any]:
@@ -234,7 +222,7 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
                 name="tooling_prompttemplate_run",
             )
         ]
-        return urls + super().get_urls()
+        return urls + self.release_urls() + super().get_urls()
 
     def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         if not access.may_start(request.user):
@@ -259,11 +247,14 @@ class PromptTemplateRunAdmin(PromptTemplateAdmin):
             errors = [f"You may not start sessions at trust level '{trust_level}'."]
             return self.render_preview(request, template, form, errors)
         try:
+            # what was previewed: the catalog as it is now, whatever its
+            # labels point at (a draft is tried here before it is released)
             session = services.start_session(
                 prompt_ref=template.ref,
                 params=params,
                 user=request.user,
                 trust_level=trust_level,
+                revision=releases.DRAFT,
             )
         except ValidationError as error:
             return self.render_preview(request, template, form, error.messages)

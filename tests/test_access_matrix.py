@@ -27,7 +27,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app.models import AgentSession
+from sessions_app.models import AgentSession, Dataset, Experiment, Grader
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ApprovalRequestFactory,
@@ -44,7 +44,7 @@ from tests.tooling.factories import (
     add_sections,
 )
 from tooling.assembly import freeze_template
-from tooling.models import CatalogRevision
+from tooling.models import CatalogRevision, Release
 
 pytestmark = pytest.mark.django_db
 
@@ -93,6 +93,21 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_app:session-progress": [Row("get", (LOGIN, 404, 200, 200, 404))],
     "sessions_app:session-cancel": [Row("post", (LOGIN, 404, 302, 403, 404))],
     "sessions_app:citation-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    # replaying needs to see the session and to start runs (auditors see, may
+    # not start); comparing needs to see both sessions
+    "sessions_app:session-replay": [
+        Row("post", (LOGIN, 404, 302, 403, 404), data={"against": "same"})
+    ],
+    "sessions_app:session-compare": [Row("get", (LOGIN, 404, 200, 200, 404))],
+    # adding a session to a dataset: see it, and "Can add dataset case"
+    "sessions_app:session-add-to-dataset": [
+        Row("post", (LOGIN, 404, 403, 403, 404), data="to_dataset")
+    ],
+    # experiments: their author's (user_b) and the auditors'; the author runs
+    "sessions_app:experiment-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
+    "sessions_app:experiment-detail": [Row("get", (LOGIN, 404, 200, 200, 404))],
+    "sessions_app:experiment-csv": [Row("get", (LOGIN, 404, 200, 200, 404))],
+    "sessions_app:experiment-run": [Row("post", (LOGIN, 404, 302, 403, 404))],
     # catalog revisions: view_catalogrevision (the Auditors group)
     "sessions_app:revision-list": [Row("get", (LOGIN, 403, 403, 200, 403))],
     "sessions_app:revision-detail": [Row("get", (LOGIN, 403, 403, 200, 403))],
@@ -114,6 +129,8 @@ MATRIX: dict[str, list[Row]] = {
     ],
     "sessions_api:session-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:session-cancel": [Row("post", (401, 404, 202, 403, 404))],
+    "sessions_api:session-replay": [Row("post", (401, 404, 201, 403, 404), data={})],
+    "sessions_api:session-compare": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:session-provider-calls": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:session-events": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:session-tool-invocations": [Row("get", (401, 404, 200, 200, 404))],
@@ -122,7 +139,34 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_api:citation-list": [Row("get", (401, 200, 200, 200, 200))],
     "sessions_api:citation-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:costs": [Row("get", (401, 200, 200, 200, 200))],
+    # releases: view_release (Auditors) reads; add_release requests,
+    # approve_release decides (the Releasers group; nobody here holds them)
+    "sessions_api:release-list": [
+        Row("get", (401, 403, 403, 200, 403)),
+        Row("post", (401, 403, 403, 403, 403), data="release"),
+    ],
+    "sessions_api:release-detail": [Row("get", (401, 403, 403, 200, 403))],
+    "sessions_api:release-approve": [Row("post", (401, 403, 403, 403, 403), data={})],
+    "sessions_api:release-reject": [Row("post", (401, 403, 403, 403, 403), data={})],
+    "sessions_api:release-withdraw": [Row("post", (401, 403, 403, 403, 403), data={})],
     "sessions_api:revision-list": [Row("get", (401, 403, 403, 200, 403))],
+    # datasets and graders: the model permissions (Auditors view)
+    "sessions_api:dataset-list": [
+        Row("get", (401, 403, 403, 200, 403)),
+        Row("post", (401, 403, 403, 403, 403), data={"name": "d"}),
+    ],
+    "sessions_api:dataset-detail": [Row("get", (401, 403, 403, 200, 403))],
+    "sessions_api:grader-list": [
+        Row("get", (401, 403, 403, 200, 403)),
+        Row("post", (401, 403, 403, 403, 403), data={"name": "g"}),
+    ],
+    "sessions_api:grader-detail": [Row("get", (401, 403, 403, 200, 403))],
+    "sessions_api:experiment-list": [
+        Row("get", (401, 200, 200, 200, 200)),
+        Row("post", (401, 403, 403, 403, 403), data={"name": "e"}),
+    ],
+    "sessions_api:experiment-detail": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:experiment-csv": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:revision-detail": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:revision-compare": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:approval-list": [Row("get", (401, 200, 200, 200, 200))],
@@ -172,6 +216,9 @@ MATRIX: dict[str, list[Row]] = {
     ],
     # running a prompt from the admin: view the template and start sessions
     "admin:tooling_prompttemplate_preview": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))
+    ],
+    "admin:tooling_prompttemplate_releases": [
         Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))
     ],
     "admin:tooling_prompttemplate_run": [
@@ -231,9 +278,31 @@ def world(monkeypatch: Any) -> dict[str, Any]:
     prompt = PromptTemplateFactory.create()
     add_sections(prompt, SectionDefinitionFactory.create(template="Say hello."))
     revision = CatalogRevision.objects.get_or_create_for(freeze_template(prompt))
+    dataset = Dataset.objects.create(name="matrix")
+    grader = Grader.objects.create(
+        name="matrix", kind="tool_called", config={"tool": "x"}
+    )
+    experiment = Experiment.objects.create(
+        name="matrix",
+        dataset=dataset,
+        prompt_ref=prompt.ref,
+        targets=["draft"],
+        created_by=user_b,
+    )
+    experiment.graders.add(grader)
+    pending = Release.objects.create(
+        prompt=prompt,
+        prompt_ref=prompt.ref,
+        label="production",
+        to_revision=revision,
+        requested_by=user_b,
+        requested_by_name="user_b",
+    )
     session = AgentSessionFactory.create(
         created_by=user_b,
         revision=revision,
+        prompt_ref=prompt.ref,
+        params={},
         status=AgentSession.Status.RUNNING,
         output_text=SECRET_B,
         rendered_prompt=SECRET_B,
@@ -262,6 +331,10 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "sessions_app:session-detail": {"pk": session.pk},
             "sessions_app:session-progress": {"pk": session.pk},
             "sessions_app:session-cancel": {"pk": session.pk},
+            "sessions_app:session-replay": {"pk": session.pk},
+            "sessions_app:session-compare": {"pk": session.pk, "other": session.pk},
+            "sessions_api:session-replay": {"pk": session.pk},
+            "sessions_api:session-compare": {"pk": session.pk, "other": session.pk},
             "sessions_api:session-detail": {"pk": session.pk},
             "sessions_app:approval-detail": {"pk": approval.pk},
             "sessions_api:approval-detail": {"pk": approval.pk},
@@ -290,6 +363,19 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "sessions_app:revision-detail": {"digest": revision.hash},
             "sessions_app:revision-compare": {"digest": revision.hash, "other": "live"},
             "sessions_api:revision-detail": {"hash": revision.hash},
+            "sessions_api:release-detail": {"pk": pending.pk},
+            "sessions_app:session-add-to-dataset": {"pk": session.pk},
+            "sessions_app:experiment-detail": {"pk": experiment.pk},
+            "sessions_app:experiment-csv": {"pk": experiment.pk},
+            "sessions_app:experiment-run": {"pk": experiment.pk},
+            "sessions_api:dataset-detail": {"pk": dataset.pk},
+            "sessions_api:grader-detail": {"pk": grader.pk},
+            "sessions_api:experiment-detail": {"pk": experiment.pk},
+            "sessions_api:experiment-csv": {"pk": experiment.pk},
+            "sessions_api:release-approve": {"pk": pending.pk},
+            "sessions_api:release-reject": {"pk": pending.pk},
+            "sessions_api:release-withdraw": {"pk": pending.pk},
+            "admin:tooling_prompttemplate_releases": {"pk": prompt.pk},
             "sessions_api:revision-compare": {"hash": revision.hash, "other": "live"},
             "admin:sessions_app_agentsession_change": {"object_id": session.pk},
             "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
@@ -300,6 +386,8 @@ def world(monkeypatch: Any) -> dict[str, Any]:
         },
         "start": {"prompt": prompt.ref},
         "decide_form": {"decision": "approve", "reason": "ok"},
+        "release": {"prompt": prompt.ref, "label": "staging"},
+        "to_dataset": {"dataset": dataset.pk},
     }
 
 

@@ -60,6 +60,10 @@ from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
     Citation,
+    Dataset,
+    DatasetCase,
+    Experiment,
+    Grader,
     ToolInvocation,
 )
 from tests.sessions_app.factories import UserFactory
@@ -71,6 +75,7 @@ from tooling.models import (
     CatalogRevision,
     HostedToolDefinition,
     PromptTemplate,
+    Release,
     ToolDefinition,
 )
 
@@ -113,6 +118,7 @@ def caller():
         Group.objects.get(name="Runners"),
         Group.objects.get(name="Auditors"),
         Group.objects.get(name="Approvers"),
+        Group.objects.get(name="Releasers"),
     )
     user.user_permissions.add(
         *Permission.objects.filter(
@@ -137,6 +143,30 @@ def seeded(caller):
     tool = ToolDefinition.objects.first()
     assert tool is not None
     record(tool, before=None, after=snapshot(tool), user=caller, reason="seeded")
+    dataset = Dataset.objects.create(name="fuzz")
+    DatasetCase.objects.create(dataset=dataset, params={"question": "Why?"})
+    grader = Grader.objects.create(
+        name="fuzz", kind=Grader.Kind.TOOL_CALLED, config={"tool": "count_words"}
+    )
+    experiment = Experiment.objects.create(
+        name="fuzz",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=caller,
+    )
+    experiment.graders.add(grader)
+    # one pending release (someone else's: the caller may decide it)
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    other = UserFactory.create(username="requester")
+    Release.objects.create(
+        prompt=prompt,
+        prompt_ref=prompt.ref,
+        label="production",
+        to_revision=CatalogRevision.objects.filter(prompt_ref=prompt.ref).get(),
+        requested_by=other,
+        requested_by_name="requester",
+    )
 
 
 @pytest.fixture
@@ -365,6 +395,10 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
     sessions = AgentSession.objects.values_list("pk", flat=True)
     prompts = PromptTemplate.objects.values_list("namespace", "key")
     revisions = list(CatalogRevision.objects.values_list("hash", flat=True))
+    by_release = [{"id": pk} for pk in Release.objects.values_list("pk", flat=True)]
+    by_experiment = [
+        {"id": pk} for pk in Experiment.objects.values_list("pk", flat=True)
+    ]
     by_session = [{"id": str(pk)} for pk in sessions]
     by_prompt = [{"namespace": namespace, "key": key} for namespace, key in prompts]
     by_approval = [
@@ -376,6 +410,10 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
         "/api/sessions/{id}/events/": by_session,
         "/api/sessions/{id}/provider-calls/": by_session,
         "/api/sessions/{id}/tool-invocations/": by_session,
+        "/api/sessions/{id}/replay/": by_session,
+        "/api/sessions/{id}/compare/{other}/": [
+            {"id": str(a), "other": str(b)} for a in sessions for b in sessions
+        ][:4],
         "/api/tool-invocations/{id}/": [
             {"id": pk} for pk in ToolInvocation.objects.values_list("pk", flat=True)
         ][:3],
@@ -399,6 +437,18 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
             {"id": str(pk)} for pk in CatalogChange.objects.values_list("pk", flat=True)
         ],
         "/api/revisions/{hash}/": [{"hash": digest} for digest in revisions],
+        "/api/releases/{id}/": by_release,
+        "/api/datasets/{id}/": [
+            {"id": pk} for pk in Dataset.objects.values_list("pk", flat=True)
+        ],
+        "/api/graders/{id}/": [
+            {"id": pk} for pk in Grader.objects.values_list("pk", flat=True)
+        ],
+        "/api/experiments/{id}/": by_experiment,
+        "/api/experiments/{id}/csv/": by_experiment,
+        "/api/releases/{id}/approve/": by_release,
+        "/api/releases/{id}/reject/": by_release,
+        "/api/releases/{id}/withdraw/": by_release,
         "/api/revisions/{hash}/compare/{other}/": [
             {"hash": digest, "other": other}
             for digest in revisions

@@ -35,7 +35,7 @@ from tooling.forms import (
 )
 from tooling.forms.hosted import hosted_tool_form
 from tooling.handlers import registry
-from tooling.history.admin import HistoryAdminMixin
+from tooling.history.admin import HistoryAdminMixin, with_change_record
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
@@ -134,30 +134,32 @@ class HostedToolDefinitionAdmin(
             )
             for spec in hosted_kinds()
         ]
-        return [
-            (
-                None,
-                {
-                    "fields": [
-                        "name",
-                        "kind",
-                        "description",
-                        "min_trust_level",
-                        "enabled",
-                    ]
-                },
-            ),
-            *kinds,
-            (
-                "Stored configuration",
-                {
-                    "fields": ["stored_config"],
-                    "classes": ["collapse"],
-                    "description": "The JSON the typed fields above are saved as "
-                    "(read-only; it never holds a secret).",
-                },
-            ),
-        ]
+        return with_change_record(
+            [
+                (
+                    None,
+                    {
+                        "fields": [
+                            "name",
+                            "kind",
+                            "description",
+                            "min_trust_level",
+                            "enabled",
+                        ]
+                    },
+                ),
+                *kinds,
+                (
+                    "Stored configuration",
+                    {
+                        "fields": ["stored_config"],
+                        "classes": ["collapse"],
+                        "description": "The JSON the typed fields above are saved as "
+                        "(read-only; it never holds a secret).",
+                    },
+                ),
+            ]
+        )
 
     @admin.display(description="Config")
     def stored_config(self, obj: HostedToolDefinition) -> str:
@@ -334,6 +336,7 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
                 pretty(preview.safe_request.get("tools", [])) if preview else ""
             ),
             "options_json": pretty(preview.options) if preview else "",
+            "labels": list(template.labels.all()),
         }
         return TemplateResponse(
             request, "admin/tooling/prompttemplate/preview.html", context

@@ -8,14 +8,16 @@ The session lifecycle (start, claim, run, resume, cancel, sweep) lives in
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 from collections.abc import Mapping
 from typing import Any
 
 import openai
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from tooling import assembly, shell_executors
+from tooling import assembly, releases, shell_executors
 from tooling.models import CatalogRevision, PromptTemplate, TrustLevel
 from tooling.providers import build_client
 from tooling.runtime import (
@@ -27,6 +29,7 @@ from tooling.runtime import (
 )
 from tooling.runtime.adapters.openai import redact_request
 
+HASH = re.compile(r"[0-9a-f]{64}")
 # Previews never send: the adapter only needs the client's retry setting.
 _PREVIEW_CLIENT: Any = types.SimpleNamespace(max_retries=0, timeout=600.0)
 
@@ -163,6 +166,53 @@ def _check_input(params: Any, trust_level: str) -> None:
                 f"of: {', '.join(TrustLevel.values)}."
             }
         )
+
+
+def preview_run(
+    *,
+    template: PromptTemplate,
+    params: Mapping[str, Any] | None = None,
+    trust_level: str = TrustLevel.STANDARD,
+    label: str | None = None,
+    revision: str | None = None,
+) -> tuple[PromptPreview, str | None]:
+    """What a run of ``template`` starts from, previewed, and the label it
+    started from (docs/releases.md):
+
+    - ``revision``: a stored revision of the template (its hash), or ``draft``:
+      the catalog as it is now;
+    - ``label``: the revision the template's label points at;
+    - neither: the revision of its ``WINK_DEFAULT_LABEL`` label when it has
+      one (``template.released_revision``, read with it by
+      ``assembly.load_template``), the catalog as it is now otherwise.
+    """
+    if label and revision:
+        raise ValidationError("Name a label or a revision to run, not both.")
+    if revision is None and not label:
+        released = getattr(template, "released_revision", None)
+        if released is None and not hasattr(template, "released_revision"):
+            found = releases.current(template, settings.WINK_DEFAULT_LABEL)
+            released = found.revision_id if found is not None else None
+        if released is None:
+            revision = releases.DRAFT
+        else:
+            label, revision = settings.WINK_DEFAULT_LABEL, released
+    elif label:
+        revision = releases.label_revision(template, label).hash
+    if revision == releases.DRAFT:
+        preview = preview_prompt(
+            template=template, params=params, trust_level=trust_level
+        )
+        return preview, None
+    data = None
+    if isinstance(revision, str) and HASH.fullmatch(revision):
+        data = assembly.revision_data(revision)
+    if data is None or CatalogRevision.ref_of(data) != template.ref:
+        raise ValidationError(
+            {"revision": f"No revision of {template.ref} has the hash '{revision}'."}
+        )
+    preview = preview_revision(revision=data, params=params, trust_level=trust_level)
+    return preview, label or None
 
 
 def record_revision(preview: PromptPreview) -> CatalogRevision:

@@ -322,6 +322,11 @@ if WINK_APPROVAL_TIMEOUT_SECONDS > 366 * 24 * 3600:  # as a policy's deadline_se
 # requests (whatever their permissions), unless the asking policy says
 # "four_eyes": false. Off: only policies with "four_eyes": true keep them out.
 WINK_APPROVAL_FOUR_EYES = env_bool("WINK_APPROVAL_FOUR_EYES", False)
+# Releases (docs/releases.md): a run without a label or revision starts from
+# this label when its prompt has it (otherwise from the catalog as it is);
+# moving a protected label needs a second person's approval.
+WINK_DEFAULT_LABEL = os.environ.get("WINK_DEFAULT_LABEL", "production").strip()
+WINK_PROTECTED_LABELS = env_list("WINK_PROTECTED_LABELS", "production")
 # The most each user's runs may spend per day (USD, the project's time zone),
 # for users without their own budget (admin: user budgets). Unset: no limit.
 WINK_DAILY_BUDGET_USD = env_usd("WINK_DAILY_BUDGET_USD")

@@ -8,6 +8,13 @@ from sessions_app.audit.api import (
     ToolInvocationViewSet,
 )
 from sessions_app.costs.api import CostReportView
+from sessions_app.experiments.api import (
+    DatasetViewSet,
+    ExperimentViewSet,
+    GraderViewSet,
+)
+from sessions_app.releases.api import ReleaseViewSet
+from sessions_app.replays.api import CompareView, ReplayView
 from sessions_app.revisions.api import RevisionViewSet
 
 app_name = "sessions_api"
@@ -18,8 +25,18 @@ router.register("tool-invocations", ToolInvocationViewSet, basename="toolinvocat
 router.register("citations", CitationViewSet, basename="citation")
 router.register("approvals", ApprovalRequestViewSet, basename="approval")
 router.register("revisions", RevisionViewSet, basename="revision")
+router.register("releases", ReleaseViewSet, basename="release")
+router.register("datasets", DatasetViewSet, basename="dataset")
+router.register("graders", GraderViewSet, basename="grader")
+router.register("experiments", ExperimentViewSet, basename="experiment")
 
 urlpatterns = [
     *router.urls,
     path("costs/", CostReportView.as_view(), name="costs"),
+    path("sessions/<uuid:pk>/replay/", ReplayView.as_view(), name="session-replay"),
+    path(
+        "sessions/<uuid:pk>/compare/<uuid:other>/",
+        CompareView.as_view(),
+        name="session-compare",
+    ),
 ]

@@ -200,6 +200,8 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 params=serializer.validated_data["params"],
                 user=request.user,
                 trust_level=trust_level,
+                label=serializer.validated_data.get("label"),
+                revision=serializer.validated_data.get("revision"),
             )
         except DjangoValidationError as exc:
             raise from_django(exc, {"prompt_ref": "prompt"}) from exc

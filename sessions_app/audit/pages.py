@@ -34,6 +34,7 @@ from sessions_app.approvals import inbox
 from sessions_app.audit import paging, timeline
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
+from sessions_app.experiments import pages as experiment_pages
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -43,6 +44,7 @@ from sessions_app.models import (
     ToolInvocation,
     count_of,
 )
+from sessions_app.replays import pages as replay_pages
 from tooling.runtime import source_key
 
 # How much of a session one page shows: about what an ordinary session holds
@@ -224,6 +226,8 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
                 if session.is_finished
                 else progress_version(session.pk, self.request.user)
             ),
+            **replay_pages.detail_context(session, self.request.user),
+            datasets=experiment_pages.datasets_for(self.request.user),
         )
         return context
 

@@ -228,6 +228,7 @@ SESSION_SUMMARY_FIELDS = [
     "error_phase",
     "error_message",
     "revision",
+    "label",
     "attempts",
     "cost",
     "cost_budget",
@@ -387,6 +388,28 @@ class AgentSessionCreateSerializer(StrictSerializer):
         "run. 'trusted' needs the 'Can start sessions at the trusted level' "
         "permission.",
     )
+
+    # the metaclass takes declared fields off the class: ``Field.label`` stays
+    label = serializers.RegexField(  # type: ignore[assignment]
+        r"^[a-z][a-z0-9_-]{0,31}$",
+        required=False,
+        help_text="Run the revision this label of the prompt points at "
+        "(production, staging ...). Default: the prompt's production label when "
+        "it has one, the catalog as it is otherwise (docs/releases.md).",
+    )
+    revision = serializers.RegexField(
+        r"^([0-9a-f]{64}|draft)$",
+        required=False,
+        help_text="Run this revision of the prompt (its hash), or 'draft': the "
+        "catalog as it is now, whatever its labels point at.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("label") and attrs.get("revision"):
+            raise serializers.ValidationError(
+                "Name a label or a revision to run, not both."
+            )
+        return attrs
 
     def validate_prompt(self, value: str) -> str:
         value = value.strip()

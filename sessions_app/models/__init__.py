@@ -15,7 +15,8 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 (``sessions_app.approvals``).
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
-``state.py``; import them from here.
+``state.py``, and datasets, graders and experiments in ``experiments.py``;
+import them from here.
 """
 
 from sessions_app.models.approvals import ApprovalRequest, ApprovalRequestQuerySet
@@ -28,6 +29,13 @@ from sessions_app.models.audit import (
     SessionPurge,
     StateChange,
     ToolInvocation,
+)
+from sessions_app.models.experiments import (
+    Dataset,
+    DatasetCase,
+    Experiment,
+    ExperimentRun,
+    Grader,
 )
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
@@ -52,6 +60,11 @@ __all__ = [
     "AuditQuerySet",
     "Citation",
     "CitationQuerySet",
+    "Dataset",
+    "DatasetCase",
+    "Experiment",
+    "ExperimentRun",
+    "Grader",
     "PolicyDenial",
     "ProviderCall",
     "QuotaDecision",

@@ -140,6 +140,31 @@ class AgentSession(models.Model):
         related_name="sessions",
         help_text="The catalog revision the run executes (not the live catalog).",
     )
+    # NULL, not "": a nullable column is added without rebuilding the table
+    label = models.CharField(  # noqa: DJ001
+        max_length=32,
+        null=True,
+        blank=True,
+        help_text="The label the run started from (production, staging ...); "
+        "empty: the catalog as it was, or a revision named explicitly.",
+    )
+    # No database constraint: a replay keeps its source's id after the source
+    # is purged (sessions are append-only, the link is never set to NULL).
+    replay_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="replays",
+        help_text="The session this one replays (docs/replay.md).",
+    )
+    replay_live_tools = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="A replay: whether read-only tools the source never called "
+        "with the same arguments run live (otherwise they fail).",
+    )
     params = models.JSONField(default=dict, blank=True)
     trust_level = models.CharField(
         max_length=16, choices=TrustLevel.choices, default=TrustLevel.STANDARD

@@ -6,6 +6,7 @@ was started with. Its writes go through its store (``store/``)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from decimal import Decimal
@@ -19,7 +20,7 @@ from django.utils import timezone
 from django.utils.timezone import get_default_timezone as default_timezone
 
 from sessions_app.models import AgentSession
-from sessions_app.runs import lifecycle, replay, store
+from sessions_app.runs import answers, lifecycle, replay, store
 from sessions_app.runs.sinks import DatabaseSink
 from sessions_app.runs.state import DatabaseSession
 from tooling import assembly
@@ -31,6 +32,7 @@ from tooling.runtime import (
     PriceSheet,
     Prompt,
     PromptEvaluationError,
+    RunRecord,
 )
 
 logger = logging.getLogger(__name__)
@@ -241,6 +243,10 @@ def _evaluate(
         phase, message = resumption.failure
         run_store.finish(status=Status.FAILED, phase=phase, message=message)
         return
+    record = resumption.record if resumption else None
+    recorded_answers = answers.answers_for(session)  # a replay of another run
+    if recorded_answers is not None:
+        record = dataclasses.replace(record or RunRecord(), answers=recorded_answers)
     settings_ = data["prompt"]
     # a run is priced as of the day it started, however long it waits
     if pricing is None:
@@ -268,7 +274,7 @@ def _evaluate(
             pricing=pricing,
             heartbeat=claim.beat,
             run_id=str(session.pk),
-            resume=resumption.record if resumption else None,
+            resume=record,
         )
 
 

@@ -42,10 +42,23 @@ def start_session(
     user: Any = None,
     trust_level: str = TrustLevel.STANDARD,
     client: openai.OpenAI | None = None,
+    label: str | None = None,
+    revision: str | None = None,
+    replay_of: AgentSession | None = None,
+    live_tools: bool = False,
 ) -> AgentSession:
     """Validate, snapshot and record a new session, then run it: inline without
     a broker (the returned session is finished), on a worker otherwise (it is
     ``queued``).
+
+    The run executes the revision ``label`` points at, or ``revision`` (a
+    hash, or ``draft``: the catalog now), or by default its prompt's
+    ``WINK_DEFAULT_LABEL`` label's, the catalog now without one
+    (``tooling.services.preview_run``; docs/releases.md).
+
+    ``replay_of``: the run replays that session (its local calls answered
+    from its record; ``live_tools``: read-only tools it never called run live;
+    ``sessions_app.replays``).
 
     ``trust_level`` decides which hosted tools the run is offered; callers
     check who may start and at which level (``access``). ``client`` replaces
@@ -73,8 +86,12 @@ def start_session(
                 "non-finite numbers."
             }
         )
-    preview = catalog.preview_prompt(
-        template=template, params=params or {}, trust_level=trust_level
+    preview, started_from = catalog.preview_run(
+        template=template,
+        params=params or {},
+        trust_level=trust_level,
+        label=label,
+        revision=revision,
     )
     limit = budgets.daily_limit(user)
     if limit is None:  # nothing to share
@@ -85,6 +102,8 @@ def start_session(
             trust_level,
             user,
             cost_budget=budgets.session_budget(template.max_cost_per_session, None),
+            label=started_from,
+            replay=(replay_of, live_tools),
         )
     else:
         # what is left of the day is read and the session that takes its share
@@ -93,7 +112,14 @@ def start_session(
             user, limit=limit, template_budget=template.max_cost_per_session
         ) as cost_budget:
             session = _new_session(
-                template, preview, params, trust_level, user, cost_budget=cost_budget
+                template,
+                preview,
+                params,
+                trust_level,
+                user,
+                cost_budget=cost_budget,
+                label=started_from,
+                replay=(replay_of, live_tools),
             )
     if not dispatch.runs_inline():
         # the stored revision may be older than the one built here: read it
@@ -119,6 +145,8 @@ def _new_session(
     user: Any,
     *,
     cost_budget: Decimal | None = None,
+    label: str | None = None,
+    replay: tuple[AgentSession | None, bool] = (None, False),
 ) -> AgentSession:
     """The session of a new run, stored with its catalog revision (an
     identical one already stored is left as it is, not read). The session's
@@ -129,10 +157,13 @@ def _new_session(
     session = AgentSession(
         prompt=template,
         prompt_ref=template.ref,
+        label=label,
+        replay_of=replay[0],
+        replay_live_tools=replay[1] if replay[0] is not None else None,
         params=dict(params or {}),
         trust_level=trust_level,
         withheld_tools=preview.withheld_tools,
-        model=template.model,
+        model=preview.settings.get("model", template.model),
         provider=settings.WINK_PROVIDER,
         rendered_prompt=preview.text,
         tools_payload=preview.safe_request.get("tools", []),

@@ -280,13 +280,15 @@ def test_session_provider_calls_include_request_and_response(api_client):
 def fake_start_session(monkeypatch):
     calls = []
 
-    def start_session(*, prompt_ref, params, user, trust_level):
+    def start_session(*, prompt_ref, params, user, trust_level, label, revision):
         calls.append(
             {
                 "prompt_ref": prompt_ref,
                 "params": params,
                 "user": user,
                 "trust_level": trust_level,
+                "label": label,
+                "revision": revision,
             }
         )
         session = AgentSessionFactory.create(prompt_ref=prompt_ref, params=params)
@@ -311,6 +313,8 @@ def test_session_create_starts_a_run(api_client, user, fake_start_session):
             "params": {"topic": "tides"},
             "user": user,
             "trust_level": "standard",
+            "label": None,
+            "revision": None,
         }
     ]
     data = response.json()
@@ -336,6 +340,13 @@ def test_session_create_params_default_to_an_empty_object(
         ({"prompt": "demo/research/extra"}, "prompt"),
         ({"prompt": "demo/research", "params": ["not", "an", "object"]}, "params"),
         ({"prompt": "demo/research", "params": "topic=tides"}, "params"),
+        ({"prompt": "demo/research", "label": "Production!"}, "label"),
+        ({"prompt": "demo/research", "revision": "abc"}, "revision"),
+        ({"prompt": "demo/research", "revision": "draft\u0000"}, "revision"),
+        (
+            {"prompt": "demo/research", "label": "production", "revision": "draft"},
+            "non_field_errors",
+        ),
     ],
 )
 def test_session_create_rejects_invalid_input(

@@ -89,7 +89,8 @@ def test_a_revision_reads_as_the_model_sees_it():
     assert view.problems == []
     # defaults rendered; a required parameter without one shown by name
     assert "Answer: <question>" in view.text and "Tone: plain" in view.text
-    assert [p["name"] for p in view.parameters] == ["question", "tone"]
+    # (in the order the database keeps the defaults: PostgreSQL's jsonb sorts)
+    assert sorted(p["name"] for p in view.parameters) == ["question", "tone"]
     (tool,) = view.tools
     assert tool.name == "count_words" and tool.fields["section"] == "task"
     assert tool.fields["parameters"]["properties"]["text"]["type"] == "string"
@@ -326,7 +327,7 @@ def test_the_api_needs_view_catalogrevision():
 
 def test_hostile_text_is_escaped_and_neutralised(client):
     prompt, section = research_prompt()
-    section.template = "<script>alert(1)</script>\u202eevil\x00"
+    section.template = "<script>alert(1)</script>\u202eevil"
     section.save()
     revision = stored(prompt)
     client.force_login(auditor())

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from tests.tooling.admin_forms import change_form_data
 from tests.tooling.factories import (
+    HostedToolDefinitionFactory,
     PolicyDefinitionFactory,
     PromptTemplateFactory,
     SectionDefinitionFactory,
@@ -294,3 +295,21 @@ def test_the_api_refuses_bad_filters_with_400(query):
     assert next(iter(query)) in response.json()["errors"]
     # a surrogate's bytes in the URL arrive replaced, never as a 500
     assert api.get("/api/catalog-changes/?prompt=x%ED%B2%80").status_code == 200
+
+
+def test_the_hosted_tool_form_carries_the_reason_and_the_version(client):
+    hosted = HostedToolDefinitionFactory.create()
+    login(client, editor("alice"))
+    url = reverse("admin:tooling_hostedtooldefinition_change", args=[hosted.pk])
+    html = client.get(url).content.decode()
+    assert 'name="change_reason"' in html and 'name="catalog_version"' in html
+
+    data = change_form_data(client, url)
+    data["description"] = "Search the docs."
+    data["change_reason"] = "Clearer"
+    data["catalog_version"] = "stale"
+    refused = client.post(url, data)
+    assert refused.status_code == 200
+    assert "after you opened it" in refused.content.decode()
+    hosted.refresh_from_db()
+    assert hosted.description == "Search the web."

@@ -62,7 +62,18 @@ class PromptSerializer(serializers.Serializer[Any]):
     deadline_seconds = serializers.IntegerField(allow_null=True)
     output_schema = serializers.JSONField(allow_null=True)
     revision = serializers.CharField(
-        help_text="The catalog revision a run started now would execute."
+        help_text="The revision of the catalog as it is now (the draft); the "
+        "parameters and tools below are its."
+    )
+    labels = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Each label of the prompt and the revision it points at.",
+    )
+    run_revision = serializers.CharField(
+        allow_null=True,
+        help_text="What a run started now without a label or revision executes: "
+        "the production label's revision (WINK_DEFAULT_LABEL) when the prompt "
+        "has one, the draft otherwise (null: the draft cannot be frozen).",
     )
     parameters = ParameterSerializer(many=True)
     tools = PromptToolSerializer(many=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -76,15 +77,18 @@ def describe_prompt(template: PromptTemplate, data: Any) -> dict[str, Any]:
         "deadline_seconds": template.deadline_seconds,
         "output_schema": template.output_schema,
         "revision": "",
+        "labels": {label.name: label.revision_id for label in template.labels.all()},
         "parameters": [],
         "tools": [],
         "hosted_tools": [],
     }
+    described["run_revision"] = described["labels"].get(settings.WINK_DEFAULT_LABEL)
     if isinstance(data, PromptError):  # a broken catalog: the basics only
         return described
     sections = list(_sections(data["sections"]))
     described.update(
         revision=CatalogRevision.hash_of(data),
+        run_revision=described["run_revision"] or CatalogRevision.hash_of(data),
         parameters=[spec.as_dict() for spec in assembly.prompt_parameters(data)],
         tools=[
             {"name": tool["name"], "description": _tool_description(tool)}
@@ -117,7 +121,9 @@ class PromptViewSet(viewsets.GenericViewSet[PromptTemplate]):
     lookup_url_kwarg = "key"
 
     def get_queryset(self) -> QuerySet[PromptTemplate]:
-        return PromptTemplate.objects.enabled().with_catalog()
+        return (
+            PromptTemplate.objects.enabled().with_catalog().prefetch_related("labels")
+        )
 
     def _template(self, namespace: str, key: str) -> PromptTemplate:
         return get_object_or_404(self.get_queryset(), namespace=namespace, key=key)

@@ -245,13 +245,15 @@ def build_prompt_from_parts(
 
 def load_template(ref: str) -> PromptTemplate:
     """The enabled template named ``<namespace>/<key>``, with the catalog's
-    generation (``catalog_token``), in one query; its links are read only if
-    ``freeze_template`` has no frozen revision for them. Raises
+    generation (``catalog_token``) and the revision its default label points
+    at (``released_revision``, ``None`` without one), in one query; its links
+    are read only if ``freeze_template`` has no frozen revision for them. Raises
     ``PromptTemplate.DoesNotExist`` as ``get()`` does."""
     namespace, _, key = ref.partition("/")
     return (
         PromptTemplate.objects.enabled()
         .with_generation()
+        .with_release()
         .get(namespace=namespace, key=key)
     )
 

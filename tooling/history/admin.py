@@ -71,6 +71,17 @@ def with_history_fields(form: type[forms.ModelForm]) -> type[forms.ModelForm]:
     return type(form.__name__, (HistoryForm, form), {"__module__": form.__module__})
 
 
+def with_change_record(fieldsets: Any) -> list[Any]:
+    """``fieldsets`` with the reason and version fields last, in their own
+    fieldset: an admin that builds its own fieldsets passes them through this
+    (fields outside the fieldsets are left out of the form)."""
+    kept = [
+        (name, {**opts, "fields": [f for f in opts["fields"] if f not in FIELDS]})
+        for name, opts in fieldsets
+    ]
+    return [*kept, ("Change record", {"fields": list(FIELDS)})]
+
+
 class HistoryAdminMixin(admin.ModelAdmin):
     """For a catalog ``ModelAdmin``: records every change it makes
     (``tooling.history.recording``) and shows them on the History page."""
@@ -84,12 +95,7 @@ class HistoryAdminMixin(admin.ModelAdmin):
         return super().get_form(request, obj, change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets = super().get_fieldsets(request, obj)
-        kept = [
-            (name, {**opts, "fields": [f for f in opts["fields"] if f not in FIELDS]})
-            for name, opts in fieldsets
-        ]
-        return [*kept, ("Change record", {"fields": list(FIELDS)})]
+        return with_change_record(super().get_fieldsets(request, obj))
 
     # -- recording ----------------------------------------------------------
 

@@ -27,8 +27,10 @@ from tooling.models.catalog import (
 )
 from tooling.models.history import CatalogChange, CatalogChangePrompt
 from tooling.models.pricing import HostedToolPrice, ModelPrice, UserBudget
+from tooling.models.releases import LABEL_RULE, PromptLabel, Release
 
 __all__ = [
+    "LABEL_RULE",
     "SECTION_TREE_LOCK",
     "CatalogChange",
     "CatalogChangePrompt",
@@ -41,9 +43,11 @@ __all__ = [
     "ModelCapability",
     "ModelPrice",
     "PolicyDefinition",
+    "PromptLabel",
     "PromptSection",
     "PromptTemplate",
     "PromptTemplateQuerySet",
+    "Release",
     "SectionDefinition",
     "SectionHostedTool",
     "SectionTool",

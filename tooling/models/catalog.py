@@ -12,6 +12,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import connection, models, transaction
@@ -332,6 +333,17 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
         query (``catalog_token``; ``None`` without one): before any other
         catalog row, as ``tooling.generation`` requires."""
         return self.annotate(catalog_token=generation_token())
+
+    def with_release(self) -> PromptTemplateQuerySet:
+        """Each template with the hash its ``WINK_DEFAULT_LABEL`` label points
+        at (``released_revision``; ``None``: no such label), in the same query
+        (a left join on the unique ``(prompt, name)``)."""
+        return self.annotate(
+            default_label=models.FilteredRelation(
+                "labels", condition=Q(labels__name=settings.WINK_DEFAULT_LABEL)
+            ),
+            released_revision=models.F("default_label__revision_id"),
+        )
 
 
 class PromptTemplate(TimestampedModel):

@@ -163,6 +163,12 @@ class _WatchedTransaction:
             self.inner.rollback()
 
 
+# Answers a local call instead of its handler: ``(tool, raw arguments)`` to
+# the result the model gets, or ``None`` to run the handler. A replay answers
+# calls from the run it replays; policies still decide and record each call.
+ToolAnswers = Callable[[Tool[Any, Any], str], ToolResult[Any] | None]
+
+
 class ToolExecutor:
     """Executes function calls for one evaluation."""
 
@@ -181,8 +187,10 @@ class ToolExecutor:
         sequence: Iterator[int] | None = None,
         run_id: str | None = None,
         approvals: Decisions | None = None,
+        answers: ToolAnswers | None = None,
     ) -> None:
         self.prompt = prompt
+        self.answers = answers
         self.rendered = rendered
         self.session = session
         self.sink = sink
@@ -299,7 +307,11 @@ class ToolExecutor:
             result = ToolResult.error(refusal)
             return self._finish(call, tool, params, result, {}, sequence), None
         with self.session.transaction() as transaction:
-            result, stop = self._run_handler(tool, params, context)
+            answered = self.answers(tool, call.arguments) if self.answers else None
+            if answered is not None:  # from another run's record (a replay)
+                result, stop = answered, None
+            else:
+                result, stop = self._run_handler(tool, params, context)
             if result.success:
                 result = self._record_result(tool, params, result, policies, context)
             if not result.success:

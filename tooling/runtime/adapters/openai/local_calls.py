@@ -142,6 +142,7 @@ class LocalCalls:
             sequence=sequence,
             run_id=executor.run_id,
             approvals=executor.approvals,
+            answers=executor.answers,
         )
 
     def claims(self, item: Any) -> bool:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...approvals import Decisions
+from ...executor import ToolAnswers
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class RunRecord:
     Everything else (the rendered prompt, the order of the calls, their
     sequence numbers and event ids) is derived the same way as the first time,
     so the history it sends next is the history the interrupted run would have
-    sent.
+    sent. ``answers``, when set, answers the calls it has not recorded.
     """
 
     responses: tuple[Mapping[str, Any], ...] = ()
@@ -38,6 +39,9 @@ class RunRecord:
     approvals: Decisions = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: answers local calls instead of their handlers (a replay of another
+    #: run: ``ToolExecutor``'s ``answers``); not part of the resumed record
+    answers: ToolAnswers | None = None
 
     @property
     def turns(self) -> int:

@@ -196,6 +196,7 @@ class Run:
             sequence=self.sequence,
             run_id=self.run_id,
             approvals=self.resume.approvals,
+            answers=self.resume.answers,
         )
         mcp_approvals = McpApprovals(
             decisions=self.resume.approvals,

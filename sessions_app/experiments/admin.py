@@ -1,0 +1,204 @@
+"""The admin's datasets (with their cases and a CSV/JSON import), graders and
+experiments. An experiment is created here and run from its page
+(``/audit/experiments/<id>/``), where its results fill in.
+
+Who may use them: staff with the models' permissions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
+from tooling.models import PromptTemplate
+
+from . import grading
+from .cases import import_cases
+from .running import TARGET
+
+
+class CreatedByAdmin(admin.ModelAdmin):
+    """Records who created a row (``created_by``) as it is added."""
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+class DatasetCaseInline(admin.TabularInline):
+    model = DatasetCase
+    fields = ["position", "params", "trust_level", "expected_output", "notes"]
+    extra = 1
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV (columns params, trust_level, "
+        "expected_output, notes) or JSON (a list of objects with those keys)."
+    )
+
+
+@admin.register(Dataset)
+class DatasetAdmin(CreatedByAdmin):
+    list_display = ["name", "description", "created_at"]
+    search_fields = ["name", "description"]
+    inlines = [DatasetCaseInline]
+    exclude = ["created_by"]
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<int:pk>/import/",
+                self.admin_site.admin_view(self.import_view),
+                name="sessions_app_dataset_import",
+            ),
+            *super().get_urls(),
+        ]
+
+    def import_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = get_object_or_404(Dataset, pk=pk)
+        if not request.user.has_perm("sessions_app.add_datasetcase"):
+            raise PermissionDenied
+        form = ImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                added = import_cases(dataset, upload.read(), upload.name)
+            except ValidationError as error:
+                form.add_error("file", error)
+            else:
+                messages.success(request, f"Added {len(added)} case(s) to {dataset}.")
+                return HttpResponseRedirect(
+                    reverse("admin:sessions_app_dataset_change", args=[pk])
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": Dataset._meta,
+            "original": dataset,
+            "title": f"Import cases into {dataset}",
+            "form": form,
+        }
+        return TemplateResponse(
+            request, "admin/sessions_app/dataset_import.html", context
+        )
+
+
+class GraderForm(forms.ModelForm):
+    class Meta:
+        model = Grader
+        fields = ["name", "kind", "config", "description"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        kind = cleaned.get("kind")
+        if kind and "config" in cleaned:
+            try:
+                grading.check_config(kind, cleaned["config"])
+            except ValidationError as error:
+                self.add_error("config", error.messages)
+        return cleaned
+
+
+@admin.register(Grader)
+class GraderAdmin(admin.ModelAdmin):
+    form = GraderForm
+    list_display = ["name", "kind", "description"]
+    list_filter = ["kind"]
+    search_fields = ["name", "description"]
+
+
+class ExperimentForm(forms.ModelForm):
+    targets_text = forms.CharField(
+        label="Targets",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: draft, label:<name> or a revision's hash.",
+    )
+
+    class Meta:
+        model = Experiment
+        fields = ["name", "dataset", "prompt_ref", "graders"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["targets_text"].initial = "\n".join(self.instance.targets)
+
+    def clean_prompt_ref(self) -> str:
+        ref = self.cleaned_data["prompt_ref"].strip()
+        namespace, _, key = ref.partition("/")
+        if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
+            raise ValidationError(f"No prompt template is named {ref}.")
+        return ref
+
+    def clean_targets_text(self) -> list[str]:
+        lines = [
+            line.strip()
+            for line in self.cleaned_data["targets_text"].splitlines()
+            if line.strip()
+        ]
+        wrong = [line for line in lines if not TARGET.fullmatch(line)]
+        if wrong:
+            raise ValidationError(
+                f"Not a target: {', '.join(wrong[:5])}. Write draft, label:<name> "
+                "or a revision's 64-digit hash, one per line."
+            )
+        if not lines or len(set(lines)) != len(lines):
+            raise ValidationError("Name at least one target, each once.")
+        return lines
+
+    def save(self, commit: bool = True) -> Any:
+        self.instance.targets = self.cleaned_data["targets_text"]
+        return super().save(commit)
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(CreatedByAdmin):
+    form = ExperimentForm
+    list_display = ["name", "prompt_ref", "dataset", "status", "created_by", "page"]
+    list_filter = ["status"]
+    search_fields = ["name", "prompt_ref"]
+    filter_horizontal = ["graders"]
+
+    readonly_fields = ["status", "targets_shown"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # a run experiment keeps what it ran: view only
+        if obj is not None and obj.status != Experiment.Status.NEW:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and not self.has_change_permission(request, obj):
+            return [
+                "name",
+                "dataset",
+                "prompt_ref",
+                "targets_shown",
+                "graders",
+                "status",
+            ]
+        return super().get_fields(request, obj)
+
+    @admin.display(description="Targets")
+    def targets_shown(self, obj: Experiment) -> str:
+        return ", ".join(obj.targets) if obj.pk else "-"
+
+    @admin.display(description="Results")
+    def page(self, obj: Experiment) -> str:
+        url = reverse("sessions_app:experiment-detail", args=[obj.pk])
+        return format_html('<a href="{}">results and Run</a>', url)
+
+    def view_on_site(self, obj: Experiment) -> str:
+        return reverse("sessions_app:experiment-detail", args=[obj.pk])

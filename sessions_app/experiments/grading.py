@@ -1,0 +1,319 @@
+"""Graders: each judges one finished session (docs/experiments.md).
+
+``check_config`` refuses a grader whose config its kind cannot use (the admin
+and the API say which key is wrong); ``grade`` returns ``Grade(passed,
+detail)``. A model-graded grader runs its grader prompt on the session's
+output (``{"output", "expected", "params"}`` as parameters) as a session of its
+own, recorded like any other; it passes when that session's structured output
+says ``{"passed": true}`` or its text starts with ``PASS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import jsonschema
+from django.core.exceptions import ValidationError
+
+from sessions_app.models import (
+    AgentSession,
+    ApprovalRequest,
+    Citation,
+    DatasetCase,
+    Grader,
+    PolicyDenial,
+    ToolInvocation,
+)
+from sessions_app.runs.starting import start_session
+
+Kind = Grader.Kind
+# The most output text a pattern or a text is searched in.
+MOST_TEXT = 200_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Grade:
+    passed: bool | None  # None: not decided yet (a paused run, a grader running)
+    detail: str
+    session: str | None = None  # a model grader's own session
+
+    def as_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"passed": self.passed, "detail": self.detail}
+        if self.session is not None:
+            found["session"] = self.session
+        return found
+
+    @property
+    def pending(self) -> bool:
+        return self.passed is None
+
+
+def _domain(value: str) -> str:
+    """``https://Docs.Python.org/3/`` and ``docs.python.org.`` alike."""
+    value = value.strip().lower()
+    if "://" in value:
+        value = Citation.domain_of(value)
+    return value.split("/", 1)[0].rstrip(".")
+
+
+def _text(config: dict[str, Any], key: str) -> str:
+    value = config.get(key)
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise ValidationError({"config": f'"{key}" must be a non-empty text.'})
+    return value
+
+
+NEEDS = {
+    Kind.TOOL_CALLED: ("tool",),
+    Kind.TOOL_NOT_CALLED: ("tool",),
+    Kind.CALLED_BEFORE: ("first", "then"),
+    Kind.DENIED_BY_POLICY: ("policy",),
+    Kind.OUTPUT_REGEX: ("pattern",),
+    Kind.OUTPUT_CONTAINS: ("text",),
+    Kind.MODEL_GRADED: ("prompt",),
+}
+
+
+def check_config(kind: str, config: Any) -> None:
+    """Refuse a config ``kind`` cannot use, naming the key."""
+    if not isinstance(config, dict):
+        raise ValidationError({"config": "The config must be a JSON object."})
+    for key in NEEDS.get(kind, ()):  # type: ignore[call-overload]
+        _text(config, key)
+    if kind == Kind.OUTPUT_REGEX:
+        try:
+            re.compile(config["pattern"])
+        except re.error as error:
+            raise ValidationError(
+                {"config": f'"pattern" is not valid: {error}.'}
+            ) from None
+    elif kind == Kind.OUTPUT_SCHEMA:
+        schema = config.get("schema")
+        if not isinstance(schema, dict):
+            raise ValidationError({"config": '"schema" must be a JSON schema object.'})
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as error:
+            raise ValidationError(
+                {"config": f'"schema" is not a valid JSON schema: {error.message}'}
+            ) from None
+    elif kind == Kind.CITATIONS_IN_DOMAINS:
+        domains = config.get("domains")
+        if (
+            not isinstance(domains, list)
+            or not domains
+            or not all(isinstance(d, str) and _domain(d) for d in domains)
+        ):
+            raise ValidationError({"config": '"domains" must be a list of domains.'})
+    elif kind == Kind.COST_AT_MOST:
+        _usd(config)
+    elif kind == Kind.TURNS_AT_MOST:
+        turns = config.get("turns")
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:
+            raise ValidationError({"config": '"turns" must be a whole number.'})
+    elif kind == Kind.MODEL_GRADED and "/" not in config["prompt"]:
+        raise ValidationError({"config": '"prompt" must be "namespace/key".'})
+
+
+def _usd(config: dict[str, Any]) -> Decimal:
+    try:
+        value = Decimal(str(config.get("usd")))
+    except InvalidOperation:
+        value = Decimal("NaN")
+    if not value.is_finite() or value < 0:
+        raise ValidationError({"config": '"usd" must be an amount (for example 0.05).'})
+    return value
+
+
+def _calls(session: AgentSession, name: str) -> list[int]:
+    return list(
+        ToolInvocation.objects.filter(session=session, name=name)
+        .order_by("sequence")
+        .values_list("sequence", flat=True)[:1]
+    )
+
+
+def grade(
+    grader: Grader,
+    session: AgentSession,
+    case: DatasetCase,
+    user: Any,
+    previous: dict[str, Any] | None = None,
+) -> Grade:
+    """``grader``'s verdict on the finished ``session`` of ``case``
+    (``previous``: its last, undecided one: a model grader's session is
+    looked at again, not started twice)."""
+    if session.status == AgentSession.Status.AWAITING_APPROVAL:
+        return Grade(None, "The run waits for an approval.")
+    config = grader.config if isinstance(grader.config, dict) else {}
+    try:
+        check_config(grader.kind, config)
+    except ValidationError as error:
+        return Grade(False, "The grader is misconfigured: " + " ".join(error.messages))
+    if grader.kind == Kind.MODEL_GRADED:
+        return _model_graded(config, session, case, user, previous or {})
+    return CHECKS[Kind(grader.kind)](config, session)
+
+
+def _tool_called(config: dict[str, Any], session: AgentSession) -> Grade:
+    called = bool(_calls(session, config["tool"]))
+    return Grade(called, f"{config['tool']} {'was' if called else 'was not'} called.")
+
+
+def _tool_not_called(config: dict[str, Any], session: AgentSession) -> Grade:
+    called = bool(_calls(session, config["tool"]))
+    return Grade(
+        not called, f"{config['tool']} {'was' if called else 'was not'} called."
+    )
+
+
+def _called_before(config: dict[str, Any], session: AgentSession) -> Grade:
+    first, then = _calls(session, config["first"]), _calls(session, config["then"])
+    if not first or not then:
+        missing = config["first"] if not first else config["then"]
+        return Grade(False, f"{missing} was not called.")
+    passed = first[0] < then[0]
+    order = "before" if passed else "after"
+    return Grade(
+        passed, f"{config['first']} was first called {order} {config['then']}."
+    )
+
+
+def _denied(config: dict[str, Any], session: AgentSession) -> Grade:
+    found = PolicyDenial.objects.filter(
+        session=session, policy_name=config["policy"]
+    ).exists()
+    said = "denied a call" if found else "denied no call"
+    return Grade(found, f"{config['policy']} {said}.")
+
+
+def _approval(config: dict[str, Any], session: AgentSession) -> Grade:
+    requests = ApprovalRequest.objects.filter(session=session)
+    if config.get("tool"):
+        requests = requests.filter(tool_name=config["tool"])
+    found = requests.exists()
+    return Grade(
+        found, "An approval was requested." if found else "No approval was requested."
+    )
+
+
+def _output(session: AgentSession) -> str:
+    return (session.output_text or "")[:MOST_TEXT]
+
+
+def _schema(config: dict[str, Any], session: AgentSession) -> Grade:
+    value = session.output
+    if value is None:
+        try:
+            value = json.loads(session.output_text or "")
+        except ValueError:
+            return Grade(False, "The output is not JSON.")
+    errors = sorted(
+        jsonschema.Draft202012Validator(config["schema"]).iter_errors(value),
+        key=lambda e: list(e.path),
+    )
+    if errors:
+        return Grade(False, f"The output does not match: {errors[0].message[:300]}")
+    return Grade(True, "The output matches the schema.")
+
+
+def _regex(config: dict[str, Any], session: AgentSession) -> Grade:
+    found = re.search(config["pattern"], _output(session)) is not None
+    return Grade(
+        found, "The pattern matches." if found else "The pattern does not match."
+    )
+
+
+def _contains(config: dict[str, Any], session: AgentSession) -> Grade:
+    text, output = config["text"], _output(session)
+    if not config.get("case_sensitive"):
+        text, output = text.lower(), output.lower()
+    found = text in output
+    return Grade(
+        found,
+        "The text is in the output." if found else "The text is not in the output.",
+    )
+
+
+def _in_domains(config: dict[str, Any], session: AgentSession) -> Grade:
+    allowed = [_domain(d) for d in config["domains"]]
+    outside = []
+    cited = Citation.objects.filter(session=session).exclude(url="")
+    for url, host in cited.values_list("url", "domain"):
+        host = host or Citation.domain_of(url)
+        if not any(host == d or host.endswith("." + d) for d in allowed):
+            outside.append(host or url)
+    if outside:
+        shown = ", ".join(sorted(set(outside))[:5])
+        return Grade(False, f"{len(outside)} citation(s) outside the domains: {shown}.")
+    return Grade(True, "Every citation is inside the domains.")
+
+
+def _cost(config: dict[str, Any], session: AgentSession) -> Grade:
+    most = _usd(config)
+    passed = (session.cost or Decimal(0)) <= most
+    return Grade(passed, f"Cost ${session.cost or 0:.4f} (at most ${most}).")
+
+
+def _turns(config: dict[str, Any], session: AgentSession) -> Grade:
+    passed = session.turns <= config["turns"]
+    return Grade(passed, f"{session.turns} turn(s) (at most {config['turns']}).")
+
+
+def _model_graded(
+    config: dict[str, Any],
+    session: AgentSession,
+    case: DatasetCase,
+    user: Any,
+    previous: dict[str, Any],
+) -> Grade:
+    earlier = previous.get("session")
+    started = (
+        AgentSession.objects.filter(pk=earlier).first()
+        if isinstance(earlier, str)
+        else None
+    )
+    try:
+        verdict = started or start_session(
+            prompt_ref=config["prompt"],
+            params={
+                "output": session.output_text or "",
+                "expected": case.expected_output,
+                "params": json.dumps(session.params, sort_keys=True),
+            },
+            user=user,
+        )
+    except ValidationError as error:
+        return Grade(
+            False, "The grader prompt could not run: " + " ".join(error.messages)
+        )
+    if verdict.status not in AgentSession.TERMINAL:
+        return Grade(
+            None,
+            f"The grader's session {verdict.pk} has not finished.",
+            str(verdict.pk),
+        )
+    output = verdict.output if isinstance(verdict.output, dict) else {}
+    passed = output.get("passed") is True or (
+        (verdict.output_text or "").strip().upper().startswith("PASS")
+    )
+    return Grade(passed, f"Graded by session {verdict.pk}.", str(verdict.pk))
+
+
+CHECKS = {
+    Kind.TOOL_CALLED: _tool_called,
+    Kind.TOOL_NOT_CALLED: _tool_not_called,
+    Kind.CALLED_BEFORE: _called_before,
+    Kind.DENIED_BY_POLICY: _denied,
+    Kind.APPROVAL_REQUESTED: _approval,
+    Kind.OUTPUT_SCHEMA: _schema,
+    Kind.OUTPUT_REGEX: _regex,
+    Kind.OUTPUT_CONTAINS: _contains,
+    Kind.CITATIONS_IN_DOMAINS: _in_domains,
+    Kind.COST_AT_MOST: _cost,
+    Kind.TURNS_AT_MOST: _turns,
+}

@@ -1,0 +1,146 @@
+"""The experiment pages: the list, one experiment's results (and its Run
+button), its CSV, and "add to dataset" on a session's page.
+
+Who may see them: an experiment's author, and whoever sees every session
+(the Auditors); another user's experiment is a 404. Running it needs to be
+its author and to start sessions. Adding a session to a dataset needs to see
+the session and "Can add dataset case".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views import View
+from django.views.generic import DetailView, ListView
+
+from sessions_app import access
+from sessions_app.audit.bidi import NeutraliseBidiMixin
+from sessions_app.models import AgentSession, Dataset, DatasetCase, Experiment
+
+from .results import csv_of, results_of
+from .running import grade_finished, run_experiment
+
+ADD_CASE = "sessions_app.add_datasetcase"
+
+
+class ExperimentListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
+    template_name = "sessions_app/experiment_list.html"
+    context_object_name = "experiments"
+    paginate_by = 50
+
+    def get_queryset(self) -> QuerySet[Experiment]:
+        return Experiment.objects.visible_to(self.request.user).select_related(
+            "dataset", "created_by"
+        )
+
+
+def may_run(user: Any, experiment: Experiment) -> bool:
+    return (
+        experiment.status == Experiment.Status.NEW
+        and experiment.created_by_id == user.pk
+        and access.may_start(user)
+    )
+
+
+class ExperimentDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
+    template_name = "sessions_app/experiment_detail.html"
+    context_object_name = "experiment"
+
+    def get_queryset(self) -> QuerySet[Experiment]:
+        return Experiment.objects.visible_to(self.request.user).select_related(
+            "dataset", "created_by"
+        )
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        experiment: Experiment = self.object
+        if experiment.status == Experiment.Status.RUNNING:
+            grade_finished(experiment, user=experiment.created_by)
+        context.update(
+            results=results_of(experiment),
+            may_run=may_run(self.request.user, experiment),
+        )
+        return context
+
+
+class ExperimentRunView(LoginRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        experiment = get_object_or_404(
+            Experiment.objects.visible_to(request.user), pk=pk
+        )
+        if not may_run(request.user, experiment):
+            raise PermissionDenied(
+                "Only its author, who may start sessions, runs a new experiment."
+            )
+        try:
+            runs = run_experiment(experiment, user=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.info(request, f"Started {len(runs)} run(s).")
+        return HttpResponseRedirect(
+            reverse("sessions_app:experiment-detail", args=[pk])
+        )
+
+
+class ExperimentCsvView(LoginRequiredMixin, View):
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        experiment = get_object_or_404(
+            Experiment.objects.visible_to(request.user), pk=pk
+        )
+        response = HttpResponse(
+            csv_of(results_of(experiment)), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = (
+            f'attachment; filename="experiment-{experiment.pk}.csv"'
+        )
+        return response
+
+
+class AddToDatasetForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.all())
+    expected_output = forms.CharField(required=False, max_length=100_000)
+
+
+def datasets_for(user: Any) -> list[Dataset]:
+    """The datasets ``user`` may add a session to (none without the permission)."""
+    if not (access.is_user(user) and user.has_perm(ADD_CASE)):
+        return []
+    return list(Dataset.objects.only("pk", "name")[:200])
+
+
+class AddToDatasetView(LoginRequiredMixin, View):
+    """``POST``: the session's parameters and trust level as a new case."""
+
+    def post(self, request: HttpRequest, pk: Any) -> HttpResponse:
+        session = get_object_or_404(
+            AgentSession.objects.visible_to(request.user), pk=pk
+        )
+        if not request.user.has_perm(ADD_CASE):
+            raise PermissionDenied("Adding to a dataset needs 'Can add dataset case'.")
+        form = AddToDatasetForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "Pick a dataset.")
+            return HttpResponseRedirect(session.get_absolute_url())
+        dataset = form.cleaned_data["dataset"]
+        last = dataset.cases.order_by("-position").values_list("position", flat=True)
+        DatasetCase.objects.create(
+            dataset=dataset,
+            position=(last.first() or 0) + 1,
+            params=session.params,
+            trust_level=session.trust_level,
+            expected_output=form.cleaned_data["expected_output"],
+            notes=f"From session {session.pk}.",
+            source_session=session,
+        )
+        messages.info(request, f"Added to the dataset {dataset.name}.")
+        return HttpResponseRedirect(session.get_absolute_url())

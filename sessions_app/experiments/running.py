@@ -1,0 +1,115 @@
+"""Running an experiment and grading its runs.
+
+``run_experiment`` starts one session per case and target, each a normal
+governed run of whoever started the experiment (inline without a broker, on
+workers otherwise), and records it (``ExperimentRun``); a start refused (a
+bad case, a spent budget) is recorded with why. ``grade_finished`` grades the
+runs whose sessions have finished and are not graded yet, once each (a
+conditional update), and marks the experiment finished when none is left:
+the results page and the API call it, so results fill in as runs end.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.costs.budgets import DailyBudgetExceeded
+from sessions_app.models import AgentSession, Experiment, ExperimentRun
+from sessions_app.runs.starting import start_session
+
+from . import grading
+
+LABEL = "label:"
+DRAFT = "draft"
+# What an experiment runs against: the draft, a label or a revision's hash.
+TARGET = re.compile(r"^(draft|label:[a-z][a-z0-9_-]{0,31}|[0-9a-f]{64})$")
+
+
+def target_kwargs(target: str) -> dict[str, Any]:
+    """A target (``draft``, ``label:<name>`` or a hash) as ``start_session``'s
+    ``label`` / ``revision``."""
+    if target.startswith(LABEL):
+        return {"label": target.removeprefix(LABEL)}
+    return {"revision": target}
+
+
+def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
+    """Start every case against every target (module docstring); once: a
+    second call finds the experiment no longer new and starts nothing."""
+    claimed = Experiment.objects.filter(
+        pk=experiment.pk, status=Experiment.Status.NEW
+    ).update(status=Experiment.Status.RUNNING)
+    if not claimed:
+        raise ValidationError("This experiment has already been run.")
+    experiment.status = Experiment.Status.RUNNING
+    runs = []
+    for case in experiment.dataset.cases.all():
+        for target in experiment.targets:
+            run = ExperimentRun(experiment=experiment, case=case, target=target)
+            try:
+                run.session = start_session(
+                    prompt_ref=experiment.prompt_ref,
+                    params=case.params,
+                    user=user,
+                    trust_level=case.trust_level,
+                    **target_kwargs(target),
+                )
+            except ValidationError as error:
+                run.error = " ".join(error.messages)
+            except DailyBudgetExceeded as error:
+                run.error = error.message
+            run.save()
+            runs.append(run)
+    grade_finished(experiment, user=user)
+    return runs
+
+
+FINISHED = (*AgentSession.TERMINAL, AgentSession.Status.AWAITING_APPROVAL)
+
+
+def grade_finished(experiment: Experiment, *, user: Any) -> int:
+    """Grade the runs whose sessions ended (or wait for an approval: graded
+    as such, again once they end); how many were graded."""
+    graders = list(experiment.graders.all())
+    pending = list(
+        ExperimentRun.objects.filter(experiment=experiment, session__isnull=False)
+        .filter(graded_at__isnull=True)
+        .select_related("case")
+    )
+    graded = 0
+    sessions = AgentSession.objects.in_bulk(
+        [run.session_id for run in pending if run.session_id is not None]
+    )
+    for run in pending:
+        session = sessions.get(run.session_id) if run.session_id else None
+        if session is None or session.status not in FINISHED:
+            continue
+        before = run.grades or {}
+        verdicts = {
+            grader.name: grading.grade(
+                grader, session, run.case, user, before.get(grader.name)
+            )
+            for grader in graders
+        }
+        grades = {name: verdict.as_dict() for name, verdict in verdicts.items()}
+        final = session.status in AgentSession.TERMINAL and not any(
+            verdict.pending for verdict in verdicts.values()
+        )
+        with transaction.atomic():
+            graded += ExperimentRun.objects.filter(
+                pk=run.pk, graded_at__isnull=True
+            ).update(grades=grades, graded_at=timezone.now() if final else None)
+    left = ExperimentRun.objects.filter(
+        experiment=experiment, session__isnull=False, graded_at__isnull=True
+    ).exists()
+    if not left and experiment.status != Experiment.Status.FINISHED:
+        Experiment.objects.filter(pk=experiment.pk).update(
+            status=Experiment.Status.FINISHED
+        )
+        experiment.status = Experiment.Status.FINISHED
+    return graded

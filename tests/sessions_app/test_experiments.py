@@ -1,0 +1,464 @@
+"""Datasets, graders and experiments (sessions_app/experiments): the demo
+experiment tells two revisions apart; every deterministic grader on crafted
+sessions; a model-graded grader's own recorded session; paused runs counted as
+such; the pages, the CSV (no formula injection), case imports (all or none),
+add to dataset, the API; who may see and run what."""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from sessions_app.experiments import grading
+from sessions_app.experiments.cases import import_cases
+from sessions_app.experiments.demo import seed_demo_experiment
+from sessions_app.experiments.results import csv_of, results_of
+from sessions_app.experiments.running import grade_finished, run_experiment
+from sessions_app.models import (
+    AgentSession,
+    Dataset,
+    DatasetCase,
+    Experiment,
+    ExperimentRun,
+    Grader,
+)
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    ApprovalRequestFactory,
+    CitationFactory,
+    PolicyDenialFactory,
+    ProviderCallFactory,
+    ToolInvocationFactory,
+    UserFactory,
+)
+from tests.tooling.factories import (
+    PromptTemplateFactory,
+    SectionDefinitionFactory,
+    add_sections,
+)
+from tooling.demo import seed_demo_catalog
+
+pytestmark = pytest.mark.django_db
+
+Kind = Grader.Kind
+
+
+def runner(name: str = "alice") -> User:
+    user = UserFactory.create(username=name, is_staff=True)
+    user.groups.add(Group.objects.get(name="Runners"))
+    return user
+
+
+def auditor() -> User:
+    user = UserFactory.create(username="auditor", is_staff=True)
+    user.groups.add(Group.objects.get(name="Auditors"))
+    return user
+
+
+@pytest.fixture
+def demo() -> Experiment:
+    seed_demo_catalog()
+    experiment = seed_demo_experiment(runner())
+    assert experiment is not None
+    return experiment
+
+
+def test_the_demo_experiment_tells_the_two_revisions_apart(demo):
+    results = results_of(demo)
+
+    filtered, unfiltered = results.targets
+    assert (filtered.runs, filtered.finished, unfiltered.finished) == (10, 10, 10)
+    assert filtered.pass_rates["cites only the allowed domains"] == 1.0
+    assert unfiltered.pass_rates["cites only the allowed domains"] == 0.0
+    assert filtered.pass_rates["counts its words"] == 1.0
+    assert unfiltered.pass_rates["answers in JSON"] == 1.0
+    assert all(row.differs for row in results.cases)
+    assert demo.status == Experiment.Status.FINISHED
+    # each run is a normal session of its author, on its revision
+    run = ExperimentRun.objects.filter(
+        experiment=demo, target=unfiltered.target
+    ).first()
+    assert run is not None and run.session_id is not None
+    session = AgentSession.objects.get(pk=run.session_id)
+    assert session.revision_id == unfiltered.target
+    assert session.created_by == demo.created_by
+    assert seed_demo_experiment(None) is None  # once
+
+
+def test_an_experiment_runs_once(demo):
+    with pytest.raises(ValidationError, match="already been run"):
+        run_experiment(demo, user=demo.created_by)
+
+
+def test_the_csv_has_a_row_per_run_and_no_formula(demo):
+    case = DatasetCase.objects.filter(dataset=demo.dataset).first()
+    assert case is not None
+    DatasetCase.objects.filter(pk=case.pk).update(params={"question": "=1+1"})
+    rows = list(csv.reader(io.StringIO(csv_of(results_of(demo)))))
+    assert len(rows) == 1 + 20
+    assert rows[0][:4] == ["case", "params", "target", "session"]
+    assert all(not cell.startswith(("=", "+", "@")) for row in rows for cell in row)
+
+
+def session_with(**fields: Any) -> AgentSession:
+    return AgentSessionFactory.create(**fields)
+
+
+def grade(kind: str, config: dict[str, Any], session: AgentSession) -> bool | None:
+    grader = Grader(name="g", kind=kind, config=config)
+    case = DatasetCase(params={}, expected_output="")
+    return grading.grade(grader, session, case, None).passed
+
+
+def test_tool_graders():
+    session = session_with()
+    ToolInvocationFactory.create(session=session, name="search", sequence=1)
+    ToolInvocationFactory.create(session=session, name="answer", sequence=2)
+    assert grade(Kind.TOOL_CALLED, {"tool": "search"}, session) is True
+    assert grade(Kind.TOOL_CALLED, {"tool": "deploy"}, session) is False
+    assert grade(Kind.TOOL_NOT_CALLED, {"tool": "deploy"}, session) is True
+    assert grade(Kind.TOOL_NOT_CALLED, {"tool": "search"}, session) is False
+    assert grade(Kind.CALLED_BEFORE, {"first": "search", "then": "answer"}, session)
+    assert not grade(Kind.CALLED_BEFORE, {"first": "answer", "then": "search"}, session)
+    assert not grade(Kind.CALLED_BEFORE, {"first": "search", "then": "deploy"}, session)
+
+
+def test_policy_and_approval_graders():
+    session = session_with()
+    PolicyDenialFactory.create(session=session, policy_name="no-deploys", sequence=1)
+    ApprovalRequestFactory.create(session=session, tool_name="deploy")
+    assert grade(Kind.DENIED_BY_POLICY, {"policy": "no-deploys"}, session) is True
+    assert grade(Kind.DENIED_BY_POLICY, {"policy": "other"}, session) is False
+    assert grade(Kind.APPROVAL_REQUESTED, {}, session) is True
+    assert grade(Kind.APPROVAL_REQUESTED, {"tool": "other"}, session) is False
+    assert grade(Kind.APPROVAL_REQUESTED, {}, session_with()) is False
+
+
+def test_output_graders():
+    structured = session_with(output={"answer": "5.2"}, output_text='{"answer": "5.2"}')
+    schema = {"schema": {"type": "object", "required": ["answer"]}}
+    assert grade(Kind.OUTPUT_SCHEMA, schema, structured) is True
+    wanting = {"schema": {"type": "object", "required": ["sources"]}}
+    assert grade(Kind.OUTPUT_SCHEMA, wanting, structured) is False
+    plain = session_with(output=None, output_text="Django 5.2 is the LTS.")
+    assert grade(Kind.OUTPUT_SCHEMA, schema, plain) is False  # not JSON
+    assert grade(Kind.OUTPUT_REGEX, {"pattern": r"\d\.\d"}, plain) is True
+    assert grade(Kind.OUTPUT_REGEX, {"pattern": r"^LTS"}, plain) is False
+    assert grade(Kind.OUTPUT_CONTAINS, {"text": "django"}, plain) is True
+    sensitive = {"text": "django", "case_sensitive": True}
+    assert grade(Kind.OUTPUT_CONTAINS, sensitive, plain) is False
+
+
+def test_citation_cost_and_turn_graders():
+    session = session_with(cost=Decimal("0.02"), turns=3)
+    call = ProviderCallFactory.create(session=session, turn=1)
+    CitationFactory.create(
+        session=session, provider_call=call, url="https://docs.python.org/3/x"
+    )
+    domains = {"domains": ["python.org"]}
+    assert grade(Kind.CITATIONS_IN_DOMAINS, domains, session) is True  # a subdomain
+    CitationFactory.create(
+        session=session, provider_call=call, url="https://evil.example/x"
+    )
+    assert grade(Kind.CITATIONS_IN_DOMAINS, domains, session) is False
+    assert grade(Kind.COST_AT_MOST, {"usd": "0.05"}, session) is True
+    assert grade(Kind.COST_AT_MOST, {"usd": 0.01}, session) is False
+    assert grade(Kind.TURNS_AT_MOST, {"turns": 3}, session) is True
+    assert grade(Kind.TURNS_AT_MOST, {"turns": 2}, session) is False
+
+
+@pytest.mark.parametrize(
+    ("kind", "config", "message"),
+    [
+        (Kind.TOOL_CALLED, {}, '"tool"'),
+        (Kind.OUTPUT_REGEX, {"pattern": "("}, "not valid"),
+        (Kind.OUTPUT_SCHEMA, {"schema": {"type": "nope"}}, "not a valid JSON schema"),
+        (Kind.CITATIONS_IN_DOMAINS, {"domains": []}, "list of domains"),
+        (Kind.COST_AT_MOST, {"usd": "-1"}, "amount"),
+        (Kind.COST_AT_MOST, {"usd": "NaN"}, "amount"),
+        (Kind.TURNS_AT_MOST, {"turns": True}, "whole number"),
+        (Kind.MODEL_GRADED, {"prompt": "nonamespace"}, "namespace/key"),
+        (Kind.OUTPUT_CONTAINS, {"text": "a\x00b"}, '"text"'),
+    ],
+)
+def test_misconfigured_graders_are_refused(kind, config, message):
+    with pytest.raises(ValidationError, match=message):
+        grading.check_config(kind, config)
+    assert grade(kind, config, session_with()) is False  # graded as misconfigured
+
+
+def test_a_model_graded_grader_records_its_own_session():
+    seed_demo_catalog()
+    section = SectionDefinitionFactory.create(
+        template="Does this answer: $output\nmatch: $expected\n($params)",
+        default_params={"output": "", "expected": "", "params": ""},
+    )
+    prompt = PromptTemplateFactory.create(namespace="graders", key="judge")
+    add_sections(prompt, section)
+    graded = session_with(output_text="Django 5.2")
+    grader = Grader(name="judge", kind=Kind.MODEL_GRADED, config={"prompt": prompt.ref})
+
+    verdict = grading.grade(grader, graded, DatasetCase(expected_output="5.2"), None)
+
+    assert verdict.session is not None
+    judge = AgentSession.objects.get(pk=verdict.session)
+    assert judge.prompt_ref == "graders/judge"
+    assert "Django 5.2" in judge.rendered_prompt and "5.2" in judge.params["expected"]
+    assert verdict.passed is (judge.output_text.strip().upper().startswith("PASS"))
+
+
+def test_runs_waiting_for_approval_are_counted_as_paused():
+    seed_demo_catalog()
+    user = runner()
+    dataset = Dataset.objects.create(name="ship")
+    DatasetCase.objects.create(dataset=dataset, params={})
+    grader = Grader.objects.create(
+        name="asked", kind=Kind.APPROVAL_REQUESTED, config={}
+    )
+    experiment = Experiment.objects.create(
+        name="ship it",
+        dataset=dataset,
+        prompt_ref="demo/ship",
+        targets=["draft"],
+        created_by=user,
+    )
+    experiment.graders.add(grader)
+
+    run_experiment(experiment, user=user)
+
+    summary = results_of(experiment).targets[0]
+    assert summary.paused == 1 and summary.pass_rates["asked"] is None
+    assert experiment.status == Experiment.Status.RUNNING  # not done yet
+    assert grade_finished(experiment, user=user) == 1  # graded again, still paused
+
+
+def test_a_case_that_cannot_start_is_recorded_with_why():
+    seed_demo_catalog()
+    user = runner()
+    dataset = Dataset.objects.create(name="bad")
+    DatasetCase.objects.create(dataset=dataset, params={"nope": 1})
+    experiment = Experiment.objects.create(
+        name="x", dataset=dataset, prompt_ref="demo/research", targets=["draft"]
+    )
+    (run,) = run_experiment(experiment, user=user)
+    assert run.session_id is None and "nope" in run.error
+    assert results_of(experiment).targets[0].failed_to_start == 1
+
+
+def test_cases_import_from_csv_and_json_all_or_none():
+    dataset = Dataset.objects.create(name="d")
+    DatasetCase.objects.create(dataset=dataset, position=4, params={})
+    added = import_cases(
+        dataset,
+        b'params,trust_level,expected_output\n"{""q"": 1}",trusted,yes\n{},,\n',
+        "cases.csv",
+    )
+    assert [(c.position, c.params, c.trust_level) for c in added] == [
+        (5, {"q": 1}, "trusted"),
+        (6, {}, "standard"),
+    ]
+    added = import_cases(dataset, b'[{"params": {"q": 2}, "notes": "n"}]', "c.json")
+    assert added[0].notes == "n"
+    with pytest.raises(ValidationError, match="Row 3: params is not JSON"):
+        import_cases(dataset, b"params\n{}\n{oops\n", "cases.csv")
+    with pytest.raises(ValidationError, match="Item 2: trust_level"):
+        import_cases(
+            dataset,
+            b'[{"params": {}}, {"params": {}, "trust_level": "root"}]',
+            "c.json",
+        )
+    with pytest.raises(ValidationError, match="cannot be stored"):
+        import_cases(dataset, b'[{"params": {"q": "a\\u0000"}}]', "c.json")
+    with pytest.raises(ValidationError, match="Unknown column"):
+        import_cases(dataset, b"params,secret\n{},1\n", "cases.csv")
+    assert dataset.cases.count() == 4
+
+
+def test_the_pages_show_results_to_the_author_and_auditors(client, demo):
+    url = reverse("sessions_app:experiment-detail", args=[demo.pk])
+    client.force_login(demo.created_by)
+    html = client.get(url).content.decode()
+    assert "cites only the allowed domains" in html and "0% (0/10)" in html
+    assert "100% (10/10)" in html and "the targets differ" in html
+    assert reverse("sessions_app:experiment-csv", args=[demo.pk]) in html
+    csv_page = client.get(reverse("sessions_app:experiment-csv", args=[demo.pk]))
+    assert csv_page["Content-Type"].startswith("text/csv")
+
+    client.force_login(runner("bob"))
+    assert client.get(url).status_code == 404
+    assert (
+        "Domain filter"
+        not in client.get(reverse("sessions_app:experiment-list")).content.decode()
+    )
+    client.force_login(auditor())
+    assert client.get(url).status_code == 200
+
+
+def test_the_author_runs_a_new_experiment_from_its_page(client):
+    seed_demo_catalog()
+    user = runner()
+    dataset = Dataset.objects.create(name="one")
+    DatasetCase.objects.create(dataset=dataset, params={"question": "Why?"})
+    experiment = Experiment.objects.create(
+        name="new",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=user,
+    )
+    client.force_login(user)
+    page = client.get(reverse("sessions_app:experiment-detail", args=[experiment.pk]))
+    assert 'id="run-experiment"' in page.content.decode()
+    client.post(reverse("sessions_app:experiment-run", args=[experiment.pk]))
+    experiment.refresh_from_db()
+    assert experiment.status == Experiment.Status.FINISHED
+    assert ExperimentRun.objects.filter(experiment=experiment).count() == 1
+    again = client.post(reverse("sessions_app:experiment-run", args=[experiment.pk]))
+    assert again.status_code == 403
+
+
+def test_a_session_is_added_to_a_dataset_from_its_page(client):
+    user = runner()
+    user.user_permissions.add(Permission.objects.get(codename="add_datasetcase"))
+    dataset = Dataset.objects.create(name="kept")
+    session = AgentSessionFactory.create(created_by=user, params={"topic": "tides"})
+    client.force_login(user)
+    assert (
+        'id="add-to-dataset"' in client.get(session.get_absolute_url()).content.decode()
+    )
+    client.post(
+        reverse("sessions_app:session-add-to-dataset", args=[session.pk]),
+        {"dataset": dataset.pk},
+    )
+    (case,) = dataset.cases.all()
+    assert case.params == {"topic": "tides"} and case.source_session_id == session.pk
+    other = AgentSessionFactory.create()
+    refused = client.post(
+        reverse("sessions_app:session-add-to-dataset", args=[other.pk]),
+        {"dataset": dataset.pk},
+    )
+    assert refused.status_code == 404
+
+
+def test_the_api_creates_datasets_graders_and_runs_experiments():
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["add_dataset", "view_dataset", "add_grader", "add_experiment"]
+        )
+    )
+    api = APIClient()
+    api.force_login(user)
+
+    dataset = api.post(
+        "/api/datasets/",
+        {"name": "qs", "cases": [{"params": {"question": "Why?"}}]},
+        format="json",
+    )
+    assert dataset.status_code == 201, dataset.json()
+    bad = api.post(
+        "/api/graders/",
+        {"name": "g", "kind": "output_regex", "config": {}},
+        format="json",
+    )
+    assert bad.status_code == 400 and "config" in bad.json()["errors"]
+    good = api.post(
+        "/api/graders/",
+        {"name": "words", "kind": "tool_called", "config": {"tool": "count_words"}},
+        format="json",
+    )
+    assert good.status_code == 201
+    created = api.post(
+        "/api/experiments/",
+        {
+            "name": "api",
+            "dataset": "qs",
+            "prompt": "demo/research",
+            "targets": ["draft"],
+            "graders": ["words"],
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["targets"][0]["pass_rates"] == {"words": 1.0}
+    experiment = body["experiment"]["id"]
+    assert api.get(f"/api/experiments/{experiment}/csv/").status_code == 200
+    refused = api.post(
+        "/api/experiments/",
+        {
+            "name": "x",
+            "dataset": "qs",
+            "prompt": "demo/research",
+            "targets": ["nope"],
+            "graders": [],
+        },
+        format="json",
+    )
+    assert refused.status_code == 400 and "targets.0" in refused.json()["errors"]
+    outsider = APIClient()
+    outsider.force_login(runner("bob"))
+    assert outsider.get(f"/api/experiments/{experiment}/").status_code == 404
+    assert outsider.get("/api/datasets/").status_code == 403
+
+
+def test_the_admin_creates_graders_experiments_and_imports_cases(client):
+    seed_demo_catalog()
+    root = User.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(root)
+    refused = client.post(
+        reverse("admin:sessions_app_grader_add"),
+        {"name": "g", "kind": "output_regex", "config": '{"pattern": "("}'},
+    )
+    assert refused.status_code == 200 and "not valid" in refused.content.decode()
+    client.post(
+        reverse("admin:sessions_app_grader_add"),
+        {"name": "words", "kind": "tool_called", "config": '{"tool": "count_words"}'},
+    )
+    grader = Grader.objects.get(name="words")
+    dataset = Dataset.objects.create(name="d")
+    imported = client.post(
+        reverse("admin:sessions_app_dataset_import", args=[dataset.pk]),
+        {"file": SimpleUploadedFile("c.csv", b'params\n"{""question"": ""Why?""}"\n')},
+    )
+    assert imported.status_code == 302 and dataset.cases.count() == 1
+    bad = client.post(
+        reverse("admin:sessions_app_dataset_import", args=[dataset.pk]),
+        {"file": SimpleUploadedFile("c.csv", b"params\n{oops\n")},
+    )
+    assert "Row 2: params is not JSON" in bad.content.decode()
+
+    wrong = client.post(
+        reverse("admin:sessions_app_experiment_add"),
+        {
+            "name": "e",
+            "dataset": dataset.pk,
+            "prompt_ref": "demo/research",
+            "targets_text": "draft\nproduction",
+            "graders": [grader.pk],
+        },
+    )
+    assert "Not a target: production" in wrong.content.decode()
+    client.post(
+        reverse("admin:sessions_app_experiment_add"),
+        {
+            "name": "e",
+            "dataset": dataset.pk,
+            "prompt_ref": "demo/research",
+            "targets_text": "draft\nlabel:production",
+            "graders": [grader.pk],
+        },
+    )
+    experiment = Experiment.objects.get(name="e")
+    assert experiment.targets == ["draft", "label:production"]
+    assert experiment.created_by == root and experiment.status == "new"

@@ -1,0 +1,355 @@
+"""Labels and releases (tooling/releases.py, sessions_app/releases): runs start
+from a prompt's production label once it has one; editing the catalog changes
+the draft only; moving a protected label needs a second person who may
+approve releases, never its requester; rollbacks, stale approvals, one
+pending release per label; the admin page and the API."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from sessions_app import services
+from sessions_app.models import AgentSession
+from tests.tooling.admin_forms import change_form_data
+from tooling import releases
+from tooling.demo import seed_demo_catalog
+from tooling.models import PromptLabel, PromptTemplate, Release, SectionDefinition
+
+pytestmark = pytest.mark.django_db
+
+REF = "demo/release"
+
+
+def releaser(name: str, *, superuser: bool = False) -> User:
+    if superuser:
+        return User.objects.create_superuser(name, f"{name}@example.com", "pw")
+    user = User.objects.create_user(name, is_staff=True)
+    user.groups.add(Group.objects.get(name="Releasers"))
+    return user
+
+
+def requester_only(name: str) -> User:
+    user = User.objects.create_user(name, is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_release", "view_release"])
+    )
+    return user
+
+
+def template() -> PromptTemplate:
+    return PromptTemplate.objects.get(namespace="demo", key="release")
+
+
+def edit_draft(text: str) -> None:
+    edited = SectionDefinition.objects.filter(key="release.pipeline").update(
+        template=text
+    )
+    assert edited == 1
+
+
+def run(**kwargs: Any) -> AgentSession:
+    return services.start_session(prompt_ref=REF, params={}, **kwargs)
+
+
+@pytest.fixture
+def catalog() -> None:
+    seed_demo_catalog()
+
+
+def release(user: User, revision: Any = None, label: str = "production") -> Release:
+    prompt = template()
+    return releases.request_release(
+        template=prompt,
+        label=label,
+        revision=revision or releases.draft_revision(prompt),
+        user=user,
+        reason="ship it",
+    )
+
+
+def test_without_labels_runs_use_the_catalog_as_it_is(catalog):
+    first = run()
+    edit_draft("Ship $service, v2.")
+    second = run()
+    assert first.label is None and second.label is None
+    assert first.revision_id != second.revision_id
+    assert "v2" in second.rendered_prompt
+
+
+def test_production_needs_a_second_person_and_runs_keep_the_old_revision(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+    v1 = run().revision_id
+    first = release(alice)
+    assert first.is_pending  # production is protected
+    # pending: nothing changed for runs
+    assert run().revision_id == v1 and not PromptLabel.objects.exists()
+
+    with pytest.raises(PermissionDenied, match="second person"):
+        releases.approve(first, user=alice)
+    releases.approve(first, user=bob, note="looks right")
+    first.refresh_from_db()
+    assert (first.status, first.requested_by_name, first.decided_by_name) == (
+        "released",
+        "alice",
+        "bob",
+    )
+    assert first.note == "looks right"
+
+    # the draft moves on; production runs stay on the released revision
+    edit_draft("Ship $service, v2.")
+    session = run()
+    assert session.revision_id == v1 and session.label == "production"
+    assert "v2" not in session.rendered_prompt
+
+    second = release(alice)
+    assert second.from_revision_id == v1 and second.is_pending
+    assert run().revision_id == v1
+    releases.approve(second, user=bob)
+    moved = run()
+    assert moved.revision_id == second.to_revision_id != v1
+    assert "v2" in moved.rendered_prompt
+
+
+def test_superusers_may_not_approve_their_own_release(catalog):
+    root = releaser("root", superuser=True)
+    pending = release(root)
+    with pytest.raises(PermissionDenied):
+        releases.approve(pending, user=root)
+    assert releases.may_approve(root, pending) is False
+    with pytest.raises(PermissionDenied):
+        releases.approve(pending, user=requester_only("carol"))
+
+
+def test_a_rollback_to_a_released_revision_moves_at_once(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+    releases.approve(release(alice), user=bob)
+    v1 = PromptLabel.objects.get().revision
+    edit_draft("Ship $service, v2.")
+    releases.approve(release(alice), user=bob)
+    assert PromptLabel.objects.get().revision != v1
+
+    back = release(alice, revision=v1)
+
+    assert back.rollback and back.status == "released"
+    assert back.decided_by_name == "alice"
+    assert run().revision_id == v1.hash
+
+
+def test_one_pending_release_per_label_and_stale_approvals_are_refused(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+    releases.approve(release(alice), user=bob)
+    v1 = PromptLabel.objects.get().revision
+    edit_draft("Ship $service, v2.")
+    releases.approve(release(alice), user=bob)
+    edit_draft("Ship $service, v3.")
+    waiting = release(alice)
+    with pytest.raises(releases.ReleaseConflict, match="already waiting"):
+        release(bob)
+    release(bob, revision=v1)  # a rollback meanwhile: applied at once
+
+    with pytest.raises(releases.ReleaseConflict, match="moved since"):
+        releases.approve(waiting, user=bob)
+    releases.reject(waiting, user=bob, note="stale")
+    with pytest.raises(releases.ReleaseConflict, match="already decided"):
+        releases.approve(waiting, user=bob)
+
+
+def test_unprotected_labels_move_at_once_and_runs_name_them(catalog):
+    alice = releaser("alice")
+    staged = release(alice, label="staging")
+    assert staged.status == "released"
+    edit_draft("Ship $service, v2.")
+    session = run(label="staging")
+    assert session.label == "staging" and session.revision_id == staged.to_revision_id
+    # no production label: the default is the draft
+    assert run().revision_id != staged.to_revision_id
+    with pytest.raises(ValidationError, match="no label 'canary'"):
+        run(label="canary")
+
+
+def test_runs_may_name_a_revision_or_the_draft(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+    v1 = run().revision_id
+    releases.approve(release(alice), user=bob)
+    edit_draft("Ship $service, v2.")
+    draft = run(revision="draft")
+    assert draft.label is None and "v2" in draft.rendered_prompt
+    assert run(revision=v1).revision_id == v1
+    other = services.start_session(prompt_ref="demo/notes", params={})
+    with pytest.raises(ValidationError, match="No revision of demo/release"):
+        run(revision=other.revision_id)
+    with pytest.raises(ValidationError, match="not both"):
+        run(revision=v1, label="production")
+
+
+def test_requesting_needs_add_release(catalog):
+    outsider = User.objects.create_user("outsider")
+    with pytest.raises(PermissionDenied):
+        release(outsider)
+    with pytest.raises(ValidationError, match="lower-case"):
+        release(releaser("alice"), label="Prod!")
+
+
+def api(user: User | None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def test_the_api_requests_and_decides_releases(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+
+    created = api(alice).post(
+        "/api/releases/", {"prompt": REF, "reason": "first"}, format="json"
+    )
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["status"] == "pending" and body["label"] == "production"
+    url = f"/api/releases/{body['id']}/"
+    assert created["Location"].endswith(url)
+
+    own = api(alice).post(url + "approve/", {}, format="json")
+    assert own.status_code == 403 and "second person" in own.json()["detail"]
+    again = api(alice).post("/api/releases/", {"prompt": REF}, format="json")
+    assert again.status_code == 409 and "already waiting" in again.json()["detail"]
+
+    approved = api(bob).post(url + "approve/", {"note": "ok"}, format="json")
+    assert approved.status_code == 200 and approved.json()["decided_by_name"] == "bob"
+    decided = api(bob).post(url + "reject/", {}, format="json")
+    assert decided.status_code == 409
+
+    prompt = api(alice).get(f"/api/prompts/{REF}/").json()
+    assert prompt["labels"] == {"production": body["to_revision"]}
+    assert prompt["run_revision"] == body["to_revision"]
+
+    listed = api(bob).get("/api/releases/", {"prompt": REF, "status": "released"})
+    assert [row["id"] for row in listed.json()["results"]] == [body["id"]]
+    alice.groups.add(Group.objects.get(name="Runners"))
+    run_from = api(alice).post(
+        "/api/sessions/", {"prompt": REF, "label": "production"}, format="json"
+    )
+    assert run_from.status_code == 201, run_from.json()
+    assert run_from.json()["label"] == "production"
+    assert run_from.json()["revision"] == body["to_revision"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "field"),
+    [
+        ({"prompt": "nope/missing"}, 400, "prompt"),
+        ({"prompt": REF, "label": "Prod!"}, 400, "label"),
+        ({"prompt": REF, "revision": "f" * 64}, 400, "revision"),
+        ({"prompt": REF, "reason": "a\x00b"}, 400, "reason"),
+        ({"prompt": REF, "extra": 1}, 400, "extra"),
+    ],
+)
+def test_the_api_refuses_bad_requests(catalog, payload, status, field):
+    response = api(releaser("alice")).post("/api/releases/", payload, format="json")
+    assert response.status_code == status, response.json()
+    assert field in response.json()["errors"], response.json()
+    assert not Release.objects.exists()
+
+
+def test_the_api_needs_the_release_permissions(catalog):
+    alice = releaser("alice")
+    pending = release(alice)
+    runner = User.objects.create_user("runner")
+    assert api(None).get("/api/releases/").status_code == 401
+    assert api(runner).get("/api/releases/").status_code == 403
+    requester = requester_only("carol")
+    refused = api(requester).post(
+        f"/api/releases/{pending.pk}/approve/", {}, format="json"
+    )
+    assert refused.status_code == 403
+    withdraw = api(requester).post(
+        f"/api/releases/{pending.pk}/withdraw/", {}, format="json"
+    )
+    assert withdraw.status_code == 403
+    mine = api(alice).post(f"/api/releases/{pending.pk}/withdraw/", {}, format="json")
+    assert mine.status_code == 200 and mine.json()["status"] == "withdrawn"
+
+
+def test_the_admin_release_page_requests_and_approves(client, catalog):
+    alice, bob = releaser("alice", superuser=True), releaser("bob", superuser=True)
+    prompt = template()
+    url = reverse("admin:tooling_prompttemplate_releases", args=[prompt.pk])
+    client.force_login(alice)
+    change = client.get(
+        reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    )
+    assert url in change.content.decode()
+
+    page = client.post(
+        url,
+        {"label": "production", "revision": "draft", "reason": "First <release>"},
+        follow=True,
+    )
+    html = page.content.decode()
+    assert "second person" in html and "First &lt;release&gt;" in html
+    pending = Release.objects.get()
+    assert 'value="approve"' not in html  # not for its requester
+
+    client.force_login(bob)
+    page = client.post(
+        url, {"release": pending.pk, "decision": "approve", "note": "ok"}, follow=True
+    )
+    assert "Release of production: released." in page.content.decode()
+    assert PromptLabel.objects.get().revision_id == pending.to_revision_id
+
+    bad = client.post(url, {"label": "production", "revision": "f" * 64})
+    assert "Select a valid choice" in bad.content.decode()
+
+
+def test_the_demo_runs_from_production_until_a_second_person_releases_an_edit(
+    client, settings
+):
+    """Issue 27's "Done when", on the seeded demo: edit a section in the admin,
+    see it in the revision diff, request production, runs stay on the old
+    revision until the demo approver approves; then they run the edit."""
+    settings.DEBUG = True
+    with open(os.devnull, "w") as quiet:
+        call_command("seed_demo", stdout=quiet)
+    research = PromptTemplate.objects.get(namespace="demo", key="research")
+    label = PromptLabel.objects.get(prompt=research, name="production")
+    seeded = AgentSession.objects.get(prompt_ref="demo/research", label="production")
+    assert seeded.revision_id == label.revision_id
+    admin = User.objects.get(username="admin")
+    admin.groups.add(Group.objects.get(name="Runners"))
+    approver = User.objects.get(username="approver")
+
+    client.force_login(admin)
+    section = SectionDefinition.objects.get(key="research.sources")
+    url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
+    data = change_form_data(client, url)
+    data.update(template="Search only the allowed sites. Never guess.")
+    data["change_reason"] = "No guessing"
+    assert client.post(url, data).status_code == 302
+    since = reverse("sessions_app:revision-compare", args=[label.revision_id, "live"])
+    assert (
+        "+Search only the allowed sites. Never guess."
+        in client.get(since).content.decode()
+    )
+
+    releases_url = reverse("admin:tooling_prompttemplate_releases", args=[research.pk])
+    client.post(releases_url, {"label": "production", "revision": "draft"})
+    pending = Release.objects.get(prompt=research, status="pending")
+    ran = api(admin).post("/api/sessions/", {"prompt": "demo/research"}, format="json")
+    assert ran.json()["revision"] == label.revision_id  # still the old one
+
+    client.force_login(approver)
+    page = client.post(
+        releases_url, {"release": pending.pk, "decision": "approve"}, follow=True
+    )
+    assert "Release of production: released." in page.content.decode()
+    ran = api(admin).post("/api/sessions/", {"prompt": "demo/research"}, format="json")
+    assert ran.json()["revision"] == pending.to_revision_id
+    assert "Never guess." in ran.json()["rendered_prompt"]

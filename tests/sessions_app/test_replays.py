@@ -1,0 +1,241 @@
+"""Replays (sessions_app/replays, sessions_app/runs/answers.py): a recorded
+session run again against a revision, its local calls answered from its
+record (the handler does not run), calls it never made failing or running
+live when read-only and allowed; the comparison of two sessions; the pages and
+the API; who may do it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from sessions_app import services
+from sessions_app.models import AgentSession, ToolInvocation
+from sessions_app.replays.comparison import compare_sessions, match_calls
+from sessions_app.replays.starting import start_replay
+from tests.sessions_app.factories import AgentSessionFactory, UserFactory
+from tooling import services as catalog
+from tooling.demo import seed_demo_catalog
+from tooling.handlers import registry
+from tooling.models import CatalogRevision, HostedToolDefinition, PromptTemplate
+
+pytestmark = pytest.mark.django_db
+
+REF = "demo/research"
+
+
+def runner(name: str) -> User:
+    user = UserFactory.create(username=name)
+    user.groups.add(Group.objects.get(name="Runners"))
+    return user
+
+
+@pytest.fixture
+def source() -> AgentSession:
+    seed_demo_catalog()
+    session = services.start_session(prompt_ref=REF, user=runner("alice"))
+    assert session.status == AgentSession.Status.SUCCEEDED
+    assert session.tool_invocations.filter(native=False, name="count_words").exists()
+    return session
+
+
+@pytest.fixture
+def handler_calls() -> Iterator[list[Any]]:
+    """demo.count_words counts its calls (and answers differently)."""
+    calls: list[Any] = []
+    original = registry.unregister("demo.count_words")
+    handler = original.handler
+    assert handler is not None
+
+    def counting(params: Any, *, context: Any) -> Any:
+        calls.append(params)
+        result = handler(params, context=context)
+        return dataclasses.replace(result, message="LIVE " + result.message)
+
+    registry.register(
+        "demo.count_words", dataclasses.replace(original, handler=counting)
+    )
+    yield calls
+    registry.unregister("demo.count_words")
+    registry.register("demo.count_words", original)
+
+
+def local_calls(session: AgentSession) -> list[tuple[str, str, bool]]:
+    return list(
+        ToolInvocation.objects.filter(session=session, native=False)
+        .order_by("sequence")
+        .values_list("name", "model_output", "success")
+    )
+
+
+def test_a_replay_answers_local_calls_from_the_record(source, handler_calls):
+    replay = start_replay(source, user=source.created_by)
+
+    assert replay.status == AgentSession.Status.SUCCEEDED
+    assert replay.replay_of_id == source.pk and replay.pk != source.pk
+    assert replay.revision_id == source.revision_id
+    assert (replay.params, replay.trust_level) == (source.params, source.trust_level)
+    assert handler_calls == []  # answered from the record
+    assert local_calls(replay) == local_calls(source)
+    comparison = compare_sessions(source, replay)
+    assert {pair.status for pair in comparison.calls} == {"same"}
+    assert comparison.output == []
+
+
+def test_calls_the_source_never_made_fail_unless_live_read_only(handler_calls):
+    seed_demo_catalog()
+    revision = CatalogRevision.objects.get_or_create_for(
+        catalog.preview_prompt(
+            template=PromptTemplate.objects.get(namespace="demo", key="research")
+        ).revision
+    )
+    user = runner("alice")
+    # a recorded session of the same revision that made no call at all
+    empty = AgentSessionFactory.create(
+        prompt_ref=REF, revision=revision, params={}, created_by=user
+    )
+
+    refused = start_replay(empty, user=user)
+    (name, output, success) = local_calls(refused)[0]
+    assert name == "count_words" and not success
+    assert "made no call of count_words" in output
+    assert handler_calls == []
+
+    live = start_replay(empty, user=user, live_tools=True)
+    assert live.replay_live_tools is True
+    assert local_calls(live)[0][2] is True
+    assert local_calls(live)[0][1].startswith("LIVE ")
+    assert len(handler_calls) == 1
+
+
+def test_a_replay_against_another_revision_shows_what_changed(source):
+    web = HostedToolDefinition.objects.get(name="web_search")
+    web.config = {**web.config, "allowed_domains": []}
+    web.save()
+
+    replay = start_replay(source, user=source.created_by, revision="draft")
+
+    assert replay.revision_id != source.revision_id
+    comparison = compare_sessions(source, replay)
+    revision = next(fact for fact in comparison.facts if fact.name == "Revision")
+    assert revision.differs
+
+
+def test_match_calls_pairs_by_tool_and_arguments_in_order():
+    def call(name: str, arguments: str, output: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "raw_arguments": arguments,
+            "native": False,
+            "params": None,
+            "success": True,
+            "model_output": output,
+            "value": None,
+        }
+
+    left = [
+        call("a", '{"x": 1, "y": 2}', "one"),
+        call("a", '{"x": 1, "y": 2}', "two"),
+        call("b", "{}", "gone"),
+    ]
+    right = [
+        call("a", '{"y": 2, "x": 1}', "one"),  # same arguments, other key order
+        call("a", '{"y":2,"x":1}', "changed"),
+        call("c", "{}", "new"),
+    ]
+
+    pairs = match_calls(left, right)
+
+    assert [(p.name, p.status) for p in pairs] == [
+        ("a", "same"),
+        ("a", "changed"),
+        ("b", "removed"),
+        ("c", "added"),
+    ]
+
+
+def test_the_pages_replay_and_compare(client, source):
+    client.force_login(source.created_by)
+    page = client.get(source.get_absolute_url()).content.decode()
+    assert 'id="replay-form"' in page
+
+    response = client.post(
+        reverse("sessions_app:session-replay", args=[source.pk]),
+        {"against": "same"},
+    )
+    replay = AgentSession.objects.get(replay_of=source)
+    assert (
+        response.status_code == 302
+        and response["Location"] == replay.get_absolute_url()
+    )
+    detail = client.get(replay.get_absolute_url()).content.decode()
+    compare_url = reverse("sessions_app:session-compare", args=[source.pk, replay.pk])
+    assert compare_url in detail
+
+    compared = client.get(compare_url)
+    assert compared.status_code == 200
+    html = compared.content.decode()
+    assert "(replay)" in html and "Tool calls that differ" in html
+    assert 'id="compare-output-same"' in html
+
+    bad = client.post(
+        reverse("sessions_app:session-replay", args=[source.pk]),
+        {"against": "label:canary"},
+        follow=True,
+    )
+    assert "Not replayed" in bad.content.decode()
+
+
+def test_who_may_replay_and_compare(client, source):
+    other = runner("bob")
+    client.force_login(other)
+    replay_url = reverse("sessions_app:session-replay", args=[source.pk])
+    assert client.post(replay_url, {"against": "same"}).status_code == 404
+    theirs = AgentSessionFactory.create(created_by=other)
+    compare_url = reverse("sessions_app:session-compare", args=[source.pk, theirs.pk])
+    assert client.get(compare_url).status_code == 404
+
+    auditor = UserFactory.create(username="auditor", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    client.force_login(auditor)
+    assert client.post(replay_url, {"against": "same"}).status_code == 403
+    assert client.get(compare_url).status_code == 200
+    assert (
+        'id="replay-form"' not in client.get(source.get_absolute_url()).content.decode()
+    )
+
+
+def test_the_api_replays_and_compares(source):
+    api = APIClient()
+    api.force_login(source.created_by)
+
+    response = api.post(f"/api/sessions/{source.pk}/replay/", {}, format="json")
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["revision"] == source.revision_id
+    compared = api.get(f"/api/sessions/{source.pk}/compare/{body['id']}/").json()
+    assert {call["status"] for call in compared["calls"]} == {"same"}
+    assert compared["output"] == []
+    assert [fact["name"] for fact in compared["facts"]][:3] == [
+        "Status",
+        "Started from",
+        "Revision",
+    ]
+
+    bad = api.post(
+        f"/api/sessions/{source.pk}/replay/", {"revision": "nope"}, format="json"
+    )
+    assert bad.status_code == 400 and "revision" in bad.json()["errors"]
+    both = api.post(
+        f"/api/sessions/{source.pk}/replay/",
+        {"revision": "draft", "label": "production"},
+        format="json",
+    )
+    assert both.status_code == 400
