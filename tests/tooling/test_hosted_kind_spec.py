@@ -382,4 +382,5 @@ def test_the_admin_fieldsets_follow_the_registry(admin_client):
         None,
         *(spec.label for spec in hosted_kinds()),
         "Stored configuration",
+        "Change record",  # the reason and the stale-form version (tooling/history)
     ]
