@@ -30,6 +30,7 @@ START_TRUSTED = "sessions_app.start_trusted_session"
 CANCEL_ANY = "sessions_app.cancel_any_session"
 DECIDE_ANY = "sessions_app.decide_any_approval"
 VIEW_REVISIONS = "tooling.view_catalogrevision"
+VIEW_CHANGES = "tooling.view_catalogchange"
 REVISIONS_DENIED = (
     "Reading catalog revisions needs the view_catalogrevision permission."
 )
@@ -47,6 +48,12 @@ def may_view_revisions(user: Any) -> bool:
     """Catalog revisions (their pages and API): ``view_catalogrevision``,
     which catalog staff are given and the Auditors group holds."""
     return is_user(user) and bool(user.has_perm(VIEW_REVISIONS))
+
+
+def may_view_changes(user: Any) -> bool:
+    """The catalog's change history (who changed what, why): wherever it is
+    shown, a revision's page included, ``view_catalogchange``."""
+    return is_user(user) and bool(user.has_perm(VIEW_CHANGES))
 
 
 def may_start(user: Any) -> bool:

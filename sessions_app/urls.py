@@ -68,6 +68,11 @@ urlpatterns = [
         name="experiment-run",
     ),
     path(
+        "experiments/<int:pk>/grade/",
+        experiment_pages.ExperimentGradeView.as_view(),
+        name="experiment-grade",
+    ),
+    path(
         "experiments/<int:pk>/results.csv",
         experiment_pages.ExperimentCsvView.as_view(),
         name="experiment-csv",

@@ -107,7 +107,10 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_app:experiment-list": [Row("get", (LOGIN, 200, 200, 200, 200))],
     "sessions_app:experiment-detail": [Row("get", (LOGIN, 404, 200, 200, 404))],
     "sessions_app:experiment-csv": [Row("get", (LOGIN, 404, 200, 200, 404))],
-    "sessions_app:experiment-run": [Row("post", (LOGIN, 404, 302, 403, 404))],
+    # running needs its author to view datasets too (user_b may not)
+    "sessions_app:experiment-run": [Row("post", (LOGIN, 404, 403, 403, 404))],
+    # grading now: its author while runs wait (user_b's is new: refused)
+    "sessions_app:experiment-grade": [Row("post", (LOGIN, 404, 403, 403, 404))],
     # catalog revisions: view_catalogrevision (the Auditors group)
     "sessions_app:revision-list": [Row("get", (LOGIN, 403, 403, 200, 403))],
     "sessions_app:revision-detail": [Row("get", (LOGIN, 403, 403, 200, 403))],
@@ -167,6 +170,7 @@ MATRIX: dict[str, list[Row]] = {
     ],
     "sessions_api:experiment-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:experiment-csv": [Row("get", (401, 404, 200, 200, 404))],
+    "sessions_api:experiment-grade": [Row("post", (401, 404, 403, 403, 404))],
     "sessions_api:revision-detail": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:revision-compare": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:approval-list": [Row("get", (401, 200, 200, 200, 200))],
@@ -368,6 +372,8 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "sessions_app:experiment-detail": {"pk": experiment.pk},
             "sessions_app:experiment-csv": {"pk": experiment.pk},
             "sessions_app:experiment-run": {"pk": experiment.pk},
+            "sessions_app:experiment-grade": {"pk": experiment.pk},
+            "sessions_api:experiment-grade": {"pk": experiment.pk},
             "sessions_api:dataset-detail": {"pk": dataset.pk},
             "sessions_api:grader-detail": {"pk": grader.pk},
             "sessions_api:experiment-detail": {"pk": experiment.pk},

@@ -446,6 +446,7 @@ def seeded_path_parameters() -> dict[str, list[dict[str, Any]]]:
         ],
         "/api/experiments/{id}/": by_experiment,
         "/api/experiments/{id}/csv/": by_experiment,
+        "/api/experiments/{id}/grade/": by_experiment,
         "/api/releases/{id}/approve/": by_release,
         "/api/releases/{id}/reject/": by_release,
         "/api/releases/{id}/withdraw/": by_release,

@@ -5,8 +5,8 @@
   revision of the prompt). An unprotected label moves at once. A protected one
   (``WINK_PROTECTED_LABELS``) waits for ``approve`` by a second person who
   holds ``approve_release``, never the requester (superusers included); a
-  rollback to a revision the label was released to before moves at once, its
-  release having been approved already.
+  rollback (back to the revision the label pointed at before its latest
+  move) moves at once: that revision was released already.
 - ``approve``, ``reject`` and ``withdraw`` decide a pending release, once:
   the row moves from ``pending`` by a conditional update, and an approval
   whose label moved since the request is refused (request again).
@@ -124,17 +124,13 @@ def request_release(
             {"revision": f"Revision {revision.hash[:12]} is not one of {template.ref}."}
         )
     with transaction.atomic():
+        _lock(template)
         now = current(template, label)
         if now is not None and now.revision_id == revision.hash:
             raise ReleaseConflict(
                 f"{label} already points at revision {revision.hash[:12]}."
             )
-        rollback = Release.objects.filter(
-            prompt_ref=template.ref,
-            label=label,
-            status=Status.RELEASED,
-            to_revision=revision,
-        ).exists()
+        rollback = now is not None and _previous(template, label) == revision.hash
         release = Release(
             prompt=template,
             prompt_ref=template.ref,
@@ -162,6 +158,26 @@ def request_release(
         release.save()
         _move(template, label, revision)
     return release
+
+
+def _lock(template: PromptTemplate) -> None:
+    """Serialise the moves of ``template``'s labels: a request, an approval
+    and a rollback of the same prompt read and move its labels one at a time
+    (a row lock on PostgreSQL; SQLite serialises writers)."""
+    list(PromptTemplate.objects.select_for_update().filter(pk=template.pk).values("pk"))
+
+
+def _previous(template: PromptTemplate, label: str) -> str | None:
+    """The revision ``label`` pointed at before its latest move: where a
+    rollback takes it back to."""
+    return (
+        Release.objects.filter(
+            prompt_ref=template.ref, label=label, status=Status.RELEASED
+        )
+        .order_by("-decided_at", "-id")
+        .values_list("from_revision_id", flat=True)
+        .first()
+    )
 
 
 def _move(template: PromptTemplate, label: str, revision: CatalogRevision) -> None:
@@ -197,11 +213,16 @@ def approve(release: Release, *, user: Any, note: str = "") -> Release:
         )
     if not may_approve(user, release):
         raise PermissionDenied("Approving a release needs approve_release.")
+    gone = ValidationError(f"{release.prompt_ref} is no longer in the catalog.")
+    if release.prompt is None:
+        raise gone
     with transaction.atomic():
+        # the prompt first, then the release: the order every move takes
+        _lock(release.prompt)
         release = Release.objects.select_for_update().get(pk=release.pk)
         _still_pending(release)
         if release.prompt is None:
-            raise ValidationError(f"{release.prompt_ref} is no longer in the catalog.")
+            raise gone
         now = current(release.prompt, release.label)
         now_hash = now.revision_id if now is not None else None
         if now_hash != release.from_revision_id:

@@ -25,16 +25,18 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 
 from sessions_app import access
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import StrictSerializer
+from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
 
 from . import grading
 from .results import csv_of, results_of
-from .running import TARGET, grade_finished, run_experiment
+from .running import TARGET, grade_finished, may_grade, run_experiment
 
 
 class ModelPermission(permissions.BasePermission):
@@ -231,6 +233,11 @@ def _results(experiment: Experiment) -> dict[str, Any]:
 class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
     serializer_class = ExperimentSerializer
     pagination_class = IdPagination
+    throttle_scope = "session-start"
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # creating one starts runs: throttled with run starts
+        return [SharedScopedRateThrottle()] if self.action == "create" else []
 
     def get_queryset(self) -> QuerySet[Experiment]:
         return (
@@ -261,11 +268,12 @@ class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
     def create(self, request: Request) -> Response:
         if not (
             request.user.has_perm("sessions_app.add_experiment")
+            and request.user.has_perm("sessions_app.view_dataset")
             and access.may_start(request.user)
         ):
             raise PermissionDenied(
-                "Running an experiment needs 'Can add experiment' and 'Can start "
-                "sessions'."
+                "Running an experiment needs 'Can add experiment', 'Can view "
+                "dataset' and 'Can start sessions'."
             )
         body = ExperimentRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -285,6 +293,24 @@ class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
         return Response(
             ResultsSerializer(_results(experiment)).data, status=status.HTTP_201_CREATED
         )
+
+    @extend_schema(
+        summary="Grade the finished runs now, model graders included",
+        description="Model-graded graders start sessions of their own, as you. "
+        "Reading the results grades the deterministic graders only. Its author, "
+        "who may start sessions, while runs wait for grades.",
+        request=None,
+        responses={200: ResultsSerializer, 403: ErrorSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def grade(self, request: Request, pk: str) -> Response:
+        experiment = self.get_object()
+        if not may_grade(request.user, experiment):
+            raise PermissionDenied(
+                "Only its author, who may start sessions, grades it while runs wait."
+            )
+        grade_finished(experiment, user=request.user, model_graders=True)
+        return Response(ResultsSerializer(_results(experiment)).data)
 
     @extend_schema(
         summary="An experiment's results as CSV",

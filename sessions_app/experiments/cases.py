@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from sessions_app.models import Dataset, DatasetCase
 from tooling.models import TrustLevel
-from tooling.runtime.text import storable
+from tooling.storable_json import loads, validate_storable_json
 
 MOST_BYTES = 2 * 1024 * 1024
 MOST_CASES = 10_000
@@ -31,13 +30,19 @@ def _rows(content: bytes, filename: str) -> list[dict[str, Any]]:
         raise ValidationError("The file is not UTF-8 text.") from None
     if filename.lower().endswith(".json"):
         try:
-            rows = json.loads(text)
+            rows = loads(text)
         except ValueError as error:
             raise ValidationError(f"The file is not valid JSON: {error}.") from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValidationError("The JSON must be a list of objects.")
         return rows
-    reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _csv_rows(csv.DictReader(io.StringIO(text)))
+    except csv.Error as error:
+        raise ValidationError(f"The CSV cannot be read: {error}.") from None
+
+
+def _csv_rows(reader: csv.DictReader[str]) -> list[dict[str, Any]]:
     if not reader.fieldnames or "params" not in reader.fieldnames:
         raise ValidationError('The CSV needs a header row with a "params" column.')
     unknown = [name for name in reader.fieldnames if name not in COLUMNS]
@@ -45,15 +50,15 @@ def _rows(content: bytes, filename: str) -> list[dict[str, Any]]:
         raise ValidationError(
             f"Unknown column(s): {', '.join(unknown)}; expected {', '.join(COLUMNS)}."
         )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for number, row in enumerate(reader, start=2):
         try:
-            row["params"] = json.loads(row.get("params") or "{}")
+            params = loads(row.get("params") or "{}")
         except ValueError as error:
             raise ValidationError(
                 f"Row {number}: params is not JSON ({error})."
             ) from None
-        rows.append(row)
+        rows.append({**row, "params": params})
     return rows
 
 
@@ -76,11 +81,10 @@ def _case(
     texts = {key: row.get(key) or "" for key in ("expected_output", "notes")}
     if any(not isinstance(value, str) for value in texts.values()):
         raise ValidationError(f"{where}: expected_output and notes must be text.")
-    if storable({"params": params, **texts})[1]:
-        raise ValidationError(
-            f"{where}: NUL bytes, lone surrogates or non-finite numbers cannot be "
-            "stored."
-        )
+    try:
+        validate_storable_json({"params": params, **texts})
+    except ValidationError as error:
+        raise ValidationError(f"{where}: {' '.join(error.messages)}") from None
     return DatasetCase(
         dataset=dataset, position=position, params=params, trust_level=trust, **texts
     )

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import jsonschema
+import regex
 from django.core.exceptions import ValidationError
+from referencing.exceptions import Unresolvable
 
 from sessions_app.models import (
     AgentSession,
@@ -31,8 +32,10 @@ from sessions_app.models import (
 from sessions_app.runs.starting import start_session
 
 Kind = Grader.Kind
-# The most output text a pattern or a text is searched in.
+# The most output text a pattern or a text is searched in, and how long a
+# pattern may search it (a catastrophic pattern fails the grade, not the page).
 MOST_TEXT = 200_000
+PATTERN_SECONDS = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +89,8 @@ def check_config(kind: str, config: Any) -> None:
         _text(config, key)
     if kind == Kind.OUTPUT_REGEX:
         try:
-            re.compile(config["pattern"])
-        except re.error as error:
+            regex.compile(config["pattern"])
+        except regex.error as error:
             raise ValidationError(
                 {"config": f'"pattern" is not valid: {error}.'}
             ) from None
@@ -97,9 +100,15 @@ def check_config(kind: str, config: Any) -> None:
             raise ValidationError({"config": '"schema" must be a JSON schema object.'})
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
+            # a reference that resolves nowhere fails here, not when grading
+            list(jsonschema.Draft202012Validator(schema).iter_errors({}))
         except jsonschema.SchemaError as error:
             raise ValidationError(
                 {"config": f'"schema" is not a valid JSON schema: {error.message}'}
+            ) from None
+        except (Unresolvable, RecursionError) as error:
+            raise ValidationError(
+                {"config": f'"schema" cannot be applied: {type(error).__name__}.'}
             ) from None
     elif kind == Kind.CITATIONS_IN_DOMAINS:
         domains = config.get("domains")
@@ -143,10 +152,13 @@ def grade(
     case: DatasetCase,
     user: Any,
     previous: dict[str, Any] | None = None,
+    *,
+    start: bool = True,
 ) -> Grade:
     """``grader``'s verdict on the finished ``session`` of ``case``
     (``previous``: its last, undecided one: a model grader's session is
-    looked at again, not started twice)."""
+    looked at again, not started twice; ``start=False``: a model grader that
+    has no session yet stays pending instead of starting one)."""
     if session.status == AgentSession.Status.AWAITING_APPROVAL:
         return Grade(None, "The run waits for an approval.")
     config = grader.config if isinstance(grader.config, dict) else {}
@@ -155,7 +167,10 @@ def grade(
     except ValidationError as error:
         return Grade(False, "The grader is misconfigured: " + " ".join(error.messages))
     if grader.kind == Kind.MODEL_GRADED:
-        return _model_graded(config, session, case, user, previous or {})
+        previous = previous or {}
+        if not start and not isinstance(previous.get("session"), str):
+            return Grade(None, "Waits for its author to grade it (Grade now).")
+        return _model_graded(config, session, case, user, previous)
     return CHECKS[Kind(grader.kind)](config, session)
 
 
@@ -212,17 +227,26 @@ def _schema(config: dict[str, Any], session: AgentSession) -> Grade:
             value = json.loads(session.output_text or "")
         except ValueError:
             return Grade(False, "The output is not JSON.")
-    errors = sorted(
-        jsonschema.Draft202012Validator(config["schema"]).iter_errors(value),
-        key=lambda e: list(e.path),
-    )
+    try:
+        errors = sorted(
+            jsonschema.Draft202012Validator(config["schema"]).iter_errors(value),
+            key=lambda e: list(e.path),
+        )
+    except (Unresolvable, RecursionError) as error:
+        return Grade(False, f"The schema cannot be applied: {type(error).__name__}.")
     if errors:
         return Grade(False, f"The output does not match: {errors[0].message[:300]}")
     return Grade(True, "The output matches the schema.")
 
 
 def _regex(config: dict[str, Any], session: AgentSession) -> Grade:
-    found = re.search(config["pattern"], _output(session)) is not None
+    try:
+        found = (
+            regex.search(config["pattern"], _output(session), timeout=PATTERN_SECONDS)
+            is not None
+        )
+    except TimeoutError:
+        return Grade(False, f"The pattern took more than {PATTERN_SECONDS} s.")
     return Grade(
         found, "The pattern matches." if found else "The pattern does not match."
     )

@@ -3,7 +3,9 @@ button), its CSV, and "add to dataset" on a session's page.
 
 Who may see them: an experiment's author, and whoever sees every session
 (the Auditors); another user's experiment is a 404. Running it needs to be
-its author and to start sessions. Adding a session to a dataset needs to see
+its author, to start sessions and to view datasets; grading it now (model
+graders start sessions) its author who may start sessions. Reading the results
+starts nothing. Adding a session to a dataset needs to see
 the session and "Can add dataset case".
 """
 
@@ -27,7 +29,7 @@ from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.models import AgentSession, Dataset, DatasetCase, Experiment
 
 from .results import csv_of, results_of
-from .running import grade_finished, run_experiment
+from .running import grade_finished, may_grade, may_run, run_experiment
 
 ADD_CASE = "sessions_app.add_datasetcase"
 
@@ -41,14 +43,6 @@ class ExperimentListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
         return Experiment.objects.visible_to(self.request.user).select_related(
             "dataset", "created_by"
         )
-
-
-def may_run(user: Any, experiment: Experiment) -> bool:
-    return (
-        experiment.status == Experiment.Status.NEW
-        and experiment.created_by_id == user.pk
-        and access.may_start(user)
-    )
 
 
 class ExperimentDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
@@ -68,6 +62,7 @@ class ExperimentDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
         context.update(
             results=results_of(experiment),
             may_run=may_run(self.request.user, experiment),
+            may_grade=may_grade(self.request.user, experiment),
         )
         return context
 
@@ -87,6 +82,24 @@ class ExperimentRunView(LoginRequiredMixin, View):
             messages.error(request, " ".join(error.messages))
         else:
             messages.info(request, f"Started {len(runs)} run(s).")
+        return HttpResponseRedirect(
+            reverse("sessions_app:experiment-detail", args=[pk])
+        )
+
+
+class ExperimentGradeView(LoginRequiredMixin, View):
+    """``POST``: grade the finished runs now, model graders included."""
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        experiment = get_object_or_404(
+            Experiment.objects.visible_to(request.user), pk=pk
+        )
+        if not may_grade(request.user, experiment):
+            raise PermissionDenied(
+                "Only its author, who may start sessions, grades it."
+            )
+        graded = grade_finished(experiment, user=request.user, model_graders=True)
+        messages.info(request, f"Graded {graded} run(s).")
         return HttpResponseRedirect(
             reverse("sessions_app:experiment-detail", args=[pk])
         )

@@ -107,8 +107,9 @@ def results_of(experiment: Experiment) -> Results:
             for run in per_target.values()
         }
         ordered = [per_target.get(target) for target in experiment.targets]
+        ran = next(iter(per_target.values()))  # the parameters it ran with
         cases.append(
-            CaseRow(case_id, case.position, case.params, ordered, len(verdicts) > 1)
+            CaseRow(case_id, case.position, ran.params, ordered, len(verdicts) > 1)
         )
     cases.sort(key=lambda row: (row.position, row.case_id))
     return Results(experiment, graders, summaries, cases)
@@ -168,7 +169,7 @@ def csv_of(results: Results) -> str:
     header = ["case", "params", "target", "session", "status", "cost_usd", "seconds"]
     for name in results.graders:
         header += [f"{name} passed", f"{name} detail"]
-    writer.writerow(header)
+    writer.writerow([_cell(name) for name in header])
     for row in results.cases:
         for target, run in zip(results.experiment.targets, row.runs, strict=True):
             if run is None:

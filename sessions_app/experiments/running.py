@@ -2,8 +2,9 @@
 
 ``run_experiment`` starts one session per case and target, each a normal
 governed run of whoever started the experiment (inline without a broker, on
-workers otherwise), and records it (``ExperimentRun``); a start refused (a
-bad case, a spent budget) is recorded with why. ``grade_finished`` grades the
+workers otherwise), and records it (``ExperimentRun``, with the parameters it
+ran with); a start refused (a bad case, a trust level the user may not start
+at, a spent budget) is recorded with why. ``grade_finished`` grades the
 runs whose sessions have finished and are not graded yet, once each (a
 conditional update), and marks the experiment finished when none is left:
 the results page and the API call it, so results fill in as runs end.
@@ -18,14 +19,17 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app import access
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession, Experiment, ExperimentRun
 from sessions_app.runs.starting import start_session
 
 from . import grading
 
+# Runs one experiment may start (cases x targets): each is a billed session.
+MOST_RUNS = 1000
+VIEW_DATASET = "sessions_app.view_dataset"
 LABEL = "label:"
-DRAFT = "draft"
 # What an experiment runs against: the draft, a label or a revision's hash.
 TARGET = re.compile(r"^(draft|label:[a-z][a-z0-9_-]{0,31}|[0-9a-f]{64})$")
 
@@ -41,6 +45,12 @@ def target_kwargs(target: str) -> dict[str, Any]:
 def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
     """Start every case against every target (module docstring); once: a
     second call finds the experiment no longer new and starts nothing."""
+    planned = experiment.dataset.cases.count() * len(experiment.targets)
+    if planned > MOST_RUNS:
+        raise ValidationError(
+            f"This experiment would start {planned} runs; at most {MOST_RUNS} per "
+            "experiment (split the dataset)."
+        )
     claimed = Experiment.objects.filter(
         pk=experiment.pk, status=Experiment.Status.NEW
     ).update(status=Experiment.Status.RUNNING)
@@ -50,7 +60,16 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
     runs = []
     for case in experiment.dataset.cases.all():
         for target in experiment.targets:
-            run = ExperimentRun(experiment=experiment, case=case, target=target)
+            run = ExperimentRun(
+                experiment=experiment, case=case, target=target, params=case.params
+            )
+            if not access.may_start_at(user, case.trust_level):
+                run.error = (
+                    f"You may not start sessions at trust level '{case.trust_level}'."
+                )
+                run.save()
+                runs.append(run)
+                continue
             try:
                 run.session = start_session(
                     prompt_ref=experiment.prompt_ref,
@@ -65,16 +84,41 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
                 run.error = error.message
             run.save()
             runs.append(run)
-    grade_finished(experiment, user=user)
+    grade_finished(experiment, user=user, model_graders=True)
     return runs
+
+
+def may_run(user: Any, experiment: Experiment) -> bool:
+    """Its author, who may start sessions and read its dataset, while new."""
+    return (
+        experiment.status == Experiment.Status.NEW
+        and experiment.created_by_id == user.pk
+        and access.may_start(user)
+        and user.has_perm(VIEW_DATASET)
+    )
+
+
+def may_grade(user: Any, experiment: Experiment) -> bool:
+    """Its author, who may start sessions (model graders start some), while
+    runs wait for grades."""
+    return (
+        experiment.status == Experiment.Status.RUNNING
+        and experiment.created_by_id == user.pk
+        and access.may_start(user)
+    )
 
 
 FINISHED = (*AgentSession.TERMINAL, AgentSession.Status.AWAITING_APPROVAL)
 
 
-def grade_finished(experiment: Experiment, *, user: Any) -> int:
+def grade_finished(
+    experiment: Experiment, *, user: Any, model_graders: bool = False
+) -> int:
     """Grade the runs whose sessions ended (or wait for an approval: graded
-    as such, again once they end); how many were graded."""
+    as such, again once they end); how many were graded. Model-graded
+    graders start sessions of their own, billed to ``user``: only when asked
+    (``model_graders``: the run itself, or its author's *Grade now*), never
+    when someone merely reads the results; until then they stay pending."""
     graders = list(experiment.graders.all())
     pending = list(
         ExperimentRun.objects.filter(experiment=experiment, session__isnull=False)
@@ -92,7 +136,12 @@ def grade_finished(experiment: Experiment, *, user: Any) -> int:
         before = run.grades or {}
         verdicts = {
             grader.name: grading.grade(
-                grader, session, run.case, user, before.get(grader.name)
+                grader,
+                session,
+                run.case,
+                user,
+                before.get(grader.name),
+                start=model_graders,
             )
             for grader in graders
         }

@@ -34,8 +34,8 @@ class Migration(migrations.Migration):
             name="replay_live_tools",
             field=models.BooleanField(
                 blank=True,
-                help_text="A replay: whether read-only tools the source never called "
-                "with the same arguments run live (otherwise they fail).",
+                help_text="A replay: whether read-only tools run live (otherwise every "
+                "call is answered from the source's record).",
                 null=True,
             ),
         ),

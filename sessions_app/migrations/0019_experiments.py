@@ -6,6 +6,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
+import tooling.storable_json
 
 
 VIEWS = ["view_dataset", "view_datasetcase", "view_grader", "view_experiment"]
@@ -43,7 +44,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=100, unique=True)),
                 ('kind', models.CharField(choices=[('tool_called', 'Tool called'), ('tool_not_called', 'Tool never called'), ('called_before', 'Tool called before another'), ('denied_by_policy', 'Denied by a policy'), ('approval_requested', 'Approval requested'), ('output_schema', 'Output matches a JSON schema'), ('output_regex', 'Output matches a pattern'), ('output_contains', 'Output contains a text'), ('citations_in_domains', 'Citations inside domains'), ('cost_at_most', 'Cost at most'), ('turns_at_most', 'Turns at most'), ('model_graded', 'Model-graded (a grader prompt)')], max_length=32)),
-                ('config', models.JSONField(blank=True, default=dict)),
+                ('config', tooling.storable_json.StorableJSONField(blank=True, default=dict)),
                 ('description', models.TextField(blank=True)),
             ],
             options={
@@ -68,7 +69,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('position', models.PositiveIntegerField(default=0)),
-                ('params', models.JSONField(blank=True, default=dict)),
+                ('params', tooling.storable_json.StorableJSONField(blank=True, default=dict)),
                 ('trust_level', models.CharField(choices=[('untrusted', 'Untrusted'), ('standard', 'Standard'), ('trusted', 'Trusted')], default='standard', max_length=16)),
                 ('expected_output', models.TextField(blank=True)),
                 ('notes', models.TextField(blank=True)),
@@ -100,11 +101,12 @@ class Migration(migrations.Migration):
             name='ExperimentRun',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('params', models.JSONField(blank=True, default=dict)),
                 ('target', models.CharField(max_length=80)),
                 ('error', models.TextField(blank=True, help_text='Why the run could not start.')),
                 ('grades', models.JSONField(blank=True, help_text='{grader name: {"passed": bool or null, "detail": text}}', null=True)),
                 ('graded_at', models.DateTimeField(blank=True, null=True)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='sessions_app.datasetcase')),
+                ('case', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='sessions_app.datasetcase')),
                 ('experiment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='sessions_app.experiment')),
                 ('session', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='sessions_app.agentsession')),
             ],

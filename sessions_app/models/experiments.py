@@ -22,6 +22,7 @@ from django.utils import timezone
 from sessions_app import access
 from sessions_app.models.sessions import AgentSession
 from tooling.models import TrustLevel
+from tooling.storable_json import StorableJSONField
 
 
 class Dataset(models.Model):
@@ -46,7 +47,7 @@ class Dataset(models.Model):
 class DatasetCase(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
     position = models.PositiveIntegerField(default=0)
-    params = models.JSONField(default=dict, blank=True)
+    params = StorableJSONField(default=dict, blank=True)
     trust_level = models.CharField(
         max_length=16, choices=TrustLevel.choices, default=TrustLevel.STANDARD
     )
@@ -86,7 +87,7 @@ class Grader(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    config = models.JSONField(default=dict, blank=True)
+    config = StorableJSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
 
     class Meta:
@@ -149,7 +150,10 @@ class ExperimentRun(models.Model):
     experiment = models.ForeignKey(
         Experiment, on_delete=models.CASCADE, related_name="runs"
     )
-    case = models.ForeignKey(DatasetCase, on_delete=models.CASCADE, related_name="+")
+    # a run keeps its case (deleting a case that ran is refused) and the
+    # parameters it ran with (the case may be edited later)
+    case = models.ForeignKey(DatasetCase, on_delete=models.PROTECT, related_name="+")
+    params = models.JSONField(default=dict, blank=True)
     target = models.CharField(max_length=80)
     session = models.ForeignKey(
         AgentSession,

@@ -162,8 +162,8 @@ class AgentSession(models.Model):
     replay_live_tools = models.BooleanField(
         null=True,
         blank=True,
-        help_text="A replay: whether read-only tools the source never called "
-        "with the same arguments run live (otherwise they fail).",
+        help_text="A replay: whether read-only tools run live (otherwise every "
+        "call is answered from the source's record).",
     )
     params = models.JSONField(default=dict, blank=True)
     trust_level = models.CharField(

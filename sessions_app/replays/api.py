@@ -53,8 +53,8 @@ class ReplayRequestSerializer(StrictSerializer):
     )
     live_tools = serializers.BooleanField(
         default=False,
-        help_text="Run read-only tools the source never called with the same "
-        "arguments (otherwise such calls fail).",
+        help_text="Run read-only tools live (they change nothing outside the run); "
+        "otherwise every call is answered from the source's record.",
     )
 
 

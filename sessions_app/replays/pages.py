@@ -41,8 +41,8 @@ class ReplayForm(forms.Form):
     )
     live_tools = forms.BooleanField(
         required=False,
-        help_text="Run read-only tools the source never called with the same "
-        "arguments (otherwise such calls fail).",
+        help_text="Run read-only tools live (they change nothing outside the run); "
+        "otherwise every call is answered from the source's record.",
     )
 
     def target(self) -> dict[str, Any]:

@@ -109,7 +109,9 @@ class RevisionViewSet(viewsets.ReadOnlyModelViewSet[CatalogRevision]):
             "hosted_tools": _entries(view.hosted_tools),
             "policies": _entries(view.policies),
             "problems": view.problems,
-            "changes": _changes(queries.changes_behind(revision)),
+            "changes": _changes(queries.changes_behind(revision))
+            if access.may_view_changes(request.user)
+            else None,
             "data": revision.data,
         }
         return Response(RevisionDetailSerializer(body).data)
@@ -162,7 +164,9 @@ class RevisionViewSet(viewsets.ReadOnlyModelViewSet[CatalogRevision]):
                 }
                 for group in diff.groups
             ],
-            "changes": _changes(queries.changes_between(revision, side)),
+            "changes": _changes(queries.changes_between(revision, side))
+            if access.may_view_changes(request.user)
+            else None,
         }
         return Response(RevisionDiffSerializer(body).data)
 

@@ -79,7 +79,9 @@ def detail_context(revision: CatalogRevision, user: Any) -> dict[str, Any]:
         "more_runs": len(shown) > RUNS_SHOWN,
         "previous": queries.previous(revision),
         "following": queries.following(revision),
-        "changes": list(queries.changes_behind(revision)),
+        "changes": list(queries.changes_behind(revision))
+        if access.may_view_changes(user)
+        else None,
     }
 
 
@@ -104,6 +106,8 @@ class RevisionCompareView(RevisionAccessMixin, NeutraliseBidiMixin, TemplateView
             context.update(
                 diff=compare.compare(before.view, after.view),
                 after_side=after,
-                changes=list(queries.changes_between(revision, after)),
+                changes=list(queries.changes_between(revision, after))
+                if access.may_view_changes(self.request.user)
+                else None,
             )
         return self.render_to_response(context)

@@ -71,7 +71,10 @@ class RevisionDetailSerializer(serializers.Serializer[Any]):
     policies = EntrySerializer(many=True)
     problems = serializers.ListField(child=serializers.CharField())
     changes = ChangeSummarySerializer(
-        many=True, help_text="The catalog changes that produced it."
+        many=True,
+        allow_null=True,
+        help_text="The catalog changes that produced it (null: reading the "
+        "catalog's history needs view_catalogchange).",
     )
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
@@ -124,5 +127,8 @@ class RevisionDiffSerializer(serializers.Serializer[Any]):
     settings = FieldChangeSerializer(many=True)
     groups = GroupDiffSerializer(many=True)
     changes = ChangeSummarySerializer(
-        many=True, help_text="The catalog changes of the prompt between the two."
+        many=True,
+        allow_null=True,
+        help_text="The catalog changes of the prompt between the two (null: "
+        "reading the catalog's history needs view_catalogchange).",
     )

@@ -1,13 +1,18 @@
 """A replay's answers: its local calls answered from the run it replays.
 
-A call whose tool and arguments (as JSON, keys in any order) match a local
-call of the source run gets the source's answer: the exact text its model
-read, its value and its success. Several recorded calls with the same tool
-and arguments answer in their order, the last one again once they run out. A
-call the source never made runs live only if the replay allows live calls
-and the tool is read-only (``Tool.read_only``); otherwise it fails with a
-message the model reads. Policies decide and record every call as usual
-(``ToolExecutor``'s ``answers``; docs/replay.md).
+A call whose tool and arguments (as JSON, keys in any order) match a call
+of the source run that its handler answered successfully gets the source's
+answer: the exact text its model read and its value. Several such recorded
+calls answer in their order, the last one again once they run out. A call
+the source was refused (a policy's denial, bad arguments) or whose handler
+failed is no answer: the replay decides it anew, and then it has none.
+
+When the replay allows live calls, read-only tools (``Tool.read_only``: they
+change nothing outside the run) always run live, so what they keep in the
+run's own state and files stays consistent; other tools never do. A call
+without an answer that may not run live fails with a message the model
+reads. Policies decide and record every call as usual (``ToolExecutor``'s
+``answers``; docs/replay.md).
 """
 
 from __future__ import annotations
@@ -47,29 +52,27 @@ class RecordedAnswers:
         self._used: dict[tuple[str, str], int] = defaultdict(int)
 
     def __call__(self, tool: Tool[Any, Any], arguments: str) -> ToolResult[Any] | None:
+        if self.live_tools and tool.read_only:
+            return None  # runs live
         key = arguments_key(tool.name, arguments)
         answers = self._answers.get(key) if key is not None else None
         if answers:
             assert key is not None
             row = answers[min(self._used[key], len(answers) - 1)]
             self._used[key] += 1
-            success = bool(row["success"])
             return ToolResult(
                 message=row["model_output"],
-                value=row["value"] if success else None,
-                success=success,
+                value=row["value"],
                 # the model reads exactly what the source's model read
                 exclude_value_from_context=True,
             )
-        if self.live_tools and tool.read_only:
-            return None
         why = (
             "it is not read-only"
             if self.live_tools
             else "this replay does not run tools live"
         )
         return ToolResult.error(
-            f"Replay: the replayed run made no call of {tool.name} with these "
+            f"Replay: the replayed run has no answer of {tool.name} to these "
             f"arguments, and it is not run now ({why})."
         )
 
@@ -79,10 +82,10 @@ def answers_for(session: AgentSession) -> RecordedAnswers | None:
     if session.replay_of_id is None:
         return None
     recorded = list(
-        ToolInvocation.objects.filter(session_id=session.replay_of_id, native=False)
+        ToolInvocation.objects.filter(
+            session_id=session.replay_of_id, native=False, success=True
+        )
         .order_by("sequence")
-        .values("name", "raw_arguments", "model_output", "value", "success")[
-            :MOST_CALLS
-        ]
+        .values("name", "raw_arguments", "model_output", "value")[:MOST_CALLS]
     )
     return RecordedAnswers(recorded, live_tools=bool(session.replay_live_tools))

@@ -57,7 +57,7 @@ def start_session(
     (``tooling.services.preview_run``; docs/releases.md).
 
     ``replay_of``: the run replays that session (its local calls answered
-    from its record; ``live_tools``: read-only tools it never called run live;
+    from its record; ``live_tools``: read-only tools run live;
     ``sessions_app.replays``).
 
     ``trust_level`` decides which hosted tools the run is offered; callers

@@ -276,10 +276,14 @@ def test_cases_import_from_csv_and_json_all_or_none():
             b'[{"params": {}}, {"params": {}, "trust_level": "root"}]',
             "c.json",
         )
-    with pytest.raises(ValidationError, match="cannot be stored"):
+    with pytest.raises(ValidationError, match=r"Item 1: .*NUL"):
         import_cases(dataset, b'[{"params": {"q": "a\\u0000"}}]', "c.json")
     with pytest.raises(ValidationError, match="Unknown column"):
         import_cases(dataset, b"params,secret\n{},1\n", "cases.csv")
+    with pytest.raises(ValidationError, match="The CSV cannot be read"):
+        import_cases(dataset, b"params\n" + b"x" * 200_000 + b"\n", "cases.csv")
+    with pytest.raises(ValidationError, match="nested"):
+        import_cases(dataset, b"[" * 5000 + b"]" * 5000, "c.json")
     assert dataset.cases.count() == 4
 
 
@@ -306,6 +310,7 @@ def test_the_pages_show_results_to_the_author_and_auditors(client, demo):
 def test_the_author_runs_a_new_experiment_from_its_page(client):
     seed_demo_catalog()
     user = runner()
+    user.user_permissions.add(Permission.objects.get(codename="view_dataset"))
     dataset = Dataset.objects.create(name="one")
     DatasetCase.objects.create(dataset=dataset, params={"question": "Why?"})
     experiment = Experiment.objects.create(
@@ -462,3 +467,96 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
     experiment = Experiment.objects.get(name="e")
     assert experiment.targets == ["draft", "label:production"]
     assert experiment.created_by == root and experiment.status == "new"
+
+
+def test_an_experiment_of_too_many_runs_is_refused_before_any_starts(monkeypatch):
+    monkeypatch.setattr("sessions_app.experiments.running.MOST_RUNS", 3)
+    dataset = Dataset.objects.create(name="big")
+    DatasetCase.objects.bulk_create(
+        DatasetCase(dataset=dataset, position=i) for i in range(2)
+    )
+    experiment = Experiment.objects.create(
+        name="big", dataset=dataset, prompt_ref="demo/research", targets=["draft", "x"]
+    )
+    with pytest.raises(ValidationError, match="would start 4 runs; at most 3"):
+        run_experiment(experiment, user=None)
+    experiment.refresh_from_db()
+    assert experiment.status == Experiment.Status.NEW
+    assert not ExperimentRun.objects.exists()
+
+
+def test_a_case_at_a_trust_level_its_runner_may_not_start_is_refused():
+    seed_demo_catalog()
+    user = runner()
+    dataset = Dataset.objects.create(name="trusted")
+    DatasetCase.objects.create(dataset=dataset, params={}, trust_level="trusted")
+    experiment = Experiment.objects.create(
+        name="t", dataset=dataset, prompt_ref="demo/research", targets=["draft"]
+    )
+    (run,) = run_experiment(experiment, user=user)
+    assert run.session_id is None and "trust level 'trusted'" in run.error
+    assert not AgentSession.objects.filter(trust_level="trusted").exists()
+
+
+def test_a_catastrophic_pattern_fails_the_grade_in_bounded_time():
+    session = session_with(output_text="a" * 40 + "b")
+    grader = Grader(name="slow", kind=Kind.OUTPUT_REGEX, config={"pattern": "^(a|a)*$"})
+    verdict = grading.grade(grader, session, DatasetCase(), None)
+    assert verdict.passed is False and "took more than" in verdict.detail
+
+
+def test_a_schema_that_refers_nowhere_is_refused():
+    with pytest.raises(ValidationError, match="cannot be applied"):
+        grading.check_config(
+            Kind.OUTPUT_SCHEMA, {"schema": {"$ref": "#/$defs/nowhere"}}
+        )
+
+
+def test_the_csv_header_is_no_formula_either(demo):
+    Grader.objects.filter(name="counts its words").update(name="=HYPERLINK(1)")
+    header = next(csv.reader(io.StringIO(csv_of(results_of(demo)))))
+    assert "'=HYPERLINK(1) passed" in header
+
+
+def test_reading_results_starts_no_model_grader_and_its_author_grades_now(client):
+    seed_demo_catalog()
+    section = SectionDefinitionFactory.create(
+        template="Grade: $output ($expected, $params)",
+        default_params={"output": "", "expected": "", "params": ""},
+    )
+    judge = PromptTemplateFactory.create(namespace="graders", key="judge")
+    add_sections(judge, section)
+    author = runner()
+    dataset = Dataset.objects.create(name="j")
+    case = DatasetCase.objects.create(dataset=dataset, params={})
+    grader = Grader.objects.create(
+        name="judge", kind=Kind.MODEL_GRADED, config={"prompt": judge.ref}
+    )
+    experiment = Experiment.objects.create(
+        name="j",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=author,
+        status=Experiment.Status.RUNNING,
+    )
+    experiment.graders.add(grader)
+    graded = session_with(created_by=author)
+    ExperimentRun.objects.create(
+        experiment=experiment, case=case, target="draft", session=graded
+    )
+    url = reverse("sessions_app:experiment-detail", args=[experiment.pk])
+
+    client.force_login(auditor())
+    assert "pending" in client.get(url).content.decode()
+    assert not AgentSession.objects.filter(prompt_ref=judge.ref).exists()
+    assert (
+        client.post(reverse("sessions_app:experiment-grade", args=[experiment.pk]))
+    ).status_code == 403
+
+    client.force_login(author)
+    client.post(reverse("sessions_app:experiment-grade", args=[experiment.pk]))
+    verdict = AgentSession.objects.get(prompt_ref=judge.ref)
+    assert verdict.created_by == author
+    run = ExperimentRun.objects.get(experiment=experiment)
+    assert (run.grades or {})["judge"]["session"] == str(verdict.pk)

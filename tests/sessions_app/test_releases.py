@@ -353,3 +353,30 @@ def test_the_demo_runs_from_production_until_a_second_person_releases_an_edit(
     ran = api(admin).post("/api/sessions/", {"prompt": "demo/research"}, format="json")
     assert ran.json()["revision"] == pending.to_revision_id
     assert "Never guess." in ran.json()["rendered_prompt"]
+
+
+def test_a_one_person_rollback_only_goes_back_one_move(catalog):
+    alice, bob = releaser("alice"), releaser("bob")
+    releases.approve(release(alice), user=bob)
+    v1 = PromptLabel.objects.get().revision
+    edit_draft("Ship $service, v2.")
+    releases.approve(release(alice), user=bob)
+    v2 = PromptLabel.objects.get().revision
+    edit_draft("Ship $service, v3.")
+    releases.approve(release(alice), user=bob)
+
+    older = release(alice, revision=v1)  # two moves back: four eyes again
+    assert older.is_pending and not older.rollback
+    releases.withdraw(older, user=alice)
+    back = release(alice, revision=v2)  # one move back
+    assert back.rollback and back.status == "released"
+
+
+def test_revision_pages_show_the_changes_only_to_who_may_read_history(client, catalog):
+    alice = releaser("alice")  # view_catalogrevision, not view_catalogchange
+    revision = releases.draft_revision(template())
+    client.force_login(alice)
+    page = client.get(reverse("sessions_app:revision-detail", args=[revision.hash]))
+    assert "Can view catalog change" in page.content.decode()
+    body = api(alice).get(f"/api/revisions/{revision.hash}/").json()
+    assert body["changes"] is None

@@ -104,7 +104,7 @@ def test_calls_the_source_never_made_fail_unless_live_read_only(handler_calls):
     refused = start_replay(empty, user=user)
     (name, output, success) = local_calls(refused)[0]
     assert name == "count_words" and not success
-    assert "made no call of count_words" in output
+    assert "has no answer of count_words" in output
     assert handler_calls == []
 
     live = start_replay(empty, user=user, live_tools=True)
@@ -112,6 +112,34 @@ def test_calls_the_source_never_made_fail_unless_live_read_only(handler_calls):
     assert local_calls(live)[0][2] is True
     assert local_calls(live)[0][1].startswith("LIVE ")
     assert len(handler_calls) == 1
+
+
+def test_live_replays_run_read_only_tools_even_when_recorded(source, handler_calls):
+    replay = start_replay(source, user=source.created_by, live_tools=True)
+
+    recorded = local_calls(source)
+    assert len(handler_calls) == len(recorded)  # read-only: run again, live
+    assert [output.startswith("LIVE ") for _, output, _ in local_calls(replay)] == [
+        True for _ in recorded
+    ]
+
+
+def test_a_same_revision_replay_of_denied_calls_decides_them_anew():
+    """demo/release: the model deploys before building and testing, the
+    sequence policy denies it, then it runs them in order. A replay against the
+    same revision is denied the same way (a denial is no answer) and answers
+    the calls that ran from the record."""
+    seed_demo_catalog()
+    source = services.start_session(prompt_ref="demo/release", user=runner("alice"))
+    assert source.policy_denials.exists()
+
+    replay = start_replay(source, user=source.created_by)
+
+    assert local_calls(replay) == local_calls(source)
+    assert replay.policy_denials.count() == source.policy_denials.count()
+    assert replay.output_text == source.output_text
+    comparison = compare_sessions(source, replay)
+    assert {pair.status for pair in comparison.calls} == {"same"}
 
 
 def test_a_replay_against_another_revision_shows_what_changed(source):
