@@ -18,6 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from sessions_app import services
 from sessions_app.experiments import grading
 from sessions_app.experiments.cases import import_cases
 from sessions_app.experiments.demo import seed_demo_experiment
@@ -560,3 +561,46 @@ def test_reading_results_starts_no_model_grader_and_its_author_grades_now(client
     assert verdict.created_by == author
     run = ExperimentRun.objects.get(experiment=experiment)
     assert (run.grades or {})["judge"]["session"] == str(verdict.pk)
+
+
+def test_with_workers_the_results_fill_in_as_runs_finish(settings, client):
+    """Sessions queued for a worker (no broker in tests: the test runs them as
+    a worker would); reading the results grades those that ended."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(Permission.objects.get(codename="view_dataset"))
+    dataset = Dataset.objects.create(name="queued")
+    DatasetCase.objects.bulk_create(
+        DatasetCase(dataset=dataset, position=i, params={"question": f"Q{i}?"})
+        for i in range(2)
+    )
+    grader = Grader.objects.create(
+        name="words", kind=Kind.TOOL_CALLED, config={"tool": "count_words"}
+    )
+    experiment = Experiment.objects.create(
+        name="q",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=user,
+    )
+    experiment.graders.add(grader)
+
+    runs = run_experiment(experiment, user=user)
+    assert {AgentSession.objects.get(pk=r.session_id).status for r in runs} == {
+        "queued"
+    }
+    client.force_login(user)
+    url = reverse("sessions_app:experiment-detail", args=[experiment.pk])
+    assert client.get(url).context["results"].targets[0].finished == 0
+
+    services.run_session(session_id=runs[0].session_id)
+    summary = client.get(url).context["results"].targets[0]
+    assert (summary.finished, summary.decided["words"]) == (1, 1)
+    experiment.refresh_from_db()
+    assert experiment.status == Experiment.Status.RUNNING
+    services.run_session(session_id=runs[1].session_id)
+    client.get(url)
+    experiment.refresh_from_db()
+    assert experiment.status == Experiment.Status.FINISHED
