@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -39,7 +40,7 @@ from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, services
 from sessions_app.approvals.serializers import ApprovalRequestEventSerializer
-from sessions_app.audit import timeline
+from sessions_app.audit import timeline, timings
 from sessions_app.audit.filters import (
     AgentSessionFilterSet,
     CitationFilterSet,
@@ -288,6 +289,14 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 description=f"Events per page (1-{EVENTS_PAGE_MAX}; "
                 f"{EVENTS_PAGE} by default).",
             ),
+            OpenApiParameter(
+                "kind",
+                {"type": "array", "items": {"enum": list(timeline.FILTERS)}},
+                explode=True,
+                description="Only these kinds (repeat the parameter for several): "
+                "provider (calls and quota decisions), tool (local calls), native, "
+                "denial, approval, state, citation. Every kind by default.",
+            ),
         ],
         responses=EventPageSerializer,
     )
@@ -306,7 +315,16 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             default=EVENTS_PAGE,
             maximum=EVENTS_PAGE_MAX,
         )
-        events, next_position = timeline.events_page(session, after=after, limit=size)
+        try:
+            kinds, native = timeline.filtered_kinds(
+                request.query_params.getlist("kind")
+            )
+        except ValueError as error:
+            raise ValidationError({"kind": [str(error)]}) from error
+        events, next_position = timeline.events_page(
+            session, after=after, limit=size, kinds=kinds, native=native
+        )
+        now = timezone.now()
         context = self.get_serializer_context()
         # One serializer per kind (its fields are built once), not per event.
         data: dict[int, Any] = {}
@@ -326,9 +344,12 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
                 in ("policy_denial", "tool_invocation", "state_change", "approval")
                 else None,
                 "created_at": event.row.created_at,
+                "started_at": span.start if span else None,
+                "duration_ms": round(span.duration_ms, 3) if span else None,
                 "data": data[id(event)],
             }
             for event in events
+            for span in (timings.span_of(event.kind, event.row, now),)
         ]
         next_url = None
         if next_position is not None:

@@ -26,12 +26,13 @@ from django.http import (
     JsonResponse,
 )
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from django.views import View
 from django.views.generic import DetailView, ListView
 
 from sessions_app import access, services
 from sessions_app.approvals import inbox
-from sessions_app.audit import paging, timeline
+from sessions_app.audit import paging, timeline, waterfall
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.experiments import pages as experiment_pages
@@ -40,6 +41,7 @@ from sessions_app.models import (
     Citation,
     PolicyDenial,
     ProviderCall,
+    SessionStateEntry,
     StateChange,
     ToolInvocation,
     count_of,
@@ -52,8 +54,18 @@ from tooling.runtime import source_key
 TIMELINE_PAGE = 20
 SOURCES_SHOWN = 20
 FILES_SHOWN = 100
-# The timeline shows citations under Sources, not between its entries.
+# The timeline shows citations under Sources, not between its entries
+# (unless they are asked for by kind).
 TIMELINE_KINDS = tuple(kind for kind in timeline.KINDS if kind != "citation")
+KIND_LABELS = {
+    "provider": "Provider calls",
+    "tool": "Tool calls",
+    "native": "Native calls",
+    "denial": "Denials",
+    "approval": "Approvals",
+    "state": "State changes",
+    "citation": "Citations",
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,8 +202,15 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
                 after = timeline.decode_cursor(cursor)
             except timeline.InvalidCursor as error:
                 raise Http404(str(error)) from error
+        asked = self.request.GET.getlist("kind")
+        shown = [name for name in asked if name in timeline.FILTERS]
+        kinds, native = timeline.filtered_kinds(shown)
         events, next_position = timeline.events_page(
-            session, after=after, limit=TIMELINE_PAGE, kinds=TIMELINE_KINDS
+            session,
+            after=after,
+            limit=TIMELINE_PAGE,
+            kinds=kinds if shown else TIMELINE_KINDS,
+            native=native,
         )
         invocations = [e.row for e in events if e.kind == "tool_invocation"]
         citations, more_citations = _first(
@@ -203,6 +222,7 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             SOURCES_SHOWN,
         )
         files, more_files = _first(session.files.order_by("path"), FILES_SHOWN)
+        now = timezone.now()
         context.update(
             timeline=[TimelineEntry(event.kind, event.row) for event in events],
             timeline_next=timeline.encode_cursor(next_position)
@@ -210,6 +230,18 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             else None,
             timeline_is_first=after is None,
             timeline_page=TIMELINE_PAGE,
+            timeline_filters=[
+                (name, label, name in shown) for name, label in KIND_LABELS.items()
+            ],
+            timeline_query="".join(f"&kind={name}" for name in shown),
+            timeline_filter_error=(
+                "Unknown kinds were left out of the filter; choose from the boxes."
+                if len(shown) != len(asked)
+                else ""
+            ),
+            waterfall=waterfall.build(session, now=now),
+            **durations(session, now),
+            final_plan=final_plan(session),
             citations=citations,
             more_citations=more_citations,
             consulted_sources=consulted_sources(invocations, citations),
@@ -230,6 +262,30 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
             datasets=experiment_pages.datasets_for(self.request.user),
         )
         return context
+
+
+def durations(session: AgentSession, now: Any) -> dict[str, float | None]:
+    """How long the run ran (so far) and waited for a worker before, in ms."""
+    started = session.started_at
+    if started is None:
+        return {"run_ms": None, "queued_ms": None}
+    ended = session.finished_at or now
+    return {
+        "run_ms": max(0.0, (ended - started).total_seconds() * 1000),
+        "queued_ms": max(0.0, (started - session.created_at).total_seconds() * 1000),
+    }
+
+
+def final_plan(session: AgentSession) -> Any:
+    """The plan as the run left it (its working state: one row by the
+    ``(session, key)`` unique index), or ``None``."""
+    entry = (
+        SessionStateEntry.objects.filter(session=session, key="plan")
+        .only("value")
+        .first()
+    )
+    value = entry.value if entry is not None else None
+    return value if isinstance(value, dict) and value.get("steps") else None
 
 
 def progress(session_id: Any, user: Any) -> dict[str, Any] | None:

@@ -72,6 +72,7 @@ class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
             "attempts",
             "cost",
             "text_altered",
+            "started_at",
             "created_at",
         ]
         read_only_fields = fields
@@ -115,6 +116,9 @@ class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
             "model_output",
             "cost",
             "text_altered",
+            "started_at",
+            "duration_ms",
+            "policy_ms",
             "created_at",
         ]
         read_only_fields = fields
@@ -441,6 +445,19 @@ class EventSerializer(serializers.Serializer[Any]):
         "state changes and approval requests); null otherwise.",
     )
     created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the step started: a provider call's first attempt, a "
+        "local tool call taken up, an approval requested; null for moments "
+        "(denials, state changes, citations), native calls (the provider ran "
+        "them within its call) and rows recorded before timings.",
+    )
+    duration_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="How long the step took: a provider call's latency (retries "
+        "and backoff included), a local call's time until recorded (policy "
+        "checks included), an approval's wait (so far, while pending).",
+    )
     # Named like Serializer.data: the serializer metaclass takes a declared
     # field off the class, so nothing is shadowed at run time.
     data = serializers.DictField(  # type: ignore[assignment]

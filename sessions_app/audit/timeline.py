@@ -57,6 +57,43 @@ KINDS = (
 )
 
 
+#: The timeline's filters by kind (the page's checkboxes, the API's ``kind``):
+#: each name, the kinds of rows it shows, and for tool calls which ones
+#: (``native``: True, False, or None for both).
+FILTERS: dict[str, tuple[tuple[str, ...], bool | None]] = {
+    "provider": (("provider_call", "quota_decision"), None),
+    "tool": (("tool_invocation",), False),
+    "native": (("tool_invocation",), True),
+    "denial": (("policy_denial",), None),
+    "approval": (("approval",), None),
+    "state": (("state_change",), None),
+    "citation": (("citation",), None),
+}
+
+
+def filtered_kinds(names: list[str]) -> tuple[tuple[str, ...], bool | None]:
+    """The kinds and the tool calls (``native``) the filter ``names`` show:
+    every kind when ``names`` is empty. Unknown names raise ``ValueError``."""
+    unknown = [name for name in names if name not in FILTERS]
+    if unknown:
+        raise ValueError(
+            f"Unknown kind '{unknown[0][:40]}'; choose from {', '.join(FILTERS)}."
+        )
+    if not names:
+        return KINDS, None
+    kinds: list[str] = []
+    native: set[bool] = set()
+    for name in names:
+        chosen, tools = FILTERS[name]
+        kinds.extend(kind for kind in chosen if kind not in kinds)
+        if tools is not None:
+            native.add(tools)
+    return (
+        tuple(kind for kind in KINDS if kind in kinds),
+        native.pop() if len(native) == 1 else None,
+    )
+
+
 class InvalidCursor(ValueError):
     pass
 
@@ -202,7 +239,10 @@ class _ApprovalSource(_Source):
 _FIELDS = dataclasses.fields(_Source)
 
 
-def _sources(session: AgentSession) -> list[_Source]:
+def _sources(session: AgentSession, native: bool | None = None) -> list[_Source]:
+    tools = ToolInvocation.objects.filter(session=session)
+    if native is not None:
+        tools = tools.filter(native=native)
     return [
         _Source(
             "provider_call",
@@ -241,7 +281,7 @@ def _sources(session: AgentSession) -> list[_Source]:
         ),
         _Source(
             "tool_invocation",
-            ToolInvocation.objects.filter(session=session),
+            tools,
             "turn",
             2,
             1,
@@ -281,6 +321,7 @@ def events_page(
     after: Position | None,
     limit: int,
     kinds: tuple[str, ...] = KINDS,
+    native: bool | None = None,
 ) -> tuple[list[Event], Position | None]:
     """Up to ``limit`` events (of ``kinds``) after ``after``, and the cursor of
     the next page (``None`` on the last).
@@ -289,7 +330,7 @@ def events_page(
     index order; merged, they decide the page. Then one query per kind on the
     page reads its rows by id. A page loads ``limit`` rows, not five times as
     many, at any point of any session."""
-    chosen = [source for source in _sources(session) if source.kind in kinds]
+    chosen = [source for source in _sources(session, native) if source.kind in kinds]
     keys: list[tuple[Position, _Source, Any]] = []
     for source in chosen:
         columns = (

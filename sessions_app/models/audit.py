@@ -64,6 +64,12 @@ class ProviderCall(AppendOnlyModel):
         "latency_ms, error, error_type, request_id.",
     )
     attempt_count = models.PositiveSmallIntegerField(default=1)
+    started_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the request was first sent; latency_ms runs from here "
+        "(empty on calls recorded before timings).",
+    )
     cost = cost_field("From the usage and the model's rates in effect.")
     event_id = event_id_field()
     text_altered = text_altered_field()
@@ -109,6 +115,23 @@ class ToolInvocation(AppendOnlyModel):
         help_text="The exact text the model received for this call (local calls).",
     )
     cost = cost_field("A native call's fee; empty for local calls.")
+    started_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A local call: when the executor took it up (empty for "
+        "native calls, which ran inside their provider call).",
+    )
+    duration_ms = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="A local call: from started_at until it was recorded "
+        "(policy checks and handler included).",
+    )
+    policy_ms = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The part of duration_ms spent in the tool's policies.",
+    )
     event_id = event_id_field()
     text_altered = text_altered_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -117,6 +117,7 @@ def record_provider_call(
         commentary=scrub.json(list(event.commentary)),
         attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
         attempt_count=min(len(event.attempts) or 1, 32767),
+        started_at=event.started_at,
         event_id=event.event_id,
         text_altered=scrub.altered,
         created_at=event.created_at,
@@ -182,6 +183,7 @@ def record_provider_call_failed(
         status_code=scrub.optional_count(event.status_code),
         attempts=scrub.json([attempt.as_dict() for attempt in event.attempts]),
         attempt_count=min(len(event.attempts) or 1, 32767),
+        started_at=event.started_at,
         event_id=event.event_id,
         created_at=event.created_at,
     )
@@ -211,6 +213,9 @@ def record_tool_invoked(
         rendered_output=scrub.text(event.rendered_output),
         model_output=scrub.text(event.model_output),
         cost=_cost(event.cost, scrub),
+        started_at=event.started_at,
+        duration_ms=event.duration_ms,
+        policy_ms=event.policy_ms,
         event_id=event.event_id,
         created_at=event.created_at,
     )

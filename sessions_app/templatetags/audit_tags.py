@@ -17,6 +17,7 @@ from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions_app.audit.filters import is_outside_allowed_domains
+from sessions_app.audit.timings import approval_span, humane_ms
 from sessions_app.models import Citation
 
 register = template.Library()
@@ -62,6 +63,42 @@ def pretty_json(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         return repr(value)
+
+
+@register.filter
+def ms(value: Any) -> str:
+    """A duration in milliseconds as people read it (``1.2 s``)."""
+    return humane_ms(float(value)) if isinstance(value, int | float) else "—"
+
+
+@register.filter
+def waited(approval: Any) -> str:
+    """How long an approval request waited (so far, while pending)."""
+    span = approval_span(approval, datetime.datetime.now(datetime.UTC))
+    return humane_ms(span.duration_ms) + (" so far" if span.open else "")
+
+
+# JSON of at most this many lines shows open; longer, folded under its summary.
+JSON_OPEN_LINES = 12
+
+
+@register.simple_tag
+def json_block(
+    value: Any, summary: str, open_lines: int = JSON_OPEN_LINES
+) -> SafeString:
+    """JSON in a ``<details>`` (collapsible everywhere): open when short,
+    folded when long, the summary saying how long. The text is escaped."""
+    text = pretty_json(value)
+    lines = text.count("\n") + 1
+    return format_html(
+        '<details class="json"{}><summary>{} <span class="muted">({} line{})'
+        "</span></summary><pre>{}</pre></details>",
+        " open" if lines <= open_lines else "",
+        summary,
+        lines,
+        "" if lines == 1 else "s",
+        text,
+    )
 
 
 @register.filter

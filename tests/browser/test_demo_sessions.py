@@ -82,8 +82,14 @@ def timeline_items(ui: UI) -> list[Any]:
 
 
 def params_of(item: Any) -> Any:
-    """The parameters a timeline entry shows (its own ``<pre>``)."""
-    [pre] = item.find_elements(By.CSS_SELECTOR, ":scope > pre")
+    """The parameters a timeline entry shows (its own ``Arguments`` block)."""
+    [pre] = [
+        block.find_element(By.CSS_SELECTOR, "pre")
+        for block in item.find_elements(By.CSS_SELECTOR, ":scope > details.json")
+        if block.find_element(By.CSS_SELECTOR, "summary")
+        .get_attribute("textContent")
+        .startswith("Arguments")
+    ]
     return json.loads(pre.get_attribute("textContent"))
 
 

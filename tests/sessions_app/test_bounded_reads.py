@@ -281,9 +281,10 @@ def test_html_lists_never_count_the_table(auditor_client):
 def test_session_page_costs_the_same_for_a_long_session(auditor_client, monkeypatch):
     monkeypatch.setattr("sessions_app.audit.pages.TIMELINE_PAGE", 10)
     monkeypatch.setattr("sessions_app.audit.pages.SOURCES_SHOWN", 3)
+    monkeypatch.setattr("sessions_app.audit.waterfall.MAX_BARS", 4)
     session = long_session(60)  # past every bound of the page
     short = read(auditor_client, session.get_absolute_url())
-    assert short.rows["ToolInvocation"] <= 10
+    assert short.rows["ToolInvocation"] <= 10 + 4 + 1  # the page, the waterfall
     assert short.rows["Citation"] == 3 + 1
 
     grow(session, 400)
@@ -304,7 +305,9 @@ def test_session_page_costs_the_same_with_unrelated_sessions(auditor_client):
     assert after.rows == before.rows
 
 
-def test_session_page_later_pages_cost_what_the_first_does(auditor_client):
+def test_session_page_later_pages_cost_what_the_first_does(auditor_client, monkeypatch):
+    bars = 4  # the waterfall reads its first turns: 4 + 1 rows of each kind
+    monkeypatch.setattr("sessions_app.audit.waterfall.MAX_BARS", bars)
     session = long_session(300)
     url = session.get_absolute_url()
     cursor = auditor_client.get(url).context["timeline_next"]
@@ -315,10 +318,14 @@ def test_session_page_later_pages_cost_what_the_first_does(auditor_client):
     first = read(auditor_client, url)
 
     assert later.queries == first.queries
-    # A full page of events either way (of other kinds where it falls).
+    # A full page of events either way (of other kinds where it falls), and
+    # the waterfall's provider calls and tool calls.
     on_timeline = ("ProviderCall", "ToolInvocation", "PolicyDenial", "StateChange")
     for page in (first, later):
-        assert sum(page.rows[kind] for kind in on_timeline) == TIMELINE_PAGE
+        waterfall = 2 * (bars + 1)
+        assert sum(page.rows[kind] for kind in on_timeline) == (
+            TIMELINE_PAGE + waterfall
+        )
     assert sum(later.rows.values()) == sum(first.rows.values())
 
 

@@ -57,12 +57,16 @@ class ProviderAttempt:
     error: str | None = None
     error_type: str | None = None
     request_id: str | None = None
+    #: When the attempt started, in ms after the request's first attempt
+    #: (the gaps between attempts are the retries' backoff).
+    offset_ms: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "status_code": self.status_code,
             "latency_ms": round(self.latency_ms, 3),
+            "offset_ms": None if self.offset_ms is None else round(self.offset_ms, 3),
             "error": self.error,
             "error_type": self.error_type,
             "request_id": self.request_id,
@@ -119,6 +123,9 @@ class ProviderCallCompleted:
     attempts: tuple[ProviderAttempt, ...] = ()
     #: USD from ``usage`` and the run's prices (``None``: not priced).
     cost: Decimal | None = None
+    #: When the request was first sent (``latency_ms`` runs from here to the
+    #: reply, retries and their backoff included).
+    started_at: datetime | None = None
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -140,6 +147,7 @@ class ProviderCallFailed:
     latency_ms: float = 0.0
     attempts: tuple[ProviderAttempt, ...] = ()
     phase: str = "request"
+    started_at: datetime | None = None
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)
@@ -171,6 +179,14 @@ class ToolInvoked:
     model_output: str = ""
     #: A native call's fee in USD (``None``: local, or not priced).
     cost: Decimal | None = None
+    #: A local call's timing: when the executor took it up, how long it took
+    #: until recorded (checks, handler, policies' bookkeeping), and the part
+    #: of it spent in its policies (``check``, ``before_run``, ``on_result``;
+    #: ``None`` when none applies). All ``None`` for native calls, which the
+    #: provider ran inside its response.
+    started_at: datetime | None = None
+    duration_ms: float | None = None
+    policy_ms: float | None = None
     session_id: str | None = None
     created_at: datetime = dataclasses.field(default_factory=_now)
     event_id: str = dataclasses.field(default_factory=_event_id)

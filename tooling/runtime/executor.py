@@ -40,8 +40,10 @@ import contextlib
 import dataclasses
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -232,9 +234,10 @@ class ToolExecutor:
         if self.heartbeat is not None:
             self.heartbeat()
         sequence = next(self._sequence)
+        timing = _Timing()
         try:
             with self.session.transaction():  # the call's state and its record
-                execution, stop = self._execute(call, sequence)
+                execution, stop = self._execute(call, sequence, timing)
         except ApprovalPending as pending:
             # emitted after the rollback, so it is recorded in its own step
             self.sink.emit(pending.request)
@@ -244,11 +247,11 @@ class ToolExecutor:
         return execution
 
     def _execute(
-        self, call: FunctionCall, sequence: int
+        self, call: FunctionCall, sequence: int, timing: _Timing
     ) -> tuple[ToolExecution, PromptEvaluationError | None]:
         tool = self.rendered.tool(call.name)
         if call.problem is not None:
-            return self._reject(call, tool, call.problem, sequence), None
+            return self._reject(call, tool, call.problem, sequence, timing), None
         decided = decisions_on(self.approvals, call.call_id)
         if not all(
             decision.applies_to(
@@ -260,7 +263,7 @@ class ToolExecutor:
             for decision in decided
         ):
             message = mismatch_reason(call.call_id or "")
-            return self._reject(call, tool, message, sequence), None
+            return self._reject(call, tool, message, sequence, timing), None
         if tool is None or tool.handler is None:
             if tool is None and self.rendered.hosted_tool(call.name) is None:
                 message = (
@@ -269,11 +272,13 @@ class ToolExecutor:
                 )
             else:
                 message = f"Tool '{call.name}' does not have a registered handler."
-            return self._reject(call, tool, message, sequence), None
+            return self._reject(call, tool, message, sequence, timing), None
         params_or_error = self._parse(tool, call)
         if isinstance(params_or_error, RejectedToolParams):
             result: ToolResult[Any] = ToolResult.error(params_or_error.error)
-            execution = self._finish(call, tool, params_or_error, result, {}, sequence)
+            execution = self._finish(
+                call, tool, params_or_error, result, {}, sequence, timing
+            )
             return execution, None
         params = params_or_error
         tracking = _TrackingSession(self.session)
@@ -295,17 +300,19 @@ class ToolExecutor:
             publisher=publish,
         )
         policies = self.rendered.policies_by_tool.get(tool.name, ())
-        denial = self._check_policies(
-            tool, params, policies, context, call, sequence, decided
-        )
+        with timing.policies(policies):
+            denial = self._check_policies(
+                tool, params, policies, context, call, sequence, decided
+            )
         if denial is not None:
             result = ToolResult.error(denial)
-            return self._finish(call, tool, params, result, {}, sequence), None
+            return self._finish(call, tool, params, result, {}, sequence, timing), None
         self._abort_if_expired(tool.name)
-        refusal = self._before_run(tool, params, policies, context, call, sequence)
+        with timing.policies(policies):
+            refusal = self._before_run(tool, params, policies, context, call, sequence)
         if refusal is not None:
             result = ToolResult.error(refusal)
-            return self._finish(call, tool, params, result, {}, sequence), None
+            return self._finish(call, tool, params, result, {}, sequence, timing), None
         with self.session.transaction() as transaction:
             answered = self.answers(tool, call.arguments) if self.answers else None
             if answered is not None:  # from another run's record (a replay)
@@ -313,12 +320,17 @@ class ToolExecutor:
             else:
                 result, stop = self._run_handler(tool, params, context)
             if result.success:
-                result = self._record_result(tool, params, result, policies, context)
+                with timing.policies(policies):
+                    result = self._record_result(
+                        tool, params, result, policies, context
+                    )
             if not result.success:
                 transaction.rollback()
         written = tracking.written if result.success else {}
         events = published if result.success else []
-        execution = self._finish(call, tool, params, result, written, sequence, events)
+        execution = self._finish(
+            call, tool, params, result, written, sequence, timing, events
+        )
         return execution, stop
 
     def _reject(
@@ -327,9 +339,11 @@ class ToolExecutor:
         tool: Tool[Any, Any] | None,
         message: str,
         sequence: int,
+        timing: _Timing,
     ) -> ToolExecution:
         params = RejectedToolParams(call.arguments, message)
-        return self._finish(call, tool, params, ToolResult.error(message), {}, sequence)
+        result: ToolResult[Any] = ToolResult.error(message)
+        return self._finish(call, tool, params, result, {}, sequence, timing)
 
     def _parse(self, tool: Tool[Any, Any], call: FunctionCall) -> Any:
         raw = call.arguments or ""
@@ -565,6 +579,7 @@ class ToolExecutor:
         result: ToolResult[Any],
         written: dict[str, Any],
         sequence: int,
+        timing: _Timing,
         published: Sequence[object] = (),
     ) -> ToolExecution:
         session_id = self.session.session_id
@@ -598,11 +613,42 @@ class ToolExecutor:
                 sequence=sequence,
                 raw_arguments=call.arguments,
                 model_output=output,
+                started_at=timing.started_at,
+                duration_ms=timing.elapsed_ms(),
+                policy_ms=timing.policy_ms,
                 session_id=session_id,
                 event_id=event_id_for(self.run_id, "tool", sequence),
             )
         )
         return ToolExecution(call=call, result=result, output=output)
+
+
+class _Timing:
+    """A call's clock: when the executor took it up, and the time its
+    policies took (checks, ``before_run``, ``on_result``)."""
+
+    __slots__ = ("_began", "policy_ms", "started_at")
+
+    def __init__(self) -> None:
+        self.started_at = datetime.now(UTC)
+        self._began = time.perf_counter()
+        #: ``None`` while no policy applies to the call
+        self.policy_ms: float | None = None
+
+    @contextlib.contextmanager
+    def policies(self, policies: tuple[ToolPolicy, ...]) -> Iterator[None]:
+        if not policies:
+            yield
+            return
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = (time.perf_counter() - began) * 1000
+            self.policy_ms = (self.policy_ms or 0.0) + spent
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self._began) * 1000
 
 
 def _short(name: str, limit: int = 80) -> str:

@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -381,6 +382,7 @@ class Run:
         # wherever else it appears (a provider may echo them).
         redact = self.redact
         record = redact(redact_request({**body, "input": history[sent:]}))
+        started_at = datetime.now(UTC)
         try:
             reply = self.sender.send(request)
         except SendFailure as failure:
@@ -398,6 +400,7 @@ class Run:
                     latency_ms=sum(a.latency_ms for a in failure.attempts),
                     attempts=redact.attempts(failure.attempts),
                     phase=failure.phase,
+                    started_at=started_at,
                     session_id=self.session.session_id,
                     event_id=self.event_id("provider", turn),
                 )
@@ -434,6 +437,7 @@ class Run:
                 request_id=reply.request_id,
                 attempts=redact.attempts(reply.attempts),
                 cost=self.last_cost,
+                started_at=started_at,
                 session_id=self.session.session_id,
                 event_id=self.event_id("provider", turn),
             )

@@ -190,6 +190,7 @@ class Sender:
                 raise self._deadline_failure(attempts, number, 0.0, before=True)
             timeout = min(self.timeout, remaining)
             attempt_started = time.perf_counter()
+            offset = (attempt_started - started) * 1000
 
             def post(timeout: float = timeout) -> Any:
                 return self.client.responses.with_raw_response.create(
@@ -200,22 +201,24 @@ class Sender:
                 raw = self._wait_for(post)
             except _DeadlinePassed:
                 latency = (time.perf_counter() - attempt_started) * 1000
-                raise self._deadline_failure(attempts, number, latency) from None
+                raise self._deadline_failure(
+                    attempts, number, latency, offset=offset
+                ) from None
             except openai.APIStatusError as error:
                 latency = (time.perf_counter() - attempt_started) * 1000
-                attempts.append(self._failed_attempt(number, error, latency))
+                attempts.append(self._failed_attempt(number, error, latency, offset))
                 delay = self._retry_delay(error, number)
                 if delay is None or not self._may_retry(number, delay):
                     raise self._status_failure(error, attempts) from error
             except openai.APIConnectionError as error:
                 latency = (time.perf_counter() - attempt_started) * 1000
-                attempts.append(self._failed_attempt(number, error, latency))
+                attempts.append(self._failed_attempt(number, error, latency, offset))
                 delay = self._backoff(number)
                 if not self._may_retry(number, delay):
                     raise self._connection_failure(error, attempts) from error
             else:
                 latency = (time.perf_counter() - attempt_started) * 1000
-                return self._decode(raw, attempts, number, latency, started)
+                return self._decode(raw, attempts, number, latency, started, offset)
             self._pause(delay)
 
     def _may_retry(self, number: int, delay: float) -> bool:
@@ -230,6 +233,7 @@ class Sender:
         number: int,
         latency: float,
         started: float,
+        offset: float,
     ) -> Reply:
         response = raw.http_response
         request_id = response.headers.get("x-request-id")
@@ -256,7 +260,13 @@ class Sender:
             )
             attempts.append(
                 ProviderAttempt(
-                    number, status, latency, message, "InvalidResponseBody", request_id
+                    number,
+                    status,
+                    latency,
+                    message,
+                    "InvalidResponseBody",
+                    request_id,
+                    offset,
                 )
             )
             raise SendFailure(
@@ -268,7 +278,11 @@ class Sender:
                 request_id=request_id,
                 payload={"status_code": status, "request_id": request_id},
             )
-        attempts.append(ProviderAttempt(number, status, latency, request_id=request_id))
+        attempts.append(
+            ProviderAttempt(
+                number, status, latency, request_id=request_id, offset_ms=offset
+            )
+        )
         return Reply(
             data,
             request_id=request_id,
@@ -305,7 +319,7 @@ class Sender:
     # -- failures -----------------------------------------------------------
 
     def _failed_attempt(
-        self, number: int, error: openai.APIError, latency: float
+        self, number: int, error: openai.APIError, latency: float, offset: float
     ) -> ProviderAttempt:
         return ProviderAttempt(
             number,
@@ -314,6 +328,7 @@ class Sender:
             _describe(error, self.redact),
             type(error).__name__,
             getattr(error, "request_id", None),
+            offset,
         )
 
     def _status_failure(
@@ -365,6 +380,7 @@ class Sender:
         latency: float,
         *,
         before: bool = False,
+        offset: float | None = None,
     ) -> SendFailure:
         assert self.deadline is not None
         if before and not attempts:
@@ -377,7 +393,14 @@ class Sender:
                 f"({latency / 1000:.1f} s into attempt {number})."
             )
             attempts.append(
-                ProviderAttempt(number, None, latency, message, "DeadlineExceeded")
+                ProviderAttempt(
+                    number,
+                    None,
+                    latency,
+                    message,
+                    "DeadlineExceeded",
+                    offset_ms=offset,
+                )
             )
         return SendFailure(
             message,
