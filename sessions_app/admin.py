@@ -22,6 +22,7 @@ from django.urls import path, reverse
 from sessions_app import access, services
 from sessions_app.admin_base import ReadOnlyAdmin
 from sessions_app.approvals import admin as approvals_admin  # noqa: F401 (registers the inbox)
+from sessions_app.costs import budgets
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.experiments import admin as experiment_admin  # noqa: F401 (registers)
 from sessions_app.models import (
@@ -36,7 +37,6 @@ from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
 from tooling.admin import PromptTemplateAdmin
-from tooling.forms import PreviewForm
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 
 
@@ -224,6 +224,16 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
         ]
         return urls + self.release_urls() + super().get_urls()
 
+    def preview_extras(
+        self, request: HttpRequest, template: PromptTemplate
+    ) -> dict[str, Any]:
+        """The user's daily budget: what their runs may still spend today."""
+        limit = budgets.daily_limit(request.user)
+        if limit is None:
+            return {"daily_budget": None}
+        spent = budgets.spent_today(request.user)
+        return {"daily_budget": limit, "daily_budget_left": max(limit - spent, 0)}
+
     def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         if not access.may_start(request.user):
             return None  # the button would only answer 403
@@ -238,14 +248,14 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
             return HttpResponseRedirect(preview)
         if not access.may_start(request.user):
             raise PermissionDenied
-        form = PreviewForm(request.POST)
-        if not form.is_valid():
-            return self.render_preview(request, template, form)
-        params = form.cleaned_data["params"]
-        trust_level = form.cleaned_data["trust_level"]
+        form, parameters = self.preview_forms(request, template)
+        submitted = self.previewed(form, parameters)
+        if submitted is None:
+            return self.render_preview(request, template, form, parameters)
+        params, trust_level = submitted
         if not access.may_start_at(request.user, trust_level):
             errors = [f"You may not start sessions at trust level '{trust_level}'."]
-            return self.render_preview(request, template, form, errors)
+            return self.render_preview(request, template, form, parameters, errors)
         try:
             # what was previewed: the catalog as it is now, whatever its
             # labels point at (a draft is tried here before it is released)
@@ -257,8 +267,12 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
                 revision=releases.DRAFT,
             )
         except ValidationError as error:
-            return self.render_preview(request, template, form, error.messages)
+            return self.render_preview(
+                request, template, form, parameters, error.messages
+            )
         except DailyBudgetExceeded as error:
-            return self.render_preview(request, template, form, [error.message])
+            return self.render_preview(
+                request, template, form, parameters, [error.message]
+            )
         messages.success(request, f"Session {session.pk} is {session.status}.")
         return HttpResponseRedirect(session.get_absolute_url())

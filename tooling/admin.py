@@ -34,6 +34,8 @@ from tooling.forms import (
     pretty,
 )
 from tooling.forms.hosted import hosted_tool_form
+from tooling.forms.preview import ParameterForm
+from tooling.governance import governance_of
 from tooling.handlers import registry
 from tooling.history.admin import HistoryAdminMixin, with_change_record
 from tooling.models import (
@@ -48,6 +50,7 @@ from tooling.models import (
     ToolDefinition,
     TrustLevel,
 )
+from tooling.runtime import PromptError
 from tooling.runtime.hosted.spec import hosted_kinds
 
 
@@ -293,28 +296,65 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
         template = get_object_or_404(PromptTemplate.objects.with_catalog(), pk=pk)
         if not self.has_view_permission(request, template):
             raise PermissionDenied
-        form = PreviewForm(request.POST or None, initial={"params": {}})
-        return self.render_preview(request, template, form)
+        return self.render_preview(
+            request, template, *self.preview_forms(request, template)
+        )
+
+    def preview_forms(
+        self, request: HttpRequest, template: PromptTemplate
+    ) -> tuple[PreviewForm, ParameterForm | None]:
+        """The page's forms: trust level and parameters as JSON, and a typed
+        field per parameter the prompt declares (``None``: it declares none,
+        or its catalog entry cannot be built: the preview says why)."""
+        data = request.POST or None
+        form = PreviewForm(data, initial={"params": {}})
+        try:
+            specs = assembly.prompt_parameters(assembly.freeze_template(template))
+        except PromptError:
+            specs = []
+        return form, (ParameterForm(specs, data) if specs else None)
+
+    @staticmethod
+    def previewed(
+        form: PreviewForm, parameters: ParameterForm | None
+    ) -> tuple[dict[str, Any], str] | None:
+        """The parameters and trust level of a valid submission (typed fields
+        win over the JSON box), or ``None`` while a form has errors."""
+        if not form.is_valid() or (
+            parameters is not None and not parameters.is_valid()
+        ):
+            return None
+        params = dict(form.cleaned_data["params"])
+        if parameters is not None:
+            params.update(parameters.values())
+        return params, form.cleaned_data["trust_level"]
 
     def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         """Where the preview page posts to run a session (``None``: no button)."""
         return None
+
+    def preview_extras(
+        self, request: HttpRequest, template: PromptTemplate
+    ) -> dict[str, Any]:
+        """More of what governs a run, for the preview page (the audit app's
+        admin adds the user's daily budget)."""
+        return {}
 
     def render_preview(
         self,
         request: HttpRequest,
         template: PromptTemplate,
         form: PreviewForm,
+        parameters: ParameterForm | None = None,
         errors: list[str] | None = None,
     ) -> HttpResponse:
         errors = list(errors or [])
         preview = None
-        params: dict[str, Any] = {}
-        trust_level: str = TrustLevel.STANDARD
-        if form.is_bound and form.is_valid():
-            params = form.cleaned_data["params"]
-            trust_level = form.cleaned_data["trust_level"]
-        if not form.is_bound or form.is_valid():
+        submitted: tuple[dict[str, Any], str] | None = ({}, TrustLevel.STANDARD)
+        if form.is_bound:
+            submitted = self.previewed(form, parameters)
+        if submitted is not None:
+            params, trust_level = submitted
             try:
                 preview = services.preview_prompt(
                     template=template, params=params, trust_level=trust_level
@@ -328,15 +368,22 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
             "original": template,
             "title": f"Preview {template.ref}",
             "form": form,
+            "parameters": parameters,
             "errors": errors,
             "preview": preview,
             "run_url": self.run_url(request, template),
             "request_json": pretty(preview.safe_request) if preview else "",
-            "tools_json": (
-                pretty(preview.safe_request.get("tools", [])) if preview else ""
+            "governance": (
+                governance_of(
+                    preview.revision,
+                    rendered=preview.rendered,
+                    max_cost_per_session=template.max_cost_per_session,
+                )
+                if preview
+                else None
             ),
-            "options_json": pretty(preview.options) if preview else "",
             "labels": list(template.labels.all()),
+            **self.preview_extras(request, template),
         }
         return TemplateResponse(
             request, "admin/tooling/prompttemplate/preview.html", context

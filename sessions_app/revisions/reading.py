@@ -12,12 +12,12 @@ entries come from the data, its problems are listed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from tooling import assembly, services
+from tooling import assembly, governance, services
 from tooling.models import TrustLevel
 
 SECTION_FIELDS = (
@@ -86,7 +86,7 @@ def view_of(digest: str, data: Mapping[str, Any]) -> RevisionView:
     settings["model_hosted_kinds"] = data.get("model_hosted_kinds")
     parameters = [spec.as_dict() for spec in assembly.prompt_parameters(data)]
     values = {p["name"]: placeholder(p["name"]) for p in parameters if p["required"]}
-    sections = list(_walk(data.get("sections"), None))
+    sections = list(governance.walk_sections(data.get("sections")))
     problems: list[str] = []
     text, payload = "", []
     try:
@@ -109,30 +109,26 @@ def view_of(digest: str, data: Mapping[str, Any]) -> RevisionView:
         sections=[_section_entry(s, parent, i) for s, parent, i in sections],
         tools=_tools(sections, payload),
         hosted_tools=_hosted(sections),
-        policies=_policies(data.get("policies"), sections),
+        policies=[
+            Entry(
+                rule.name,
+                {
+                    "kind": rule.kind,
+                    "config": rule.config,
+                    "applies_to": rule.applies_to,
+                },
+            )
+            for rule in governance.policy_rules(data)
+        ],
         problems=problems,
     )
 
 
-Walked = tuple[Mapping[str, Any], str | None, int]
-
-
-def _walk(entries: Any, parent: str | None) -> Iterator[Walked]:
-    """Each section with its parent's key and its position, depth first."""
-    for position, entry in enumerate(entries if isinstance(entries, list) else []):
-        if isinstance(entry, Mapping):
-            yield entry, parent, position
-            yield from _walk(entry.get("children"), str(entry.get("key", "")))
-
-
-def _dicts(items: Any) -> list[Mapping[str, Any]]:
-    return (
-        [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
-    )
+Walked = governance.Walked
 
 
 def _list(entry: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
-    return _dicts(entry.get(name))
+    return governance.dicts(entry.get(name))
 
 
 def _outline(sections: list[Walked]) -> str:
@@ -173,24 +169,3 @@ def _hosted(sections: list[Walked]) -> list[Entry]:
             fields["section"] = section.get("key")
             entries.append(Entry(str(tool.get("name", "")), fields))
     return entries
-
-
-def _policies(own: Any, sections: list[Walked]) -> list[Entry]:
-    """Each policy once, with where it applies (``prompt`` or ``section <key>``)."""
-    found: dict[str, dict[str, Any]] = {}
-    scoped = [("prompt", policy) for policy in _dicts(own)]
-    for section, _, _ in sections:
-        scope = f"section {section.get('key')}"
-        scoped += [(scope, policy) for policy in _list(section, "policies")]
-    for scope, policy in scoped:
-        name = str(policy.get("name", ""))
-        entry = found.setdefault(
-            name,
-            {
-                "kind": policy.get("kind"),
-                "config": policy.get("config"),
-                "applies_to": [],
-            },
-        )
-        entry["applies_to"].append(scope)
-    return [Entry(name, fields) for name, fields in found.items()]

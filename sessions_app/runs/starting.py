@@ -20,19 +20,13 @@ from sessions_app.runs import dispatch, store
 from sessions_app.runs.running import run_session
 from tooling import assembly
 from tooling import services as catalog
+from tooling.governance import run_deadline
 from tooling.models import PromptTemplate, TrustLevel
 from tooling.runtime.text import storable
 
 logger = logging.getLogger(__name__)
 
 Status = AgentSession.Status
-
-
-def run_deadline(template_seconds: int | None) -> int:
-    """A run's time limit: the template's deadline, capped by
-    ``WINK_RUN_MAX_SECONDS`` (which is also the limit of a template without)."""
-    cap = int(settings.WINK_RUN_MAX_SECONDS)
-    return min(template_seconds or cap, cap)
 
 
 def start_session(

@@ -208,7 +208,7 @@ def test_admin_builds_a_prompt_previews_the_exact_payload_and_runs_it(
     assert "### 1.1. Release notes (ship.ship.notes)" in rendered
     assert "release notes of catalog-api to notes.md" in rendered
 
-    tools = ui.json_of("#tools-json")
+    tools = ui.json_of("#request-json")["tools"]
     expected = [
         strict_function(
             "deploy",
@@ -249,10 +249,9 @@ def test_admin_builds_a_prompt_previews_the_exact_payload_and_runs_it(
         ),
     ]
     assert tools == expected, json.dumps(tools, indent=1)
-    options = ui.json_of("#options-json")
-    assert options["tool_choice"] == "required"
-    assert options["model"] == "gpt-5.4"
     request = ui.json_of("#request-json")
+    assert request["tool_choice"] == "required"
+    assert request["model"] == "gpt-5.4"
     assert request["tools"] == tools
     assert request["tool_choice"] == "required"
     # The page shows what the service layer would send, byte for byte.

@@ -112,7 +112,7 @@ def test_each_demo_prompt_previews_from_the_prompt_list(ui: UI, shot: Any) -> No
     for ref in DEMO_PROMPTS:
         open_preview(ui, ref)
         assert ui.find("#rendered-prompt").get_attribute("textContent").strip()
-        tools = ui.json_of("#tools-json")
+        tools = ui.json_of("#request-json")["tools"]
         assert [tool.get("name", tool["type"]) for tool in tools] == DEMO_TOOLS[ref]
         assert ui.find("input[name=run]").is_enabled()
         assert not ui.find_all("ul.errorlist li")

@@ -307,7 +307,7 @@ def test_operator_adds_web_search_previews_runs_and_reads_its_sources(
     # The preview shows the exact tool JSON: what the service layer computes,
     # and what the OpenAI wire format wants.
     open_preview(ui, "ops/docs")
-    tools = ui.json_of("#tools-json")
+    tools = ui.json_of("#request-json")["tools"]
     assert tools == [COUNT_WORDS_TOOL, WEB_SEARCH_TOOL], json.dumps(tools, indent=1)
     template = PromptTemplate.objects.with_catalog().get(namespace="ops", key="docs")
     expected_request = json.loads(
@@ -315,7 +315,7 @@ def test_operator_adds_web_search_previews_runs_and_reads_its_sources(
     )
     assert tools == expected_request["tools"]
     assert ui.json_of("#request-json") == expected_request
-    assert ui.json_of("#options-json")["include"] == ["web_search_call.action.sources"]
+    assert ui.json_of("#request-json")["include"] == ["web_search_call.action.sources"]
     shot("issue4-02-preview")
 
     # 2. Run it; the session page shows the web searches beside the local call.
@@ -537,13 +537,13 @@ def test_a_model_without_web_search_cannot_save_preview_or_run_the_prompt(
     # audit trail.
     open_preview(ui, "ops/docs-mini")
     assert [e.text for e in ui.find_all("ul.errorlist li")] == [message]
-    assert not ui.find_all("#tools-json")
+    assert not ui.find_all("#request-json")
     shot("issue4-08-preview-refused-model-capability")
     run_path = ui.path.replace("/preview/", "/run/")
     ui.click_and_load(ui.find("input[name=run]"))
     assert ui.path == run_path  # the run view shows the preview page, refused
     assert [e.text for e in ui.find_all("ul.errorlist li")] == [message]
-    assert not ui.find_all("#tools-json")
+    assert not ui.find_all("#request-json")
     assert AgentSession.objects.count() == 0
     assert ProviderCall.objects.count() == 0
     shot("issue4-09-run-refused-model-capability")

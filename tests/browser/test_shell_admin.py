@@ -138,7 +138,7 @@ def test_operator_adds_a_hosted_shell_and_apply_patch_previews_runs_and_reads(
 
     # 4. The preview shows the exact tool JSON the service computes.
     open_preview(ui, "ops/shell")
-    tools = ui.json_of("#tools-json")
+    tools = ui.json_of("#request-json")["tools"]
     assert tools == [SHELL_TOOL, {"type": "apply_patch"}], json.dumps(tools)
     template = PromptTemplate.objects.with_catalog().get(namespace="ops", key="shell")
     preview = services.preview_prompt(template=template, params={})

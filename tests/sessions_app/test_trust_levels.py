@@ -192,7 +192,7 @@ def test_admin_preview_at_a_lower_trust_level_shows_what_is_withheld(admin_clien
     response = admin_client.post(url, {"params": "{}", "trust_level": "untrusted"})
 
     assert response.status_code == 200
-    assert len(json.loads(response.context["tools_json"])) == 1
+    assert len(json.loads(response.context["request_json"])["tools"]) == 1
     page = response.content.decode()
     assert 'id="withheld-tools"' in page
     assert "Hosted tool &#x27;search_standard&#x27;" in page

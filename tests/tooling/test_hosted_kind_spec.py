@@ -272,9 +272,9 @@ def test_the_preview_shows_the_codecs_wire_json(admin_client, toy_kind):
 
     assert response.status_code == 200
     assert not response.context["errors"]
-    tools = json.loads(response.context["tools_json"])
+    tools = json.loads(response.context["request_json"])["tools"]
     assert {"type": "toy_search", "index": "docs", "limit": 3} in tools
-    assert escape(response.context["tools_json"]) in response.content.decode()
+    assert escape(response.context["request_json"]) in response.content.decode()
 
 
 def test_the_kind_is_valid_only_while_registered(toy_kind):

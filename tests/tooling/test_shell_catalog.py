@@ -40,9 +40,9 @@ def _tools_json(admin_client, prompt) -> Any:
     )
     assert response.status_code == 200
     assert not response.context["errors"], response.context["errors"]
-    tools_json = response.context["tools_json"]
-    assert escape(tools_json) in response.content.decode()
-    return json.loads(tools_json)
+    request_json = response.context["request_json"]
+    assert escape(request_json) in response.content.decode()
+    return json.loads(request_json)["tools"]
 
 
 # kind -> (typed admin input, stored config, tool JSON shown by the preview)
@@ -437,4 +437,4 @@ def test_the_page_escapes_hostile_shell_output(admin_client):
     assert '<span class="badge bad">exit 7</span>' in html
     assert '<span class="badge bad">timed out</span>' in html
     # the page shows a bounded excerpt; the full text stays in the stored value
-    assert "x" * 20_001 not in html.split("<summary>Value</summary>")[0]
+    assert "x" * 20_001 not in html.split("<summary>Value ")[0]

@@ -1,0 +1,300 @@
+"""The preview page (issue #28): a field per parameter the prompt declares
+(typed, required, pre-filled), what governs a run (policies, approval rules,
+limits, quotas, budget, model and what it takes), every tool offered with
+whether the prompt's "Tools:" list shows it, and the request once."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from sessions_app.models import AgentSession
+from tests.tooling.factories import (
+    PolicyDefinitionFactory,
+    PromptTemplateFactory,
+    SectionDefinitionFactory,
+    ToolDefinitionFactory,
+    add_sections,
+    attach,
+)
+from tooling.assembly import ParameterSpec
+from tooling.demo import seed_demo_catalog
+from tooling.forms.preview import ParameterForm
+from tooling.governance import governance_of, policy_rules
+from tooling.models import ModelCapability, PolicyDefinition, PromptTemplate, UserBudget
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _offline(settings):
+    settings.WINK_PROVIDER = "offline"
+
+
+def typed_prompt() -> PromptTemplate:
+    section = SectionDefinitionFactory.create(
+        key="typed",
+        template="Topic $topic, $count items, verbose $verbose, tags $tags.",
+        default_params={
+            "topic": None,  # required
+            "count": 3,
+            "verbose": False,
+            "tags": ["a"],
+            "ratio": 0.5,
+            "note": "plain",
+        },
+    )
+    prompt = PromptTemplateFactory.create(key="typed")
+    add_sections(prompt, section)
+    return prompt
+
+
+def preview_url(prompt: PromptTemplate) -> str:
+    return reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk])
+
+
+def fields_of(response: Any) -> dict[str, Any]:
+    form = response.context["parameters"]
+    return {field.label: field for field in form}
+
+
+def typed_post(**values: Any) -> dict[str, Any]:
+    """The page's post: each typed field by its position, the JSON box empty."""
+    order = ["topic", "count", "verbose", "tags", "ratio", "note"]
+    data = {"params": "", "trust_level": "standard"}
+    for index, name in enumerate(order):
+        if name in values:
+            data[f"param-p{index}"] = values[name]
+    return data
+
+
+def test_the_form_has_a_typed_field_per_parameter(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.get(preview_url(prompt))
+    fields = fields_of(response)
+    assert list(fields) == ["topic", "count", "verbose", "tags", "ratio", "note"]
+    assert fields["topic"].field.required
+    assert not fields["count"].field.required
+    assert type(fields["count"].field).__name__ == "IntegerField"
+    assert type(fields["ratio"].field).__name__ == "FloatField"
+    assert type(fields["verbose"].field).__name__ == "TypedChoiceField"
+    assert fields["count"].value() == 3
+    assert fields["verbose"].value() == "false"
+    assert "default 3" in fields["count"].help_text
+    assert "used by typed" in fields["count"].help_text
+    html = response.content.decode()
+    assert 'name="param-p0"' in html and 'name="param-p3"' in html
+
+
+def test_typed_values_render_with_their_types(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.post(
+        preview_url(prompt),
+        typed_post(
+            topic="tides",
+            count="7",
+            verbose="true",
+            tags='["x", "y"]',
+            ratio="0.25",
+            note="n",
+        ),
+    )
+    assert response.context["errors"] == []
+    text = response.context["preview"].text
+    assert "Topic tides, 7 items, verbose True" in text
+    assert "'x', 'y'" in text or '"x", "y"' in text
+
+
+def test_every_field_error_at_once_and_no_preview(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.post(
+        preview_url(prompt), typed_post(topic="", count="many", tags="[1,")
+    )
+    fields = fields_of(response)
+    assert fields["topic"].errors and fields["count"].errors and fields["tags"].errors
+    assert response.context["preview"] is None
+
+
+def test_the_fields_win_over_the_json_box(admin_client):
+    prompt = typed_prompt()
+    data = typed_post(topic="typed")
+    data["params"] = json.dumps({"topic": "pasted", "count": 9})
+    response = admin_client.post(preview_url(prompt), data)
+    text = response.context["preview"].text
+    assert "Topic typed, 9 items" in text  # the box's count, the field's topic
+
+
+def test_a_post_of_the_json_box_alone_still_works(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.post(
+        preview_url(prompt), {"params": json.dumps({"topic": "boxed"})}
+    )
+    assert response.context["errors"] == []
+    assert "Topic boxed, 3 items" in response.context["preview"].text
+    # and a missing required parameter is the renderer's error, as before
+    response = admin_client.post(preview_url(prompt), {"params": "{}"})
+    assert response.context["preview"] is None
+    assert any("topic" in error for error in response.context["errors"])
+
+
+def test_run_uses_the_typed_parameters(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {**typed_post(topic="ran", count="2"), "run": "Run"},
+    )
+    assert response.status_code == 302
+    session = AgentSession.objects.get()
+    assert session.params["topic"] == "ran" and session.params["count"] == 2
+
+
+def test_a_prompt_without_parameters_says_so(admin_client):
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, SectionDefinitionFactory.create())
+    response = admin_client.get(preview_url(prompt))
+    assert response.context["parameters"] is None
+    assert b'id="no-parameters"' in response.content
+
+
+def test_hostile_parameter_names_and_defaults_are_escaped(admin_client):
+    section = SectionDefinitionFactory.create(
+        template="Hi $name.",
+        default_params={"name": "<script>x</script>", "<b>odd</b>": 1},
+    )
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    html = admin_client.get(preview_url(prompt)).content.decode()
+    assert "<script>x</script>" not in html and "<b>odd</b>" not in html
+    assert "&lt;b&gt;odd&lt;/b&gt;" in html
+
+
+def test_parameter_form_unit():
+    specs = [
+        ParameterSpec("flag", "any", False, None, ("s",)),
+        ParameterSpec("n", "integer", False, 1, ("s",)),
+    ]
+    form = ParameterForm(specs, {"param-p0": "", "param-p1": ""})
+    assert form.is_valid(), form.errors
+    assert form.values() == {}  # left empty: the defaults apply
+    form = ParameterForm(specs, {"param-p0": "true", "param-p1": "4"})
+    assert form.is_valid()
+    assert form.values() == {"flag": True, "n": 4}
+
+
+# -- what governs a run ---------------------------------------------------------
+
+
+def test_the_ship_demo_shows_its_approval_rule_policy_and_limits(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="ship")
+    response = admin_client.get(preview_url(prompt))
+    governance = response.context["governance"]
+    (approval,) = governance.approval_rules
+    assert approval.name == "production-deploy"
+    assert approval.tools == ["deploy"]  # the one its rules name
+    assert [p.kind for p in governance.other_policies] == ["sequential_dependency"]
+    html = response.content.decode()
+    assert 'id="governance-approvals"' in html and "production-deploy" in html
+    assert 'id="governance-deadline">900 s' in html or "s (the site" in html
+    assert "no capability row" in html  # the demo model has none
+
+
+def test_tools_without_examples_are_listed_and_flagged(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="patch")
+    response = admin_client.get(preview_url(prompt))
+    governance = response.context["governance"]
+    offered = {tool.name: tool for tool in governance.tools}
+    assert offered["read_file"].examples >= 1
+    # apply_patch has no examples: not in the "Tools:" list, still offered
+    assert "apply_patch" in offered
+    unlisted = [tool.name for tool in governance.unlisted_tools]
+    assert "read_file" not in unlisted
+    text = response.context["preview"].text
+    for name in unlisted:
+        assert f"- {name}:" not in text
+    assert b"no: it has no examples" in response.content or not unlisted
+
+
+def test_the_model_capabilities_and_the_budget_are_shown(admin_client, admin_user):
+    seed_demo_catalog()
+    ModelCapability.objects.create(model="gpt-5.4", hosted_kinds=["file_search"])
+    UserBudget.objects.create(user=admin_user, daily_limit=Decimal("2.50"))
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    PromptTemplate.objects.filter(pk=prompt.pk).update(
+        max_cost_per_session=Decimal("0.40")
+    )
+    response = admin_client.get(preview_url(prompt))
+    html = response.content.decode()
+    # The capability row leaves web search out: the preview refuses it (the
+    # run would be refused the same way).
+    assert response.context["preview"] is None
+    assert response.context["errors"]
+    ModelCapability.objects.filter(model="gpt-5.4").update(
+        hosted_kinds=["web_search", "file_search"]
+    )
+    response = admin_client.get(preview_url(prompt))
+    html = response.content.decode()
+    assert "takes <code>file_search</code>, <code>web_search</code>" in html
+    assert "at most $0.40" in html
+    assert "your daily budget $2.50" in html
+
+
+def test_policy_rules_of_a_prompt_wide_policy_cover_every_tool():
+    data = {
+        "policies": [{"name": "limit", "kind": "call_limit", "config": {}}],
+        "sections": [
+            {
+                "key": "a",
+                "tools": [{"name": "one"}],
+                "policies": [{"name": "ask", "kind": "approval", "config": {}}],
+                "children": [{"key": "b", "tools": [{"name": "two"}]}],
+            }
+        ],
+    }
+    rules = {rule.name: rule for rule in policy_rules(data)}
+    assert rules["limit"].tools == ["one", "two"]
+    assert rules["limit"].applies_to == ["prompt"]
+    assert rules["ask"].tools == ["one"] and rules["ask"].is_approval
+    governance = governance_of(data)
+    assert [r.name for r in governance.approval_rules] == ["ask"]
+
+
+def test_the_request_json_is_printed_once(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    html = admin_client.get(preview_url(prompt)).content.decode()
+    assert html.count("&quot;allowed_domains&quot;") == 1
+    assert 'id="request-json"' in html and 'id="tools-json"' not in html
+    assert 'data-copy="request-json"' in html
+
+
+def test_the_prompts_change_page_links_preview(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    html = admin_client.get(
+        reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    ).content.decode()
+    assert preview_url(prompt) in html
+
+
+def test_sections_policy_kinds_are_named(admin_client):
+    # an approval rule on a section shows among the approval rules
+    section = SectionDefinitionFactory.create(template="Go.")
+    tool = ToolDefinitionFactory.create()
+    attach(section, tool)
+    policy = PolicyDefinitionFactory.create(
+        kind=PolicyDefinition.Kind.CALL_LIMIT, config={"limits": {tool.name: 2}}
+    )
+    section.policies.add(policy)
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    response = admin_client.get(preview_url(prompt))
+    governance = response.context["governance"]
+    assert governance is not None, response.context["errors"]
+    (rule,) = governance.other_policies
+    assert rule.tools == [tool.name] and rule.kind == "call_limit"

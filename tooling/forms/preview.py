@@ -1,0 +1,118 @@
+"""The preview page's parameter form: one field per parameter the prompt
+declares (``assembly.prompt_parameters``), typed by its default, required when
+it has none, pre-filled with its default.
+
+Values typed here win over the same names in the page's JSON box (kept for
+names the prompt does not declare, and for pasting a whole set). A parameter
+left at its default is sent with it, which renders the same as leaving it out;
+an optional flag of any type (``enabled_when_param``) left empty is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django import forms
+
+from tooling.assembly import ParameterSpec
+from tooling.storable_json import StorableJSONFormField
+
+FIELD_PREFIX = "param"
+_LONG_TEXT = 60
+
+
+def _string_field(spec: ParameterSpec) -> forms.Field:
+    default = spec.default if isinstance(spec.default, str) else ""
+    long = "\n" in default or len(default) > _LONG_TEXT
+    widget = (
+        forms.Textarea(attrs={"rows": 3, "cols": 60})
+        if long
+        else forms.TextInput(attrs={"size": 60})
+    )
+    return forms.CharField(required=spec.required, strip=False, widget=widget)
+
+
+def _boolean_field(spec: ParameterSpec) -> forms.Field:
+    return forms.TypedChoiceField(
+        choices=[("true", "true"), ("false", "false")],
+        coerce=lambda value: value == "true",
+        required=True,
+    )
+
+
+def _json_field(spec: ParameterSpec, hint: str) -> forms.Field:
+    return StorableJSONFormField(
+        required=spec.required,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=hint,
+    )
+
+
+def field_for(spec: ParameterSpec) -> forms.Field:
+    """The form field of one parameter, its label the parameter's name."""
+    kind = spec.type
+    if kind == "string":
+        field = _string_field(spec)
+    elif kind == "integer":
+        field = forms.IntegerField(required=spec.required)
+    elif kind == "number":
+        field = forms.FloatField(required=spec.required)
+    elif kind == "boolean":
+        field = _boolean_field(spec)
+    elif kind in ("array", "object"):
+        field = _json_field(
+            spec, f"JSON: {'a list' if kind == 'array' else 'an object'}."
+        )
+    elif kind == "scalar":  # required, without a default: sent as text
+        field = forms.CharField(required=True, strip=False)
+    else:  # any: an optional flag
+        field = _json_field(spec, 'Any JSON value (true, 3, "text"); empty: not set.')
+    field.label = spec.name
+    where = ", ".join(spec.sections)
+    needed = "required" if spec.required else f"default {json.dumps(spec.default)}"
+    about = f"{kind}, {needed}; used by {where}."
+    field.help_text = f"{field.help_text} {about}".strip()
+    return field
+
+
+def _initial(spec: ParameterSpec) -> Any:
+    if spec.required or spec.type in ("any", "scalar"):
+        return None
+    if spec.type == "boolean":
+        return "true" if spec.default else "false"
+    return spec.default
+
+
+class ParameterForm(forms.Form):
+    """The declared parameters of a prompt as typed fields."""
+
+    def __init__(
+        self, specs: Sequence[ParameterSpec], data: Any = None, **kwargs: Any
+    ) -> None:
+        super().__init__(data, prefix=FIELD_PREFIX, **kwargs)
+        self.specs = list(specs)
+        self.names: dict[str, str] = {}
+        for index, spec in enumerate(self.specs):
+            name = f"p{index}"
+            self.names[name] = spec.name
+            self.fields[name] = field_for(spec)
+            self.initial[name] = _initial(spec)
+            if self.is_bound and self.add_prefix(name) not in self.data:
+                # posted without the field (the JSON box alone): the
+                # renderer says if a required parameter is missing
+                self.fields[name].required = False
+
+    def values(self) -> dict[str, Any]:
+        """The parameters as typed (a valid form only): a field the request
+        did not carry (a post of the JSON box alone) gives nothing."""
+        values: dict[str, Any] = {}
+        for name, parameter in self.names.items():
+            if self.add_prefix(name) not in self.data:
+                continue
+            value = self.cleaned_data.get(name)
+            if value is None:  # left empty, optional: its default applies
+                continue
+            values[parameter] = value
+        return values
