@@ -260,5 +260,7 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
             return self.render_preview(request, template, form, error.messages)
         except DailyBudgetExceeded as error:
             return self.render_preview(request, template, form, [error.message])
-        messages.success(request, f"Session {session.pk} is {session.status}.")
+        messages.success(
+            request, f"Session {session.pk} is {session.get_status_display().lower()}."
+        )
         return HttpResponseRedirect(session.get_absolute_url())
