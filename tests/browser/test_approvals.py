@@ -148,3 +148,21 @@ def test_the_inbox_shows_three_requests_that_can_be_told_apart(
         "background-color"
     ) != deny.value_of_css_property("background-color")
     shot("approvals-08-told-apart")
+
+
+def test_the_admin_index_leads_to_the_audit_pages(ui: UI, shot: Any) -> None:
+    ui.go("/admin/")
+    assert ui.text("#site-name") == "WINK Catalog"
+    box = ui.find("#audit-pages")
+    labels = [link.text for link in box.find_elements(By.CSS_SELECTOR, "a")]
+    assert labels == [
+        "Sessions",
+        "Approvals inbox",
+        "Costs",
+        "Citations",
+        "Revisions",
+        "Experiments",
+    ]
+    shot("wayfinding-01-admin-index")
+    ui.click_and_load(box.find_element(By.LINK_TEXT, "Approvals inbox"))
+    assert ui.path == "/audit/approvals/"
