@@ -7,7 +7,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Links in approval emails follow the address served (run, demo, worker)
 # unless WINK_BASE_URL is set: `make run PORT=8720` mails links to port 8720.
-BASE_URL = $${WINK_BASE_URL:-http://$(HOST):$(PORT)}
+# (bound to every interface, 0.0.0.0, links name this machine: 127.0.0.1).
+LINK_HOST = $(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST))
+BASE_URL = $${WINK_BASE_URL:-http://$(LINK_HOST):$(PORT)}
 
 .PHONY: run serve test setup migrate demo check lint format typecheck imports bench bench-celery bench-concurrency bench-catalog bench-scale worker beat sweep offline-provider browser clean
 

@@ -359,3 +359,18 @@ def test_cost_csv_without_credentials_still_goes_to_the_login_page():
     response = Client().get("/audit/costs.csv")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_run_on_every_interface_mails_links_to_this_machine():
+    commands = subprocess.run(
+        ["make", "--dry-run", "--always-make", "run", "HOST=0.0.0.0", "PORT=9001"],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout
+    [serve] = [line for line in commands.splitlines() if "runserver" in line]
+    assert "WINK_BASE_URL=${WINK_BASE_URL:-http://127.0.0.1:9001}" in serve
+    assert serve.endswith("runserver 0.0.0.0:9001")
