@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links in approval emails follow the address served (run, demo, worker)
+# unless WINK_BASE_URL is set: `make run PORT=8720` mails links to port 8720.
+# (bound to every interface, 0.0.0.0, links name this machine: 127.0.0.1).
+LINK_HOST = $(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST))
+BASE_URL = $${WINK_BASE_URL:-http://$(LINK_HOST):$(PORT)}
 
 .PHONY: run serve test setup migrate demo check lint format typecheck imports bench bench-celery bench-concurrency bench-catalog bench-scale worker beat sweep offline-provider browser clean
 
@@ -23,18 +28,22 @@ migrate: setup
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
 
 demo: migrate  ## Seed the demo catalog and sessions (idempotent)
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py seed_demo
+	DEBUG=$${DEBUG:-1} WINK_BASE_URL=$(BASE_URL) $(BIN)/python manage.py seed_demo
 
 run: demo  ## Set up, seed the demo and serve on http://127.0.0.1:8000
 	@echo ""
 	@echo "WINK Catalog is starting on http://$(HOST):$(PORT)/"
-	@echo "  Admin (catalog):   http://$(HOST):$(PORT)/admin/"
-	@echo "  API docs:          http://$(HOST):$(PORT)/api/docs/"
-	@echo "  Audit pages:       http://$(HOST):$(PORT)/audit/sessions/"
+	@echo "  Sessions:          http://$(HOST):$(PORT)/audit/sessions/"
+	@echo "  Approvals inbox:   http://$(HOST):$(PORT)/audit/approvals/"
+	@echo "  Costs:             http://$(HOST):$(PORT)/audit/costs/"
+	@echo "  Citations:         http://$(HOST):$(PORT)/audit/citations/"
 	@echo "  Experiments:       http://$(HOST):$(PORT)/audit/experiments/"
 	@echo "  Revisions:         http://$(HOST):$(PORT)/audit/revisions/"
+	@echo "  Admin (catalog):   http://$(HOST):$(PORT)/admin/"
+	@echo "  API docs:          http://$(HOST):$(PORT)/api/docs/"
+	@echo "  Links in emails:   $(BASE_URL)"
 	@echo ""
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	DEBUG=$${DEBUG:-1} WINK_BASE_URL=$(BASE_URL) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 # Production: DEBUG off unless set; SECRET_KEY, ALLOWED_HOSTS and the rest of
 # the README's production environment come from the environment. Bind, workers
@@ -102,7 +111,8 @@ bench-concurrency: setup  ## Runs in flight: the default worker, N runs at a 10 
 WORKER_ARGS ?=
 
 worker: setup  ## A Celery worker: hundreds of runs in flight, with the sweeper (needs CELERY_BROKER_URL)
-	DEBUG=$${DEBUG:-1} WINK_PROCESS=worker $(BIN)/python -m wink_project.workers --loglevel=info \
+	DEBUG=$${DEBUG:-1} WINK_BASE_URL=$(BASE_URL) WINK_PROCESS=worker \
+	  $(BIN)/python -m wink_project.workers --loglevel=info \
 	  --queues=celery,wink-maintenance $(WORKER_ARGS)
 
 beat: setup  ## Celery beat: sends the sweep every WINK_SWEEP_INTERVAL s (for prefork workers, or WINK_WORKER_SWEEPER=0)

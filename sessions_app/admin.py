@@ -274,5 +274,7 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
             return self.render_preview(
                 request, template, form, parameters, [error.message]
             )
-        messages.success(request, f"Session {session.pk} is {session.status}.")
+        messages.success(
+            request, f"Session {session.pk} is {session.get_status_display().lower()}."
+        )
         return HttpResponseRedirect(session.get_absolute_url())

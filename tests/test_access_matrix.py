@@ -391,7 +391,7 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "admin:tooling_prompttemplate_run": {"pk": prompt.pk},
         },
         "start": {"prompt": prompt.ref},
-        "decide_form": {"decision": "approve", "reason": "ok"},
+        "decide_form": {"decision": "approve", "confirm": "on", "reason": "ok"},
         "release": {"prompt": prompt.ref, "label": "staging"},
         "to_dataset": {"dataset": dataset.pk},
     }

@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "tooling.api.errors.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # In development without WINK_BASE_URL: links follow the served address.
+    "sessions_app.approvals.links.RequestBaseUrlMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -431,6 +433,9 @@ WINK_OPENAI_TIMEOUT = env_number("WINK_OPENAI_TIMEOUT", 600, minimum=0.1)
 # Approval notifications (docs/approvals.md). Links in them are absolute: the
 # address people open the product at.
 WINK_BASE_URL = os.environ.get("WINK_BASE_URL", "http://127.0.0.1:8000").strip()
+# Unset in development (DEBUG): links built during a request follow the
+# address it came in on (sessions_app/approvals/links.py).
+WINK_BASE_URL_SET = bool(os.environ.get("WINK_BASE_URL", "").strip())
 # An optional webhook POSTed when a run waits for approval, signed with the
 # secret (HMAC-SHA256; the secret is required with the URL).
 WINK_APPROVAL_WEBHOOK_URL = os.environ.get("WINK_APPROVAL_WEBHOOK_URL", "").strip()

@@ -11,6 +11,12 @@ from wink_project.signin import SignInView
 # (every operation still needs credentials).
 api_docs_permissions = [AllowAny]
 
+# The admin says whose it is (its index links to the audit pages:
+# templates/admin/index.html).
+admin.site.site_header = "WINK Catalog"
+admin.site.site_title = "WINK Catalog"
+admin.site.index_title = "WINK Catalog"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Every account logs in here (the admin's login takes staff only).

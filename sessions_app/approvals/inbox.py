@@ -15,13 +15,33 @@ Everything else does not exist for them (404). Deciding goes through
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 
-from sessions_app.models import AgentSession, ApprovalRequest
+from sessions_app.models import (
+    SESSION_BODY_FIELDS,
+    AgentSession,
+    ApprovalRequest,
+    ProviderCall,
+    ToolInvocation,
+)
 
 PENDING = ApprovalRequest.Status.PENDING
+# How much of a run's parameters or a call's arguments one line of the inbox
+# shows (the detail page shows them whole).
+COMPACT_LENGTH = 160
 
 
 def visible_to(user: Any) -> QuerySet[ApprovalRequest]:
@@ -46,3 +66,98 @@ def pending_first(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequ
 def pending_for(session: AgentSession) -> ApprovalRequest | None:
     """The approval ``session`` waits for, if any (at most one is pending)."""
     return session.approvals.filter(status=PENDING).first()
+
+
+def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
+    """``approvals`` with what tells one request from another, in the same
+    query (no query per row): the run's parameters and author (joined), and
+    the step recorded before the request (``step_before``): the session's
+    last tool call and last provider call up to the request, as correlated
+    subqueries. The session's large fields are not read, its parameters
+    are."""
+    upto = {"session": OuterRef("session"), "created_at__lte": OuterRef("requested_at")}
+    tools = ToolInvocation.objects.filter(**upto).order_by("-created_at", "-sequence")
+    calls = ProviderCall.objects.filter(**upto).order_by("-created_at", "-turn")
+
+    def last(rows: QuerySet[Any], field: str, **output: Any) -> Subquery:
+        return Subquery(rows.values(field)[:1], **output)
+
+    return (
+        approvals.select_related("session__created_by", "decided_by")
+        .defer(
+            *(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "params")
+        )
+        .annotate(
+            before_tool_at=last(tools, "created_at"),
+            before_tool_name=last(tools, "name"),
+            before_tool_params=last(tools, "params", output_field=JSONField()),
+            before_tool_success=last(tools, "success"),
+            before_call_at=last(calls, "created_at"),
+            before_call_turn=last(calls, "turn"),
+            before_call_status=last(calls, "status"),
+        )
+    )
+
+
+def compact(value: Any, limit: int = COMPACT_LENGTH) -> str:
+    """``value`` as one line of JSON, cut to ``limit`` characters (with
+    "..."); plain text, escaped where it is shown."""
+    if value is None:
+        return ""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class StepBefore:
+    """The step a session recorded last before an approval was requested."""
+
+    kind: str  # "tool_call" | "provider_call" | ""
+    text: str
+
+
+def step_before(approval: ApprovalRequest) -> StepBefore:
+    """One line about what the run did last before asking: its last tool
+    call (name, arguments, outcome), else its last provider call; read from
+    the annotations of ``with_context``."""
+    name = getattr(approval, "before_tool_name", None)
+    turn = getattr(approval, "before_call_turn", None)
+    if name:
+        outcome = (
+            "succeeded" if getattr(approval, "before_tool_success", None) else "failed"
+        )
+        arguments = compact(getattr(approval, "before_tool_params", None), 80)
+        text = f"tool call {name}({arguments}) {outcome}"
+        tool_at = getattr(approval, "before_tool_at", None)
+        call_at = getattr(approval, "before_call_at", None)
+        if turn is not None and tool_at and call_at and call_at > tool_at:
+            text += f", then provider call of turn {turn}"
+        return StepBefore("tool_call", text)
+    if turn is not None:
+        status = getattr(approval, "before_call_status", "") or "no status"
+        return StepBefore("provider_call", f"provider call of turn {turn} ({status})")
+    return StepBefore("", "")
+
+
+@dataclass(frozen=True, slots=True)
+class ShownStatus:
+    value: str
+    label: str
+
+
+RUN_ENDED = ShownStatus("cancelled", "Closed (the run ended)")
+
+
+def shown_status(approval: ApprovalRequest) -> ShownStatus:
+    """The approval's status as a person should read it: a request still
+    marked pending whose run was cancelled (or ended otherwise) waits for
+    nobody, and is shown so."""
+    if approval.status == PENDING:
+        run = approval.session.status
+        if run == AgentSession.Status.CANCELLED:
+            cancelled = ApprovalRequest.Status.CANCELLED
+            return ShownStatus(cancelled.value, cancelled.label)
+        if run in AgentSession.TERMINAL:
+            return RUN_ENDED
+    return ShownStatus(approval.status, approval.get_status_display())

@@ -40,6 +40,7 @@ from django.db.models import Q, QuerySet
 from django.urls import get_script_prefix, reverse
 
 from sessions_app import access
+from sessions_app.approvals import links
 from sessions_app.models import ApprovalRequest
 from sessions_app.runs import dispatch
 
@@ -95,14 +96,16 @@ def send_notifications(approval: ApprovalRequest) -> None:
 
 
 def inbox_url(approval: ApprovalRequest) -> str:
-    """The approval's inbox entry, absolute: ``WINK_BASE_URL`` (which holds
-    any path the product is served under) and the route, the same whether a
-    request (with its script prefix) or a worker (without one) builds it."""
+    """The approval's inbox entry, absolute: ``links.base_url()``
+    (``WINK_BASE_URL``, which holds any path the product is served under; in
+    development without it, the request's address) and the route, the same
+    whether a request (with its script prefix) or a worker (without one)
+    builds it."""
     path = reverse("sessions_app:approval-detail", args=[approval.pk])
     prefix = get_script_prefix()
     if path.startswith(prefix):
         path = "/" + path[len(prefix) :]
-    return f"{settings.WINK_BASE_URL}{path}"
+    return f"{links.base_url()}{path}"
 
 
 def approvers(approval: ApprovalRequest) -> QuerySet[Any]:

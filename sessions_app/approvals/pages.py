@@ -37,6 +37,12 @@ class DecisionForm(forms.Form):
         choices=[("approve", "Approve"), ("deny", "Deny")],
         widget=forms.HiddenInput,
     )
+    confirm = forms.BooleanField(
+        label="I have read the call and its arguments",
+        error_messages={
+            "required": 'Tick "I have read the call and its arguments" first.'
+        },
+    )
     reason = forms.CharField(
         required=False,
         max_length=decisions.MAX_REASON,
@@ -56,6 +62,22 @@ def approval_url(approval_id: Any) -> str:
     return reverse("sessions_app:approval-detail", args=[approval_id])
 
 
+def described(approval: ApprovalRequest) -> ApprovalRequest:
+    """``approval`` with what the templates show of it beside its fields
+    (``inbox.with_context`` read the rest): its status as a person reads it,
+    the step before it, its call and its run's parameters on one line each."""
+    approval.shown = inbox.shown_status(approval)  # type: ignore[attr-defined]
+    approval.before = inbox.step_before(approval)  # type: ignore[attr-defined]
+    call = (
+        inbox.compact(approval.params)
+        if approval.params is not None
+        else inbox.compact(approval.raw_arguments)
+    )
+    approval.call_line = call  # type: ignore[attr-defined]
+    approval.run_params = inbox.compact(approval.session.params)  # type: ignore[attr-defined]
+    return approval
+
+
 class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     """The inbox: pending approvals first (soonest deadline first), then the
     decided ones, newest first; 50 a page."""
@@ -65,9 +87,7 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     paginate_by = 50
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        queryset = inbox.visible_to(self.request.user).select_related(
-            "session", "decided_by"
-        )
+        queryset = inbox.with_context(inbox.visible_to(self.request.user))
         self.filterset = ApprovalRequestFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
@@ -75,6 +95,8 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
+        rows = [described(approval) for approval in context["approvals"]]
+        context.update(approvals=rows, object_list=rows)
         query = self.request.GET.copy()
         query.pop("page", None)
         context.update(filter=self.filterset, query_string=query.urlencode())
@@ -87,14 +109,11 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
 
     def _approval(self, request: HttpRequest, pk: Any) -> ApprovalRequest:
         approval = (
-            inbox.visible_to(request.user)
-            .select_related("session", "decided_by")
-            .filter(pk=pk)
-            .first()
+            inbox.with_context(inbox.visible_to(request.user)).filter(pk=pk).first()
         )
         if approval is None:
             raise Http404("No such approval.")
-        return approval
+        return described(approval)
 
     def _render(
         self,
@@ -119,7 +138,8 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
                 "may_decide": may_decide,
                 "own_run": access.is_own_run(request.user, approval),
                 "own_run_note": access.OWN_RUN,
-                "is_pending": approval.status == ApprovalRequest.Status.PENDING,
+                "is_pending": approval.shown.value  # type: ignore[attr-defined]
+                == ApprovalRequest.Status.PENDING,
                 "sees_session": sees_session,
             },
             status=status,

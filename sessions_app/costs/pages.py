@@ -1,6 +1,7 @@
 """The cost page and its CSV export (``sessions_app.costs.reports`` computes them).
 
-Who may see them: logged-in users (anonymous users go to the login page).
+Who may see them: logged-in users (anonymous users go to the login page); the
+CSV also takes the API's token (``Authorization: Token <key>``).
 Each sees the spend of the sessions ``access.py`` lets them see: their own,
 or every session with ``view_all_sessions``; so only the latter see other
 users in the "by user" breakdown.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import csv
 import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -24,6 +25,10 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views import View
 from django.views.generic import TemplateView
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin, neutralise
@@ -121,9 +126,43 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
         return context
 
 
-class CostCsvView(LoginRequiredMixin, View):
+class ApiCredentialsMixin:
+    """Also signs in with the API's credentials (``Authorization: Token ...``,
+    ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``), so a script that
+    holds a token reads the same rows as the API; bad or inactive
+    credentials are a 401. Without credentials, the browser's session as
+    before (anonymous: the login page)."""
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if "Authorization" in request.headers and not request.user.is_authenticated:
+            api_request = Request(
+                request,
+                authenticators=[
+                    authentication()
+                    for authentication in cast(
+                        "list[type[BaseAuthentication]]",
+                        api_settings.DEFAULT_AUTHENTICATION_CLASSES,
+                    )
+                ],
+            )
+            try:
+                user = api_request.user
+            except exceptions.AuthenticationFailed as failed:
+                return HttpResponse(
+                    str(failed.detail),
+                    status=401,
+                    content_type="text/plain; charset=utf-8",
+                    headers={"WWW-Authenticate": "Token"},
+                )
+            if access.is_user(user):
+                request.user = user
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+
+
+class CostCsvView(ApiCredentialsMixin, LoginRequiredMixin, View):
     """``GET /audit/costs.csv?group=&from=&to=``: one breakdown as CSV (an
-    attachment), every row the page shows."""
+    attachment), every row the page shows; with a browser's session or an
+    API token."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
         group = request.GET.get("group") or "prompt"

@@ -20,6 +20,7 @@ from tests.browser.conftest import OPERATOR_PASSWORD
 from tests.browser.test_catalog_admin import positions, timeline
 from tests.browser.test_demo_sessions import open_preview
 from tests.browser.ui import UI
+from tests.sessions_app.test_approval_context import three_requests
 from tooling.demo import seed_demo_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -79,6 +80,11 @@ def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
     ui.click_and_load(ui.find("form.login button[type=submit]"))
     assert ui.path == approval_path
     ui.fill("reason", REASON)
+    # the browser itself refuses a decision before "I have read the call"
+    ui.find("button[value=approve]").click()
+    assert ui.path == approval_path
+    assert ApprovalRequest.objects.get().status == ApprovalRequest.Status.PENDING
+    ui.check("confirm")
     shot("approvals-04-decide")
     ui.click_and_load(ui.find("button[value=approve]"))
 
@@ -112,3 +118,51 @@ def test_approve_a_deploy_from_the_inbox_and_the_run_finishes(
     assert deploys[-1] == asked + 1
     assert "failed" not in entries[deploys[-1]][0]
     shot("approvals-06-timeline")
+
+
+def test_the_inbox_shows_three_requests_that_can_be_told_apart(
+    ui: UI, shot: Any
+) -> None:
+    """Three pending deploys of the same tool: each row says whose run it is,
+    with which parameters, after which step, and the exact call."""
+    requests = three_requests()
+    ui.go("/audit/approvals/")
+    rows = ui.find_all("#approvals tbody tr")
+    assert len(rows) == 3
+    texts = [row.text for row in rows]
+    assert len(set(texts)) == 3
+    for author, tool in (("ana", "run_tests"), ("ben", "build"), ("cai", "lint")):
+        [row] = [text for text in texts if f"by {author}" in text]
+        assert f"tool call {tool}(" in row
+        assert "deploy" in row and '{"environment": "prod"}' in row
+    assert any('"service": "<b>mail</b>"' in text for text in texts)  # as text
+    shot("approvals-07-three-requests")
+
+    ui.click_and_load(ui.find(f"#approval-{requests[1].pk} td a"))
+    assert ui.text("#approval-author") == "ben"
+    assert ui.text("#approval-run-params") == '{"service": "search", "version": "1.9"}'
+    assert ui.text("#approval-step-before").startswith('tool call build({"target"')
+    approve = ui.find("button.approve")
+    deny = ui.find("button.deny")
+    assert approve.value_of_css_property(
+        "background-color"
+    ) != deny.value_of_css_property("background-color")
+    shot("approvals-08-told-apart")
+
+
+def test_the_admin_index_leads_to_the_audit_pages(ui: UI, shot: Any) -> None:
+    ui.go("/admin/")
+    assert ui.text("#site-name") == "WINK Catalog"
+    box = ui.find("#audit-pages")
+    labels = [link.text for link in box.find_elements(By.CSS_SELECTOR, "a")]
+    assert labels == [
+        "Sessions",
+        "Approvals inbox",
+        "Costs",
+        "Citations",
+        "Revisions",
+        "Experiments",
+    ]
+    shot("wayfinding-01-admin-index")
+    ui.click_and_load(box.find_element(By.LINK_TEXT, "Approvals inbox"))
+    assert ui.path == "/audit/approvals/"

@@ -87,7 +87,8 @@ class UI:
         self.fill("username", username)
         self.fill("password", password)
         self.click_and_load(self.find("input[type=submit]"))
-        assert "Site administration" in self.page_text(), self.page_text()[:500]
+        # the admin's index (its box of links to the audit pages)
+        assert self.find_all("#audit-pages"), self.page_text()[:500]
 
     # -- forms -------------------------------------------------------------------
 

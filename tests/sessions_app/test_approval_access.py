@@ -62,7 +62,10 @@ def test_an_approver_of_one_group_never_sees_another_groups_approval(client):
         mine.pk
     ]
     assert client.get(url(theirs)).status_code == 404
-    assert client.post(url(theirs), {"decision": "approve"}).status_code == 404
+    assert (
+        client.post(url(theirs), {"decision": "approve", "confirm": "on"}).status_code
+        == 404
+    )
     assert [row["id"] for row in api.get("/api/approvals/").json()["results"]] == [
         str(mine.pk)
     ]
@@ -84,7 +87,9 @@ def test_losing_the_group_between_page_and_post_is_a_403_and_decides_nothing(
     assert 'id="decision-form"' in client.get(url(approval)).content.decode()
 
     releaser.groups.clear()  # meanwhile, an admin removes them
-    response = client.post(url(approval), {"decision": "approve", "reason": "ok"})
+    response = client.post(
+        url(approval), {"decision": "approve", "confirm": "on", "reason": "ok"}
+    )
 
     assert response.status_code == 403
     assert status_of(approval) == Decision.PENDING
@@ -99,7 +104,7 @@ def test_losing_the_permission_between_page_and_post_hides_the_approval(client):
     assert client.get(url(approval)).status_code == 200
 
     approver.user_permissions.remove(decide)
-    response = client.post(url(approval), {"decision": "approve"})
+    response = client.post(url(approval), {"decision": "approve", "confirm": "on"})
 
     assert response.status_code == 404  # neither decides nor sees it now
     assert status_of(approval) == Decision.PENDING
@@ -113,7 +118,7 @@ def test_a_deactivated_approver_is_logged_out_and_decides_nothing(client):
     api.login(username="approver", password=PASSWORD)
     type(approver).objects.filter(pk=approver.pk).update(is_active=False)
 
-    page = client.post(url(approval), {"decision": "approve"})
+    page = client.post(url(approval), {"decision": "approve", "confirm": "on"})
     answer = api.post(f"/api/approvals/{approval.pk}/approve/", {}, format="json")
 
     assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")
@@ -128,7 +133,10 @@ def test_staff_without_a_permission_see_no_approval_anywhere(client):
 
     assert list(client.get("/audit/approvals/").context["approvals"]) == []
     assert client.get(url(approval)).status_code == 404
-    assert client.post(url(approval), {"decision": "approve"}).status_code == 404
+    assert (
+        client.post(url(approval), {"decision": "approve", "confirm": "on"}).status_code
+        == 404
+    )
     admin = "/admin/sessions_app/approvalrequest/"
     assert client.get(admin).status_code == 403
     assert client.get(f"{admin}{approval.pk}/change/").status_code == 403
@@ -140,7 +148,7 @@ def test_the_page_post_needs_the_csrf_token(client):
     forged = Client(enforce_csrf_checks=True)
     forged.force_login(approver)
 
-    response = forged.post(url(approval), {"decision": "approve"})
+    response = forged.post(url(approval), {"decision": "approve", "confirm": "on"})
 
     assert response.status_code == 403
     assert status_of(approval) == Decision.PENDING
@@ -148,7 +156,8 @@ def test_the_page_post_needs_the_csrf_token(client):
     form = forged.get(url(approval))
     token = form.context["csrf_token"]
     done = forged.post(
-        url(approval), {"decision": "approve", "csrfmiddlewaretoken": str(token)}
+        url(approval),
+        {"decision": "approve", "confirm": "on", "csrfmiddlewaretoken": str(token)},
     )
     assert done.status_code == 302
     assert status_of(approval) == Decision.APPROVED
@@ -336,7 +345,8 @@ def test_two_approvers_clicking_at_once_get_one_decision_and_clean_messages(
             client.force_login(user)
             barrier.wait(timeout=10)
             response = client.post(
-                url(approval), {"decision": "approve", "reason": user.username}
+                url(approval),
+                {"decision": "approve", "confirm": "on", "reason": user.username},
             )
             assert response.status_code == 302, response.status_code
             # (not page.context: the test client's template signal is global,

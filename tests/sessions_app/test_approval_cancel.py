@@ -221,7 +221,7 @@ def test_the_page_and_the_admin_say_the_same(
     cancel_before_the_run(monkeypatch, sessions[0])
     response = client.post(
         f"/audit/approvals/{page_approval.pk}/",
-        {"decision": "approve", "reason": ""},
+        {"decision": "approve", "confirm": "on", "reason": ""},
         follow=True,
     )
     assert message in text_of(response)

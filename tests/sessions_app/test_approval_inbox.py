@@ -194,7 +194,8 @@ def test_inbox_hides_approvals_from_those_who_may_neither_decide_nor_see(
     assert list(client.get("/audit/approvals/").context["approvals"]) == []
     assert client.get(f"/audit/approvals/{approval.pk}/").status_code == 404
     response = client.post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "approve", "confirm": "on", "reason": ""},
     )
     assert response.status_code == 404
     assert pending(paused).status == Decision.PENDING
@@ -212,7 +213,8 @@ def test_author_sees_their_approval_read_only(client, paused, author):
     # demo/ship's production deploy is under four eyes: the note says why
     assert "You started this run; a second person must decide it." in text_of(response)
     response = client.post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "approve", "confirm": "on", "reason": ""},
     )
     assert response.status_code == 403
     # the 403 page says why, as the API does
@@ -249,7 +251,7 @@ def test_approve_on_the_page_resumes_the_run_to_the_end(client, paused, alice):
 
     response = client.post(
         f"/audit/approvals/{approval.pk}/",
-        {"decision": "approve", "reason": "Release notes reviewed."},
+        {"decision": "approve", "confirm": "on", "reason": "Release notes reviewed."},
     )
 
     assert response.status_code == 302
@@ -280,9 +282,11 @@ def test_a_second_decision_is_reported_as_already_decided(client, paused, alice)
     approval = pending(paused)
     client = page(client, alice)
     url = f"/audit/approvals/{approval.pk}/"
-    client.post(url, {"decision": "approve", "reason": "ok"})
+    client.post(url, {"decision": "approve", "confirm": "on", "reason": "ok"})
 
-    again = client.post(url, {"decision": "deny", "reason": "changed my mind"})
+    again = client.post(
+        url, {"decision": "deny", "confirm": "on", "reason": "changed my mind"}
+    )
 
     assert again.status_code == 302
     assert "This approval is already approved." in text_of(client.get(url))
@@ -299,7 +303,8 @@ def test_a_second_decision_is_reported_as_already_decided(client, paused, alice)
 def test_deny_on_the_page_needs_a_reason(client, paused, alice):
     approval = pending(paused)
     response = page(client, alice).post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "deny", "reason": "  "}
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "deny", "confirm": "on", "reason": "  "},
     )
     assert response.status_code == 400
     assert "Say why you deny it" in text_of(response)
@@ -310,7 +315,7 @@ def test_deny_on_the_page_answers_the_model_and_the_run_goes_on(client, paused, 
     approval = pending(paused)
     page(client, alice).post(
         f"/audit/approvals/{approval.pk}/",
-        {"decision": "deny", "reason": "Not on a Friday."},
+        {"decision": "deny", "confirm": "on", "reason": "Not on a Friday."},
     )
 
     paused.refresh_from_db()
@@ -334,7 +339,8 @@ def test_deny_on_the_page_answers_the_model_and_the_run_goes_on(client, paused, 
 def test_a_hostile_reason_is_a_form_error(client, paused, alice, reason, error):
     approval = pending(paused)
     response = page(client, alice).post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": reason}
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "approve", "confirm": "on", "reason": reason},
     )
     assert response.status_code == 400
     assert error in text_of(response)
@@ -344,7 +350,7 @@ def test_a_hostile_reason_is_a_form_error(client, paused, alice, reason, error):
 def test_an_unknown_decision_is_a_form_error(client, paused, alice):
     approval = pending(paused)
     response = page(client, alice).post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "maybe"}
+        f"/audit/approvals/{approval.pk}/", {"decision": "maybe", "confirm": "on"}
     )
     assert response.status_code == 400
 

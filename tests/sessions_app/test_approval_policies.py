@@ -271,7 +271,8 @@ def test_the_page_shows_the_author_the_request_read_only_with_why(
     assert "You started this run; a second person must decide it." in text
     assert "The person who started the run may not decide it." in text
     response = client.post(
-        f"/audit/approvals/{approval.pk}/", {"decision": "approve", "reason": ""}
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "approve", "confirm": "on", "reason": ""},
     )
     assert response.status_code == 403
     assert pending(own_run).pk == approval.pk
