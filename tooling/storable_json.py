@@ -160,6 +160,10 @@ class StorableJSONFormField(forms.JSONField):
         return text
 
     def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and not self.disabled and not storable_text(data)[1]:
+            # A form shown again keeps the text as typed, valid or not (not
+            # re-indented); ``prepare_value`` passes this marker through.
+            return forms.fields.InvalidJSONInput(data)
         try:
             return super().bound_data(data, initial)
         except (RecursionError, ValueError):
