@@ -28,6 +28,7 @@ from tests.tooling.hosted_admin import add_hosted
 from tooling import assembly
 from tooling.forms import (
     PolicyDefinitionForm,
+    SectionDefinitionForm,
     ToolDefinitionForm,
     country_choices,
     handler_parameters,
@@ -392,3 +393,39 @@ def test_prompt_with_a_known_model_is_saved_without_a_warning(
     assert response.status_code == 302
     levels = [m.level_tag for m in get_messages(response.wsgi_request)]
     assert levels == ["success"]
+
+
+def test_section_form_reports_the_template_and_other_fields_together() -> None:
+    bound = SectionDefinitionForm(
+        data={
+            "key": "answer",
+            "title": "Answer",
+            "template": "Answer $question.",
+            "default_params": "{}",
+            "position": "first",
+            "enabled": "on",
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == {"template", "position"}
+    assert "question" in bound.errors["template"][0]
+
+
+def test_policy_form_checks_the_config_when_the_name_is_refused() -> None:
+    bound = PolicyDefinitionForm(
+        data={
+            "name": "",
+            "kind": PolicyDefinition.Kind.CALL_LIMIT,
+            "config": '{"limit": {"deploy": 1}}',
+        }
+    )
+    assert not bound.is_valid()
+    assert bound.errors["name"] == ["This field is required."]
+    assert bound.errors["config"] == ["Unknown call limit option(s): limit."]
+
+
+def test_capability_form_suggests_the_priced_models(admin_client: Any) -> None:
+    price("acme-priced")
+    page = admin_client.get(reverse("admin:tooling_modelcapability_add")).content
+    assert b'<option value="acme-priced"></option>' in page
+    assert b'list="id_model_suggestions"' in page

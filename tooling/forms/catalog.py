@@ -132,23 +132,30 @@ class PolicyDefinitionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.errors:
+        # The config is checked even when the name is refused (a stand-in
+        # name): every field's error at once.
+        if self.errors.keys() & {"kind", "config"}:
             return cleaned
         candidate = PolicyDefinition(
-            name=cleaned.get("name", ""),
+            name=cleaned.get("name", "") if "name" not in self.errors else "policy",
             kind=cleaned.get("kind", ""),
             config=cleaned.get("config") or {},
         )
-        policy = validated(self, lambda: assembly.build_policy(candidate), "config")
+        try:
+            policy = assembly.build_policy(candidate)
+        except PromptError as error:
+            self.add_error(None, runtime_error(error, self, "config"))
+            return cleaned
         permission = getattr(policy, "approvers", {}).get("permission")
         if permission and not _permission_exists(permission):
             # a typo would leave the call to superusers and the Approvers group
-            raise ValidationError(
-                {
-                    "config": f"approvers.permission '{permission}' is not a "
-                    "permission of this site."
-                }
+            self.add_error(
+                "config",
+                f"approvers.permission '{permission}' is not a permission of "
+                "this site.",
             )
+        if self.errors:
+            return cleaned
         if self.instance.pk is not None:
             # An edit must not break the prompts that already use the policy.
             candidate.pk = self.instance.pk
@@ -186,10 +193,33 @@ class SectionDefinitionForm(forms.ModelForm):
             "policies",
         ]
 
+    #: what building the section reads: checked when none of them is refused
+    built_from = frozenset(
+        {
+            "key",
+            "title",
+            "template",
+            "default_params",
+            "enabled",
+            "enabled_when_param",
+            "planning_strategy",
+        }
+    )
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.errors:
-            return cleaned
+        if not self.errors.keys() & self.built_from:
+            self._check_section(cleaned)
+        parent = cleaned.get("parent")
+        if self.instance.pk is not None and parent is not None:
+            # Under the tree's lock, held until the admin's transaction ends: a
+            # concurrent edit waits, then sees this one (no cycle either way).
+            lock_section_tree()
+            if would_cycle(self.instance.pk, parent.pk):
+                self.add_error("parent", "A section cannot be its own ancestor.")
+        return cleaned
+
+    def _check_section(self, cleaned: dict[str, Any]) -> None:
         candidate = SectionDefinition(
             key=cleaned.get("key", ""),
             title=cleaned.get("title", ""),
@@ -199,22 +229,13 @@ class SectionDefinitionForm(forms.ModelForm):
             enabled_when_param=cleaned.get("enabled_when_param", ""),
             planning_strategy=cleaned.get("planning_strategy", ""),
         )
-        validated(
-            self,
-            lambda: assembly.build_section(candidate),
-            "template",
-            template=candidate.template,
-        )
-        parent = cleaned.get("parent")
-        if self.instance.pk is not None and parent is not None:
-            # Under the tree's lock, held until the admin's transaction ends: a
-            # concurrent edit waits, then sees this one (no cycle either way).
-            lock_section_tree()
-            if would_cycle(self.instance.pk, parent.pk):
-                raise ValidationError(
-                    {"parent": "A section cannot be its own ancestor."}
-                )
-        return cleaned
+        try:
+            assembly.build_section(candidate)
+        except PromptError as error:
+            self.add_error(
+                None,
+                runtime_error(error, self, "template", template=candidate.template),
+            )
 
 
 class SectionLinkFormSet(forms.BaseInlineFormSet):

@@ -16,6 +16,7 @@ from tooling.assembly import CatalogEdit
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
+    ModelPrice,
     TrustLevel,
 )
 from tooling.runtime import PromptError
@@ -28,7 +29,7 @@ from tooling.runtime.hosted.spec import (
 )
 from tooling.storable_json import StorableJSONFormField
 
-from .fields import CountryField
+from .fields import CountryField, DatalistInput
 from .validation import refuse_breaking, runtime_error
 
 #: Stand-ins while a hosted tool's other fields are checked: a name or a
@@ -333,6 +334,15 @@ class ModelCapabilityForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        priced = ModelPrice.objects.values_list("model", flat=True).distinct()
+        self.fields["model"].widget = DatalistInput(
+            sorted(set(priced)), attrs={"class": "vTextField", "maxlength": 100}
+        )
+        self.fields[
+            "model"
+        ].help_text = (
+            "The model, as the API spells it (the suggestions: the price list's)."
+        )
         self.fields["hosted_kinds"].help_text = (
             "A JSON list of the hosted tool kinds this model may use, e.g. "
             '["web_search", "file_search"]; known kinds: '
