@@ -429,3 +429,22 @@ def test_capability_form_suggests_the_priced_models(admin_client: Any) -> None:
     page = admin_client.get(reverse("admin:tooling_modelcapability_add")).content
     assert b'<option value="acme-priced"></option>' in page
     assert b'list="id_model_suggestions"' in page
+
+
+def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
+    bound = HostedToolDefinitionForm(
+        data={
+            "name": "docs",
+            "kind": "mcp",
+            "description": "D.",
+            "server_label": "docs",
+            "server_url": "ftp://mcp.example.com",
+            "header_env": "Authorization",
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == {"server_url", "header_env"}, bound.errors
+    assert bound.errors["header_env"] == [
+        "Write 'Authorization' as Header-Name=ENV_VAR, for example "
+        "Authorization=DEEPWIKI_MCP_AUTH."
+    ]
