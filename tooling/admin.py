@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -31,6 +31,8 @@ from tooling.forms import (
     SectionHostedToolFormSet,
     SectionToolFormSet,
     ToolDefinitionForm,
+    handler_parameters_panel,
+    model_warnings,
     pretty,
 )
 from tooling.forms.hosted import hosted_tool_form
@@ -86,6 +88,34 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmi
     ]
     list_filter = ["enabled"]
     search_fields = ["name", "handler_key", "description"]
+    readonly_fields = ["handler_parameters"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "handler_key",
+                    "handler_parameters",
+                    "description",
+                    "param_descriptions",
+                    "examples",
+                    "enabled",
+                ]
+            },
+        )
+    ]
+
+    class Media:
+        js = ["tooling/handler_params.js"]
+        css = {"all": ["tooling/catalog_forms.css"]}
+
+    @admin.display(description="Parameters")
+    def handler_parameters(self, obj: ToolDefinition | None) -> str:
+        """What the chosen handler takes (the panel follows the handler
+        select): the names to describe in the parameter descriptions and to
+        give in the examples' inputs."""
+        return handler_parameters_panel(obj.handler_key if obj else "")
 
     @admin.display(boolean=True)
     def accepts_overrides(self, obj: ToolDefinition) -> bool:
@@ -279,6 +309,16 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
         # The inline formset validates the whole prompt, policies included.
         instance._pending_policies = list(form.cleaned_data.get("policies") or [])
         return instance
+
+    def save_related(
+        self, request: HttpRequest, form: Any, formsets: Any, change: bool
+    ) -> None:
+        super().save_related(request, form, formsets, change)
+        prompt = form.instance
+        for warning in model_warnings(
+            prompt.model, getattr(prompt, "_hosted_kinds", ())
+        ):
+            messages.warning(request, warning)
 
     def get_urls(self) -> list[Any]:
         urls = [

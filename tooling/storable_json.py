@@ -108,30 +108,62 @@ def loads(text: str | bytes) -> Any:
         raise ValueError(TOO_DEEP) from None
 
 
+def json_error_message(error: json.JSONDecodeError) -> str:
+    """``Enter valid JSON: Expecting ',' delimiter at line 3, column 5.``"""
+    return (
+        f"Enter valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+    )
+
+
 class StorableJSONFormField(forms.JSONField):
     """A form's JSON field that refuses what ``validate_storable_json`` does,
-    and input too deeply nested to decode, as form errors."""
+    and input too deeply nested to decode, as form errors. Text that is not
+    JSON is refused naming the decoder's complaint, line and column; the
+    field keeps the text as typed (``forms.JSONField.bound_data``).
+
+    Every JSON field of the catalog's forms is one: the catalog models'
+    ``StorableJSONField`` makes it their form field."""
 
     default_validators = [validate_storable_json]
+    widget = forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField"})
 
     def to_python(self, value: Any) -> Any:
         try:
             return super().to_python(value)
         except RecursionError:
             raise ValidationError(TOO_DEEP, code="invalid") from None
+        except ValidationError as error:
+            if error.code != "invalid" or not isinstance(value, str):
+                raise
+            try:
+                json.loads(value, cls=self.decoder)
+            except json.JSONDecodeError as decode_error:
+                raise ValidationError(
+                    json_error_message(decode_error), code="invalid"
+                ) from None
+            raise
         except ValueError:  # an integer past Python's 4300-digit limit
             raise ValidationError(
                 self.error_messages["invalid"], code="invalid", params={"value": value}
             ) from None
 
     def prepare_value(self, value: Any) -> Any:
-        text = super().prepare_value(value)
-        if isinstance(text, str) and storable_text(text)[1]:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value  # the text as typed
+        # An object or a list is shown indented, a key a line: readable, and
+        # a decoding error's line and column point somewhere useful.
+        indent = 2 if isinstance(value, dict | list) and value else None
+        text = json.dumps(value, ensure_ascii=False, cls=self.encoder, indent=indent)
+        if storable_text(text)[1]:
             # Shown again as typed (escaped), so the page can be encoded.
-            return json.dumps(value, ensure_ascii=True, cls=self.encoder)
+            return json.dumps(value, ensure_ascii=True, cls=self.encoder, indent=indent)
         return text
 
     def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and not self.disabled and not storable_text(data)[1]:
+            # A form shown again keeps the text as typed, valid or not (not
+            # re-indented); ``prepare_value`` passes this marker through.
+            return forms.fields.InvalidJSONInput(data)
         try:
             return super().bound_data(data, initial)
         except (RecursionError, ValueError):

@@ -80,7 +80,7 @@ def fill_web_search(ui: UI, name: str, **fields: str) -> None:
     ui.select("kind", "web_search")
     ui.fill("description", "Search the Python and Django documentation.")
     for field, value in fields.items():
-        if field == "search_context_size":
+        if field in ("search_context_size", "country"):
             ui.select(field, value)
         else:
             ui.fill(field, value)
@@ -462,13 +462,6 @@ REFUSED = [
         "example 'docs.python.org', not 'https://docs.python.org').",
     ),
     (
-        "country",
-        {"country": "XX"},
-        "country",
-        "'XX' is not an ISO 3166-1 alpha-2 country code (for example 'DE', 'GB', "
-        "'US').",
-    ),
-    (
         "timezone",
         {"timezone": "Mars/Olympus"},
         "timezone",
@@ -488,10 +481,11 @@ def test_invalid_web_search_settings_are_refused_next_to_the_field(
         assert ui.find("p.errornote").is_displayed()
         assert HostedToolDefinition.objects.count() == 0
         shot(f"issue4-06-refused-{case}")
-    # "usa" cannot even be typed: the country field takes two characters (its
-    # input has maxlength=2), so the browser keeps "us", a valid code.
-    fill_web_search(ui, "us_search", country="usa")
-    assert ui.field("country").get_attribute("value") == "us"
+    # The country is picked from the countries by name (issue #28): typing
+    # "Germany" into the list picks Germany, never "GE" (Georgia).
+    fill_web_search(ui, "de_search")
+    ui.type_keys("country", "Germany")
+    assert ui.field("country").get_attribute("value") == "DE"
 
 
 def test_a_model_without_web_search_cannot_save_preview_or_run_the_prompt(

@@ -186,7 +186,7 @@ def test_web_search_geo_hint_upper_cases_country(code: str, expected: str) -> No
     assert GeoHint(country_code=code).country_code == expected
 
 
-@pytest.mark.parametrize("code", ["XX", "UK", "USA", "d", ""])
+@pytest.mark.parametrize("code", ["XX", "UK", "d", ""])
 def test_web_search_geo_hint_rejects_non_iso_countries(code: str) -> None:
     error = invalid(GeoHint, country_code=code)
     assert error.message == (
@@ -194,6 +194,26 @@ def test_web_search_geo_hint_rejects_non_iso_countries(code: str) -> None:
         "'GB', 'US')."
     )
     assert error.placeholder == "country_code"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "USA",
+            "'USA' is not an ISO 3166-1 alpha-2 country code; United States is 'US'.",
+        ),
+        (
+            "Germany",
+            "'Germany' is not an ISO 3166-1 alpha-2 country code; Germany is 'DE'.",
+        ),
+    ],
+)
+def test_web_search_geo_hint_answers_a_country_name_with_its_code(
+    text: str, message: str
+) -> None:
+    # a name is never cut to two letters ("Germany" is not "GE", Georgia)
+    assert invalid(GeoHint, country_code=text).message == message
 
 
 def test_web_search_geo_hint_accepts_iana_timezones() -> None:

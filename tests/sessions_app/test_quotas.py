@@ -136,7 +136,7 @@ def test_admin_refuses_a_limit_naming_a_function_tool(admin_client):
         ('{"search": 1e999}', "the most calls per run must be a whole number from 0"),
         ('["search"]', "Hosted tool limits must be a JSON object"),
         ('"search"', "Hosted tool limits must be a JSON object"),
-        ('{"search": ', "Enter a valid JSON"),
+        ('{"search": ', "Enter valid JSON: Expecting value at line 1, column 12."),
     ],
 )
 def test_admin_refuses_malformed_limits(admin_client, limits, message):

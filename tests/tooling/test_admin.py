@@ -339,7 +339,10 @@ def test_admin_run_with_invalid_params_starts_nothing(admin_client):
     )
 
     assert response.status_code == 200
-    assert "Enter a valid JSON" in response.content.decode()
+    assert (
+        "Enter valid JSON: Expecting property name enclosed in double quotes at "
+        "line 1, column 2."
+    ) in response.content.decode()
     assert not prompt.sessions.exists()
 
 

@@ -26,7 +26,7 @@ def form(kind: str, fields: dict[str, Any]) -> HostedToolFormBase:
             "web_search",
             {"country": "XX"},
             "country",
-            "'XX' is not an ISO 3166-1 alpha-2 country code",
+            "'XX' is not a country: pick one from the list",
         ),
         (
             "web_search",

@@ -15,12 +15,23 @@ from .catalog import (
     SectionHostedToolFormSet,
     SectionToolFormSet,
     ToolDefinitionForm,
+    model_names,
+    model_warnings,
     pretty,
+)
+from .fields import CountryField, DatalistInput, country_choices
+from .handler_params import (
+    HandlerParameter,
+    handler_parameters,
+    handler_parameters_panel,
 )
 from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
 from .validation import refuse_breaking, runtime_error, validated
 
 __all__ = [
+    "CountryField",
+    "DatalistInput",
+    "HandlerParameter",
     "HostedToolDefinitionForm",
     "ModelCapabilityForm",
     "PolicyDefinitionForm",
@@ -31,6 +42,11 @@ __all__ = [
     "SectionHostedToolFormSet",
     "SectionToolFormSet",
     "ToolDefinitionForm",
+    "country_choices",
+    "handler_parameters",
+    "handler_parameters_panel",
+    "model_names",
+    "model_warnings",
     "pretty",
     "refuse_breaking",
     "runtime_error",

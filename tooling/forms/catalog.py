@@ -3,7 +3,9 @@ form. Each validates by building the runtime object."""
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Iterable
 from typing import Any, cast
 
 from django import forms
@@ -13,6 +15,8 @@ from tooling import assembly
 from tooling.assembly import CatalogEdit
 from tooling.handlers import registry
 from tooling.models import (
+    ModelCapability,
+    ModelPrice,
     PolicyDefinition,
     PromptTemplate,
     SectionDefinition,
@@ -25,7 +29,9 @@ from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.storable_json import StorableJSONFormField
 
-from .validation import refuse_breaking, validated
+from .fields import DatalistInput
+from .handler_params import handler_parameters
+from .validation import refuse_breaking, runtime_error, validated
 
 
 class ToolDefinitionForm(forms.ModelForm):
@@ -49,49 +55,25 @@ class ToolDefinitionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.errors:
+        key = cleaned.get("handler_key", "")
+        overrides = cleaned.get("param_descriptions") or {}
+        if "param_descriptions" not in self.errors and key in registry:
+            for problem in _override_problems(key, overrides):
+                self.add_error("param_descriptions", problem)
+        if self.errors.keys() & {"name", "handler_key", "description", "examples"}:
             return cleaned
         candidate = ToolDefinition(
             name=cleaned.get("name", ""),
-            handler_key=cleaned.get("handler_key", ""),
+            handler_key=key,
             description=cleaned.get("description", ""),
             examples=cleaned.get("examples") or [],
         )
-        tool = validated(self, lambda: assembly.build_tool(candidate))
-        overrides = cleaned.get("param_descriptions") or {}
-        if not isinstance(overrides, dict) or not all(
-            isinstance(v, str) for v in overrides.values()
-        ):
-            raise ValidationError(
-                {"param_descriptions": 'Use {"parameter": "description"}.'}
-            )
-        if overrides and not tool.accepts_overrides:
-            raise ValidationError(
-                {
-                    "param_descriptions": f"Handler '{candidate.handler_key}' does not "
-                    "accept overrides; leave the parameter descriptions empty."
-                }
-            )
-        known = (
-            set(tool.params_type.__dataclass_fields__) if tool.params_type else set()
-        )
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ValidationError(
-                {
-                    "param_descriptions": "Unknown parameter(s): "
-                    f"{', '.join(unknown)}; "
-                    f"the handler takes: {', '.join(sorted(known)) or 'none'}."
-                }
-            )
-        for field_name, text in overrides.items():
-            if not text.strip() or not text.isascii() or len(text) > 200:
-                raise ValidationError(
-                    {
-                        "param_descriptions": f"Description of '{field_name}' must be "
-                        "1-200 ASCII characters."
-                    }
-                )
+        try:
+            assembly.build_tool(candidate)
+        except PromptError as error:
+            self.add_error(None, runtime_error(error, self))
+        if self.errors:
+            return cleaned
         if self.instance.pk is not None:
             # An edit (disabling included) must not break the prompts using it.
             candidate.pk = self.instance.pk
@@ -99,6 +81,36 @@ class ToolDefinitionForm(forms.ModelForm):
             candidate.enabled = cleaned.get("enabled", True)
             refuse_breaking(CatalogEdit.saving(candidate))
         return cleaned
+
+
+def _override_problems(key: str, overrides: Any) -> list[str]:
+    """What is wrong with the parameter descriptions given for handler
+    ``key``, every problem at once."""
+    if not isinstance(overrides, dict) or not all(
+        isinstance(v, str) for v in overrides.values()
+    ):
+        return ['Use {"parameter": "description"}.']
+    tool = registry.get(key)
+    if overrides and not tool.accepts_overrides:
+        return [
+            f"Handler '{key}' does not accept overrides; leave the parameter "
+            "descriptions empty."
+        ]
+    problems = []
+    known = {param.name for param in handler_parameters(tool)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        problems.append(
+            f"Unknown parameter(s): {', '.join(unknown)}; "
+            f"the handler takes: {', '.join(sorted(known)) or 'none'}."
+        )
+    problems.extend(
+        f"Description of '{field_name}' must be 1-200 ASCII characters."
+        for field_name, text in overrides.items()
+        if field_name in known
+        and (not text.strip() or not text.isascii() or len(text) > 200)
+    )
+    return problems
 
 
 class PolicyDefinitionForm(forms.ModelForm):
@@ -120,23 +132,30 @@ class PolicyDefinitionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.errors:
+        # The config is checked even when the name is refused (a stand-in
+        # name): every field's error at once.
+        if self.errors.keys() & {"kind", "config"}:
             return cleaned
         candidate = PolicyDefinition(
-            name=cleaned.get("name", ""),
+            name=cleaned.get("name", "") if "name" not in self.errors else "policy",
             kind=cleaned.get("kind", ""),
             config=cleaned.get("config") or {},
         )
-        policy = validated(self, lambda: assembly.build_policy(candidate), "config")
+        try:
+            policy = assembly.build_policy(candidate)
+        except PromptError as error:
+            self.add_error(None, runtime_error(error, self, "config"))
+            return cleaned
         permission = getattr(policy, "approvers", {}).get("permission")
         if permission and not _permission_exists(permission):
             # a typo would leave the call to superusers and the Approvers group
-            raise ValidationError(
-                {
-                    "config": f"approvers.permission '{permission}' is not a "
-                    "permission of this site."
-                }
+            self.add_error(
+                "config",
+                f"approvers.permission '{permission}' is not a permission of "
+                "this site.",
             )
+        if self.errors:
+            return cleaned
         if self.instance.pk is not None:
             # An edit must not break the prompts that already use the policy.
             candidate.pk = self.instance.pk
@@ -174,10 +193,33 @@ class SectionDefinitionForm(forms.ModelForm):
             "policies",
         ]
 
+    #: what building the section reads: checked when none of them is refused
+    built_from = frozenset(
+        {
+            "key",
+            "title",
+            "template",
+            "default_params",
+            "enabled",
+            "enabled_when_param",
+            "planning_strategy",
+        }
+    )
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.errors:
-            return cleaned
+        if not self.errors.keys() & self.built_from:
+            self._check_section(cleaned)
+        parent = cleaned.get("parent")
+        if self.instance.pk is not None and parent is not None:
+            # Under the tree's lock, held until the admin's transaction ends: a
+            # concurrent edit waits, then sees this one (no cycle either way).
+            lock_section_tree()
+            if would_cycle(self.instance.pk, parent.pk):
+                self.add_error("parent", "A section cannot be its own ancestor.")
+        return cleaned
+
+    def _check_section(self, cleaned: dict[str, Any]) -> None:
         candidate = SectionDefinition(
             key=cleaned.get("key", ""),
             title=cleaned.get("title", ""),
@@ -187,22 +229,13 @@ class SectionDefinitionForm(forms.ModelForm):
             enabled_when_param=cleaned.get("enabled_when_param", ""),
             planning_strategy=cleaned.get("planning_strategy", ""),
         )
-        validated(
-            self,
-            lambda: assembly.build_section(candidate),
-            "template",
-            template=candidate.template,
-        )
-        parent = cleaned.get("parent")
-        if self.instance.pk is not None and parent is not None:
-            # Under the tree's lock, held until the admin's transaction ends: a
-            # concurrent edit waits, then sees this one (no cycle either way).
-            lock_section_tree()
-            if would_cycle(self.instance.pk, parent.pk):
-                raise ValidationError(
-                    {"parent": "A section cannot be its own ancestor."}
-                )
-        return cleaned
+        try:
+            assembly.build_section(candidate)
+        except PromptError as error:
+            self.add_error(
+                None,
+                runtime_error(error, self, "template", template=candidate.template),
+            )
 
 
 class SectionLinkFormSet(forms.BaseInlineFormSet):
@@ -275,6 +308,18 @@ class PromptTemplateForm(forms.ModelForm):
             "enabled",
         ]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # read per form: a model priced a minute ago is suggested now
+        self.fields["model"].widget = DatalistInput(
+            model_names(), attrs={"class": "vTextField", "maxlength": 100}
+        )
+        self.fields["model"].help_text = (
+            "The OpenAI model, as the API spells it. The suggestions are the "
+            "models of the model capability table and the price list; another "
+            "name is saved too, with a warning."
+        )
+
     def clean_hosted_tool_limits(self) -> dict[str, int]:
         """The limits' shape; their names are checked against the prompt's
         hosted tools when the whole prompt is built (``PromptSectionFormSet``),
@@ -342,6 +387,10 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
             )
         except PromptError as error:
             raise ValidationError(error.message) from error
+        # for the warnings shown once the prompt is saved (model_warnings)
+        self.instance._hosted_kinds = sorted(
+            {tool.kind for tool in prompt.declared_hosted_tools()}
+        )
         capabilities = assembly.model_capabilities(self.instance.model)
         if capabilities is not None:
             message = unsupported_kind_message(
@@ -351,6 +400,42 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
             )
             if message is not None:
                 raise ValidationError(message)
+
+
+def model_names() -> list[str]:
+    """The models the catalog knows: those of the model capability table and
+    of the price list, by name."""
+    capable = ModelCapability.objects.values_list("model", flat=True)
+    priced = ModelPrice.objects.values_list("model", flat=True).distinct()
+    return sorted({*capable, *priced})
+
+
+def model_warnings(model: str, hosted_kinds: Iterable[str] = ()) -> list[str]:
+    """What an operator should know about a prompt's model, though it may be
+    saved: a model in neither the capability table nor the price list (a
+    typo, such as ``gtp-5.4``, fails only when the prompt runs), and hosted
+    tools offered to a model whose capabilities the catalog does not know."""
+    kinds = sorted(set(hosted_kinds))
+    capable = ModelCapability.objects.filter(model=model).exists()
+    priced = sorted(set(ModelPrice.objects.values_list("model", flat=True)))
+    # a price of "gpt-5" prices the snapshot "gpt-5-2025-08-07" (pricing.py)
+    is_priced = any(model == name or model.startswith(f"{name}-") for name in priced)
+    warnings = []
+    if not capable and not is_priced:
+        close = difflib.get_close_matches(model, model_names(), n=1, cutoff=0.75)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        warnings.append(
+            f"Model '{model}' is in neither the model capability table nor the "
+            "price list: check its spelling (the provider refuses an unknown "
+            f"model when the prompt runs; its runs are not priced).{hint}"
+        )
+    if not capable and kinds:
+        warnings.append(
+            f"Model '{model}' has no row in the model capability table, so the "
+            f"hosted tools this prompt offers ({', '.join(kinds)}) are not "
+            "checked against what it supports: add its row to have them checked."
+        )
+    return warnings
 
 
 class PreviewForm(forms.Form):

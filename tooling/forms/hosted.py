@@ -16,6 +16,7 @@ from tooling.assembly import CatalogEdit
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
+    ModelPrice,
     TrustLevel,
 )
 from tooling.runtime import PromptError
@@ -28,7 +29,12 @@ from tooling.runtime.hosted.spec import (
 )
 from tooling.storable_json import StorableJSONFormField
 
+from .fields import CountryField, DatalistInput
 from .validation import refuse_breaking, runtime_error
+
+#: Stand-ins while a hosted tool's other fields are checked: a name or a
+#: description already refused must not hide the options' own errors.
+_STAND_IN = {"name": "hosted_tool", "description": "A hosted tool."}
 
 
 def _lines(value: str) -> list[str]:
@@ -87,6 +93,8 @@ def _form_field(option: HostedOption) -> forms.Field:
         blank = [] if option.blank is None else [("", option.blank)]
         choices = [*blank, *((value, value) for value in option.choices)]
         return forms.ChoiceField(choices=choices, initial=option.default, **common)
+    if shape == "country":
+        return CountryField(blank=option.blank, **common)
     if shape == "executor":
         return forms.ChoiceField(
             choices=_executor_choices,
@@ -202,13 +210,21 @@ class HostedToolFormBase(forms.ModelForm):
         return None
 
     def _config_from(self, kind: str, cleaned: dict[str, Any]) -> dict[str, Any]:
+        """The chosen kind's config from its fields; a field already refused
+        is left out, and one whose text cannot be read gets its error."""
         config: dict[str, Any] = {}
         for name, option in self.kind_options[kind]:
+            if name in self.errors:
+                continue
             value = cleaned.get(name)
             if option.shape == "lines":
                 value = _lines(value or "")
             elif option.shape == "header_env":
-                value = _header_env_lines(value or "", name)
+                try:
+                    value = _header_env_lines(value or "", name)
+                except ValidationError as error:
+                    self.add_error(None, error)
+                    continue
             elif option.shape == "boolean":
                 value = bool(value)
             elif isinstance(value, str):
@@ -218,6 +234,39 @@ class HostedToolFormBase(forms.ModelForm):
             config[option.name] = value
         return config
 
+    def _check_runtime(
+        self, kind: str, cleaned: dict[str, Any], config: dict[str, Any]
+    ) -> None:
+        """Every field's runtime error at once: the runtime stops at its first
+        error, so the blamed option is left out (a refused name or description
+        stood in for) and the tool built again, until it builds or an error
+        names no field still unblamed."""
+        config = dict(config)
+        given = {
+            field: _STAND_IN[field] if field in self.errors else cleaned.get(field, "")
+            for field in _STAND_IN
+        }
+        option_of = {name: option.name for name, option in self.kind_options[kind]}
+        for _ in range(len(option_of) + len(_STAND_IN) + 1):
+            candidate = HostedToolDefinition(kind=kind, config=config, **given)
+            try:
+                assembly.build_hosted_tool(candidate)
+            except PromptError as error:
+                field = self._field_of(kind, error.placeholder)
+                if field is not None and field not in self.errors:
+                    self.add_error(field, error.message)
+                    config.pop(option_of[field], None)
+                    continue
+                if error.placeholder in _STAND_IN:
+                    field = error.placeholder
+                    if field not in self.errors:
+                        self.add_error(field, error.message)
+                        given[field] = _STAND_IN[field]
+                        continue
+                if field is None and not self.errors:
+                    self.add_error(None, runtime_error(error, self, "kind"))
+            return
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         kind = cleaned.get("kind")
@@ -226,27 +275,24 @@ class HostedToolFormBase(forms.ModelForm):
             if other != kind:
                 for name in names:
                     self.errors.pop(name, None)
-        if self.errors or kind not in self.kind_fields:
+        if kind not in self.kind_fields:
             return cleaned
-        cleaned["config"] = self._config_from(kind, cleaned)
-        candidate = HostedToolDefinition(
-            name=cleaned.get("name", ""),
-            kind=kind,
-            description=cleaned.get("description", ""),
-            config=cleaned["config"],
-        )
-        try:
-            assembly.build_hosted_tool(candidate)
-        except PromptError as error:
-            field = self._field_of(kind, error.placeholder)
-            if field is None:
-                raise runtime_error(error, self, "kind") from error
-            raise ValidationError({field: error.message}) from error
+        config = self._config_from(kind, cleaned)
+        self._check_runtime(kind, cleaned, config)
+        if self.errors:
+            return cleaned
+        cleaned["config"] = config
         if self.instance.pk is not None:
             # An edit (disabling included) must not break the prompts using it.
-            candidate.pk = self.instance.pk
-            candidate.enabled = cleaned.get("enabled", True)
-            candidate.min_trust_level = cleaned.get("min_trust_level") or ""
+            candidate = HostedToolDefinition(
+                pk=self.instance.pk,
+                name=cleaned.get("name", ""),
+                kind=kind,
+                description=cleaned.get("description", ""),
+                config=config,
+                enabled=cleaned.get("enabled", True),
+                min_trust_level=cleaned.get("min_trust_level") or "",
+            )
             refuse_breaking(CatalogEdit.saving(candidate))
         return cleaned
 
@@ -288,6 +334,15 @@ class ModelCapabilityForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        priced = ModelPrice.objects.values_list("model", flat=True).distinct()
+        self.fields["model"].widget = DatalistInput(
+            sorted(set(priced)), attrs={"class": "vTextField", "maxlength": 100}
+        )
+        self.fields[
+            "model"
+        ].help_text = (
+            "The model, as the API spells it (the suggestions: the price list's)."
+        )
         self.fields["hosted_kinds"].help_text = (
             "A JSON list of the hosted tool kinds this model may use, e.g. "
             '["web_search", "file_search"]; known kinds: '

@@ -33,6 +33,7 @@ OptionShape = Literal[
     "integer",
     "number",
     "boolean",
+    "country",  # an ISO 3166-1 alpha-2 code, picked by the country's name
     "json",  # any JSON value (an object, usually)
     "header_env",  # {"Header-Name": "ENV_VAR"}: the host reads the values
     "secret_env",  # "ENV_VAR": the host reads the value (a token)
@@ -48,11 +49,12 @@ class HostedOption:
     ``name`` is the JSON key; ``field`` the config dataclass field it fills
     (default: the same name). ``default`` is used when the key is absent or
     empty (``None``: the config's own default) and is the form's initial
-    value. ``blank`` labels the empty choice of a ``choice`` (``None``: a
-    value must be picked). ``form_name`` names the form field when the key
-    alone would be ambiguous in the admin; a key another kind already shows
-    is otherwise shown as ``<kind>_<name>``. ``keep_empty`` stores an empty
-    value instead of leaving the key out; ``upper`` upper-cases a text.
+    value. ``blank`` labels the empty choice of a ``choice`` or a
+    ``country`` (``None``: a value must be picked). ``form_name`` names the
+    form field when the key alone would be ambiguous in the admin; a key
+    another kind already shows is otherwise shown as ``<kind>_<name>``.
+    ``keep_empty`` stores an empty value instead of leaving the key out;
+    ``upper`` upper-cases a text.
     """
 
     name: str

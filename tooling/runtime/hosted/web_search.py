@@ -13,7 +13,7 @@ from ..citations import Citation as Citation
 from ..citations import source_key as source_key
 from ..errors import PromptValidationError
 from .base import HostedTool, frozen_tuple
-from .countries import ISO_3166_ALPHA2
+from .countries import COUNTRY_NAMES, ISO_3166_ALPHA2, country_code
 from .section import HostedToolSection
 from .spec import HostedKindSpec, HostedOption
 
@@ -84,6 +84,21 @@ class DomainFilter:
         object.__setattr__(self, "blocked", _domains(self.blocked, "blocked_domains"))
 
 
+def _not_a_country(text: str) -> str:
+    """Why ``text`` is refused as a country code; a country's name (or alpha-3
+    code) is answered with its code, never guessed at or cut short."""
+    code = country_code(text)
+    if code is not None:
+        return (
+            f"'{text}' is not an ISO 3166-1 alpha-2 country code; "
+            f"{COUNTRY_NAMES[code]} is '{code}'."
+        )
+    return (
+        f"'{text}' is not an ISO 3166-1 alpha-2 country code (for example "
+        "'DE', 'GB', 'US')."
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class GeoHint:
     """Approximate user location for localised results."""
@@ -105,9 +120,7 @@ class GeoHint:
             code = self.country_code.strip().upper()
             if code not in ISO_3166_ALPHA2:
                 raise PromptValidationError(
-                    f"'{self.country_code}' is not an ISO 3166-1 alpha-2 country "
-                    "code (for example 'DE', 'GB', 'US').",
-                    placeholder="country_code",
+                    _not_a_country(self.country_code), placeholder="country_code"
                 )
             object.__setattr__(self, "country_code", code)
         if self.timezone is not None and self.timezone not in _timezones():
@@ -252,10 +265,11 @@ WEB_SEARCH_SPEC: HostedKindSpec[WebSearchConfig] = HostedKindSpec(
         ),
         HostedOption(
             "country",
-            max_length=2,
-            upper=True,
+            "country",
             field="country_code",  # GeoHint's
-            help="Web search: ISO 3166-1 alpha-2.",
+            blank="none",
+            help="Web search: the user's approximate country (stored as its "
+            "ISO 3166-1 alpha-2 code).",
         ),
         HostedOption("city", max_length=100),
         HostedOption("region", max_length=100),

@@ -1,0 +1,450 @@
+"""Issue #28: the catalog's admin forms keep what an operator typed. The
+country is picked by name (a typed name is its code, never two letters of
+it); every field's error shows at once; bad JSON names its line and column
+and stays as typed; the tool form shows what the handler takes; the model is
+suggested from the capability and price tables, and an unknown one saved with
+a warning."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from tests.tooling.admin_forms import change_form_data
+from tests.tooling.factories import (
+    HostedToolDefinitionFactory,
+    PromptTemplateFactory,
+    SectionDefinitionFactory,
+    ToolDefinitionFactory,
+    add_sections,
+)
+from tests.tooling.hosted_admin import add_hosted
+from tooling import assembly
+from tooling.forms import (
+    PolicyDefinitionForm,
+    SectionDefinitionForm,
+    ToolDefinitionForm,
+    country_choices,
+    handler_parameters,
+    model_warnings,
+)
+from tooling.forms.hosted import HostedToolDefinitionForm
+from tooling.handlers import registry
+from tooling.models import (
+    HostedToolDefinition,
+    ModelCapability,
+    ModelPrice,
+    PolicyDefinition,
+    SectionHostedTool,
+)
+from tooling.runtime import GeoHint, PromptValidationError
+from tooling.runtime.hosted.countries import (
+    COUNTRY_NAMES,
+    ISO_3166_ALPHA2,
+    country_code,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def hosted_form(fields: dict[str, Any]) -> Any:
+    data = {"name": "search", "kind": "web_search", "description": "D.", **fields}
+    return HostedToolDefinitionForm(data=data)
+
+
+# -- the country ----------------------------------------------------------------
+
+
+def test_countries_table_names_every_assigned_code() -> None:
+    assert len(COUNTRY_NAMES) == 249 == len(ISO_3166_ALPHA2)
+    assert COUNTRY_NAMES["DE"] == "Germany"
+    assert COUNTRY_NAMES["GE"] == "Georgia"
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("Germany", "DE"),
+        (" germany ", "DE"),
+        ("DEU", "DE"),
+        ("Federal Republic of Germany", "DE"),
+        ("de", "DE"),
+        ("South Korea", "KR"),
+        ("Korea, Republic of", "KR"),
+        ("United States of America", "US"),
+        ("Georgia", "GE"),
+        ("Germania", None),
+        ("Ger", None),
+        ("", None),
+    ],
+)
+def test_country_code_takes_a_code_or_an_exact_name(
+    text: str, code: str | None
+) -> None:
+    assert country_code(text) == code
+
+
+def test_hosted_form_takes_germany_as_de_not_georgia() -> None:
+    bound = hosted_form({"country": "Germany"})
+    assert bound.is_valid(), bound.errors
+    assert bound.cleaned_data["config"]["country"] == "DE"
+
+
+def test_hosted_form_refuses_a_country_it_cannot_name() -> None:
+    bound = hosted_form({"country": "Germania"})
+    assert not bound.is_valid()
+    assert bound.errors["country"] == [
+        "'Germania' is not a country: pick one from the list (a country's "
+        "ISO 3166-1 name or alpha-2 code, e.g. 'Germany' or 'DE')."
+    ]
+
+
+def test_country_widget_is_a_select_of_names_without_a_length_limit() -> None:
+    html = str(hosted_form({})["country"])
+    assert html.startswith("<select")
+    assert "maxlength" not in html
+    assert '<option value="DE">Germany (DE)</option>' in html
+    assert '<option value="GE">Georgia (GE)</option>' in html
+    assert '<option value="" selected>none</option>' in html
+    # by name, accents aside: the Åland Islands among the A's
+    labels = [label for _, label in country_choices(blank=None)]
+    assert labels.index("Åland Islands (AX)") < labels.index("Albania (AL)")
+
+
+def test_admin_saves_a_country_typed_by_name_as_its_code(admin_client: Any) -> None:
+    response = add_hosted(admin_client, "web_search", {"country": "germany"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert HostedToolDefinition.objects.get().config["country"] == "DE"
+
+
+def test_a_stored_lower_case_country_is_shown_selected(admin_client: Any) -> None:
+    tool = HostedToolDefinitionFactory.create(
+        kind="web_search", config={"country": "gb"}
+    )
+    url = reverse("admin:tooling_hostedtooldefinition_change", args=[tool.pk])
+    html = admin_client.get(url).content.decode()
+    assert '<option value="GB" selected>United Kingdom (GB)</option>' in html
+
+
+def test_runtime_refuses_a_country_name_naming_its_code() -> None:
+    with pytest.raises(PromptValidationError) as refused:
+        GeoHint(country_code="Germany")
+    assert refused.value.message == (
+        "'Germany' is not an ISO 3166-1 alpha-2 country code; Germany is 'DE'."
+    )
+    assert refused.value.placeholder == "country_code"
+
+
+def test_a_stored_config_with_a_country_name_is_refused_when_built() -> None:
+    tool = HostedToolDefinition(
+        name="search", kind="web_search", config={"country": "Germany"}
+    )
+    with pytest.raises(PromptValidationError, match="Germany is 'DE'"):
+        assembly.build_hosted_tool(tool)
+
+
+# -- every error at once ----------------------------------------------------------
+
+
+def test_hosted_form_reports_every_mistake_at_once() -> None:
+    bound = hosted_form(
+        {
+            "name": "Bad Name",
+            "country": "Germania",
+            "timezone": "Mars/Olympus",
+            "allowed_domains": "https://docs.python.org",
+            "search_context_size": "huge",
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == {
+        "name",
+        "country",
+        "timezone",
+        "allowed_domains",
+        "search_context_size",
+    }
+    assert "must match ^[a-z0-9_-]{1,64}$" in bound.errors["name"][0]
+    assert "is not an IANA timezone" in bound.errors["timezone"][0]
+    assert "without a scheme" in bound.errors["allowed_domains"][0]
+
+
+def test_hosted_admin_page_shows_every_mistake_at_once(admin_client: Any) -> None:
+    response = add_hosted(
+        admin_client,
+        "web_search",
+        {"country": "Germania", "timezone": "Mars/Olympus", "region": "x" * 101},
+        name="Bad Name",
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert set(errors) == {"name", "country", "timezone", "region"}
+    assert HostedToolDefinition.objects.count() == 0
+
+
+def test_tool_form_reports_the_runtime_and_the_description_errors_together() -> None:
+    bound = ToolDefinitionForm(
+        data={
+            "name": "Bad Name",
+            "handler_key": "demo.count_words",
+            "param_descriptions": json.dumps({"txt": "The text.", "text": ""}),
+            "examples": "[]",
+        }
+    )
+    assert not bound.is_valid()
+    assert "must match" in bound.errors["name"][0]
+    assert bound.errors["param_descriptions"] == [
+        "Unknown parameter(s): txt; the handler takes: text.",
+        "Description of 'text' must be 1-200 ASCII characters.",
+    ]
+
+
+# -- JSON --------------------------------------------------------------------------
+
+
+def test_bad_json_names_its_line_and_column() -> None:
+    bound = PolicyDefinitionForm(
+        data={
+            "name": "order",
+            "kind": PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
+            "config": '{\n  "dependencies": {\n    "deploy": ["build"]\n    "x": []\n}',
+        }
+    )
+    assert not bound.is_valid()
+    assert bound.errors["config"] == [
+        "Enter valid JSON: Expecting ',' delimiter at line 4, column 5."
+    ]
+
+
+def test_bad_json_is_shown_again_as_typed(admin_client: Any) -> None:
+    typed = '{"dependencies": {"deploy": ["build",]}}'
+    response = admin_client.post(
+        reverse("admin:tooling_policydefinition_add"),
+        {
+            "name": "order",
+            "kind": PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
+            "config": typed,
+        },
+    )
+    assert response.status_code == 200
+    form = response.context["adminform"].form
+    assert form["config"].value() == typed
+    html = response.content.decode()
+    assert "Enter valid JSON: Expecting value at line 1, column 38." in html
+    assert "{&quot;dependencies&quot;: {&quot;deploy&quot;: [&quot;build&quot;,]}}" in (
+        html
+    )
+    assert not PolicyDefinition.objects.exists()
+
+
+def test_json_is_shown_indented(admin_client: Any) -> None:
+    policy = PolicyDefinition.objects.create(
+        name="order",
+        kind=PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
+        config={"dependencies": {"deploy": ["build"]}},
+    )
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
+    form = admin_client.get(url).context["adminform"].form
+    shown = form["config"].value()
+    assert shown == json.dumps(policy.config, indent=2)
+    assert 'rows="8"' in str(form["config"])
+
+
+def test_an_indented_json_edit_saves_unchanged_values(admin_client: Any) -> None:
+    policy = PolicyDefinition.objects.create(
+        name="order",
+        kind=PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY,
+        config={"dependencies": {"deploy": ["build"]}},
+    )
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
+    response = admin_client.post(url, change_form_data(admin_client, url))
+    assert response.status_code == 302
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"deploy": ["build"]}}
+
+
+# -- the handler's parameters ------------------------------------------------------
+
+
+def test_handler_parameters_name_type_description_and_whether_required() -> None:
+    [text] = handler_parameters(registry.get("demo.count_words"))
+    assert (text.name, text.type, text.required) == ("text", "string", True)
+    assert text.description == "The text whose words to count."
+    [environment] = handler_parameters(registry.get("demo.deploy"))
+    assert environment.type == "one of: staging, production"
+    assert environment.required is False
+
+
+def test_tool_form_shows_the_chosen_handlers_parameters(admin_client: Any) -> None:
+    tool = ToolDefinitionFactory.create(
+        name="count_words", handler_key="demo.count_words"
+    )
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    html = admin_client.get(url).content.decode()
+    shown = html.split('data-handler="demo.count_words">', 1)[1].split("</div>")[0]
+    assert "<td><code>text</code></td><td>string</td><td>required</td>" in shown
+    assert "The text whose words to count." in shown
+    # the others' are there for the script, hidden
+    assert 'data-handler="demo.deploy" hidden>' in html
+    assert "tooling/handler_params.js" in html
+
+
+def test_tool_add_form_asks_for_a_handler_first(admin_client: Any) -> None:
+    html = admin_client.get(reverse("admin:tooling_tooldefinition_add")).content
+    assert b"Pick a handler to see the parameters it takes." in html
+
+
+# -- the model ------------------------------------------------------------------------
+
+
+def price(model: str) -> ModelPrice:
+    return ModelPrice.objects.create(
+        model=model,
+        effective_from=date(2026, 1, 1),
+        input_per_mtok=Decimal(1),
+        cached_input_per_mtok=Decimal("0.1"),
+        output_per_mtok=Decimal(8),
+    )
+
+
+def test_model_field_suggests_the_capability_and_price_tables(
+    admin_client: Any,
+) -> None:
+    price("acme-priced")
+    ModelCapability.objects.create(model="acme-capable", hosted_kinds=[])
+    page = admin_client.get(reverse("admin:tooling_prompttemplate_add")).content
+    html = page.decode()
+    assert 'list="id_model_suggestions"' in html
+    suggestions = html.split('<datalist id="id_model_suggestions">', 1)[1]
+    suggestions = suggestions.split("</datalist>", 1)[0]
+    assert '<option value="acme-capable"></option>' in suggestions
+    assert '<option value="acme-priced"></option>' in suggestions
+
+
+def test_model_warnings_for_an_unknown_model_suggest_the_closest() -> None:
+    price("gpt-5.4")
+    [warning] = model_warnings("gtp-5.4")
+    assert warning == (
+        "Model 'gtp-5.4' is in neither the model capability table nor the price "
+        "list: check its spelling (the provider refuses an unknown model when the "
+        "prompt runs; its runs are not priced). Did you mean 'gpt-5.4'?"
+    )
+
+
+def test_model_warnings_none_for_a_priced_snapshot_without_hosted_tools() -> None:
+    price("gpt-5")
+    assert model_warnings("gpt-5-2025-08-07") == []
+
+
+def test_model_warnings_when_hosted_tools_meet_a_model_of_unknown_capability() -> None:
+    price("gpt-5")
+    assert model_warnings("gpt-5", ["web_search"]) == [
+        "Model 'gpt-5' has no row in the model capability table, so the hosted "
+        "tools this prompt offers (web_search) are not checked against what it "
+        "supports: add its row to have them checked."
+    ]
+    ModelCapability.objects.create(model="gpt-5", hosted_kinds=["web_search"])
+    assert model_warnings("gpt-5", ["web_search"]) == []
+
+
+def test_prompt_with_an_unknown_model_is_saved_with_a_warning(
+    admin_client: Any,
+) -> None:
+    price("gpt-5.4")
+    hosted = HostedToolDefinitionFactory.create(kind="web_search", config={})
+    section = SectionDefinitionFactory.create()
+    SectionHostedTool.objects.create(section=section, hosted_tool=hosted, position=0)
+    prompt = PromptTemplateFactory.create(model="gpt-5.4")
+    add_sections(prompt, section)
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    data["model"] = "gtp-5.4"
+    response = admin_client.post(url, data)
+    assert response.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.model == "gtp-5.4"
+    shown = [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
+    warnings = [text for level, text in shown if level == "warning"]
+    assert warnings == [
+        "Model 'gtp-5.4' is in neither the model capability table nor the price "
+        "list: check its spelling (the provider refuses an unknown model when the "
+        "prompt runs; its runs are not priced). Did you mean 'gpt-5.4'?",
+        "Model 'gtp-5.4' has no row in the model capability table, so the hosted "
+        "tools this prompt offers (web_search) are not checked against what it "
+        "supports: add its row to have them checked.",
+    ]
+    assert any(level == "success" for level, _ in shown)
+
+
+def test_prompt_with_a_known_model_is_saved_without_a_warning(
+    admin_client: Any,
+) -> None:
+    price("gpt-5.4")
+    prompt = PromptTemplateFactory.create(model="gpt-5.4")
+    add_sections(prompt, SectionDefinitionFactory.create())
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    response = admin_client.post(url, change_form_data(admin_client, url))
+    assert response.status_code == 302
+    levels = [m.level_tag for m in get_messages(response.wsgi_request)]
+    assert levels == ["success"]
+
+
+def test_section_form_reports_the_template_and_other_fields_together() -> None:
+    bound = SectionDefinitionForm(
+        data={
+            "key": "answer",
+            "title": "Answer",
+            "template": "Answer $question.",
+            "default_params": "{}",
+            "position": "first",
+            "enabled": "on",
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == {"template", "position"}
+    assert "question" in bound.errors["template"][0]
+
+
+def test_policy_form_checks_the_config_when_the_name_is_refused() -> None:
+    bound = PolicyDefinitionForm(
+        data={
+            "name": "",
+            "kind": PolicyDefinition.Kind.CALL_LIMIT,
+            "config": '{"limit": {"deploy": 1}}',
+        }
+    )
+    assert not bound.is_valid()
+    assert bound.errors["name"] == ["This field is required."]
+    assert bound.errors["config"] == ["Unknown call limit option(s): limit."]
+
+
+def test_capability_form_suggests_the_priced_models(admin_client: Any) -> None:
+    price("acme-priced")
+    page = admin_client.get(reverse("admin:tooling_modelcapability_add")).content
+    assert b'<option value="acme-priced"></option>' in page
+    assert b'list="id_model_suggestions"' in page
+
+
+def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
+    bound = HostedToolDefinitionForm(
+        data={
+            "name": "docs",
+            "kind": "mcp",
+            "description": "D.",
+            "server_label": "docs",
+            "server_url": "ftp://mcp.example.com",
+            "header_env": "Authorization",
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == {"server_url", "header_env"}, bound.errors
+    assert bound.errors["header_env"] == [
+        "Write 'Authorization' as Header-Name=ENV_VAR, for example "
+        "Authorization=DEEPWIKI_MCP_AUTH."
+    ]

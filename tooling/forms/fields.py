@@ -1,0 +1,92 @@
+"""Form fields and widgets the catalog forms share: the country picker and the
+model name input with its suggestions."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from tooling.runtime.hosted.countries import COUNTRY_NAMES, country_code, country_label
+
+
+def _sort_key(label: str) -> str:
+    # "Åland Islands" among the A's, not after "Zimbabwe"
+    folded = unicodedata.normalize("NFKD", label)
+    return "".join(c for c in folded if not unicodedata.combining(c)).casefold()
+
+
+def country_choices(blank: str | None = "---------") -> list[tuple[str, str]]:
+    """Every ISO 3166-1 country as ``(code, "Name (CODE)")``, by name."""
+    countries = sorted(
+        ((code, country_label(code)) for code in COUNTRY_NAMES),
+        key=lambda choice: _sort_key(choice[1]),
+    )
+    return [("", blank), *countries] if blank is not None else countries
+
+
+class CountryField(forms.ChoiceField):
+    """An ISO 3166-1 alpha-2 code, picked from the countries by name.
+
+    A posted code or exact name (letter case aside: ``de``, ``Germany``,
+    ``DEU``, ``Federal Republic of Germany``) is taken as its code; anything
+    else is refused, naming what was given: never cut to two letters.
+    """
+
+    default_error_messages = {
+        "invalid_choice": "'%(value)s' is not a country: pick one from the list "
+        "(a country's ISO 3166-1 name or alpha-2 code, e.g. 'Germany' or 'DE').",
+    }
+
+    def __init__(self, *, blank: str | None = "---------", **kwargs: Any) -> None:
+        super().__init__(choices=country_choices(blank), **kwargs)
+
+    def to_python(self, value: Any) -> str:
+        text = super().to_python(value).strip()
+        if not text:
+            return ""
+        code = country_code(text)
+        if code is None:
+            raise ValidationError(
+                self.error_messages["invalid_choice"],
+                code="invalid_choice",
+                params={"value": text[:100]},
+            )
+        return code
+
+    def prepare_value(self, value: Any) -> Any:
+        # a stored "de" or "Germany" shows as the country it names
+        if isinstance(value, str) and value:
+            return country_code(value) or value
+        return value
+
+
+class DatalistInput(forms.TextInput):
+    """A text input that suggests ``suggestions`` (an HTML ``datalist``) and
+    still takes anything typed."""
+
+    def __init__(
+        self, suggestions: Iterable[str] = (), attrs: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(attrs)
+        self.suggestions = list(suggestions)
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
+        list_id = f"{(attrs or {}).get('id') or f'id_{name}'}_suggestions"
+        attrs = {**(attrs or {}), "list": list_id}
+        field = super().render(name, value, attrs, renderer)
+        options = format_html_join(
+            "", '<option value="{}"></option>', ((s,) for s in self.suggestions)
+        )
+        return format_html('{}<datalist id="{}">{}</datalist>', field, list_id, options)
