@@ -20,14 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import (
-    Case,
-    IntegerField,
     JSONField,
     OuterRef,
     QuerySet,
     Subquery,
-    Value,
-    When,
 )
 
 from sessions_app.models import (
@@ -37,6 +33,7 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.models.approvals import INBOX_CLOSED, INBOX_DUE
 
 PENDING = ApprovalRequest.Status.PENDING
 # How much of a run's parameters or a call's arguments one line of the inbox
@@ -53,14 +50,9 @@ def visible_to(user: Any) -> QuerySet[ApprovalRequest]:
 def pending_first(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
     """Pending approvals first (the soonest deadline first), then the
     decided ones, newest first."""
-    return approvals.annotate(
-        closed=Case(
-            When(status=PENDING, then=Value(0)),
-            default=Value(1),
-            output_field=IntegerField(),
-        ),
-        due=Case(When(status=PENDING, then="expires_at"), default=None),
-    ).order_by("closed", "due", "-requested_at", "-pk")
+    return approvals.annotate(closed=INBOX_CLOSED, due=INBOX_DUE).order_by(
+        "closed", "due", "-requested_at", "-pk"
+    )
 
 
 def pending_for(session: AgentSession) -> ApprovalRequest | None:

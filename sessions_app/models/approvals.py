@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from sessions_app import access
@@ -18,6 +18,20 @@ from sessions_app.models.sessions import (
 )
 from tooling.append_only import (
     AppendOnlyError,
+)
+
+# The inbox's order (``approvals.inbox.pending_first``): pending requests
+# first, the soonest deadline first, then the decided ones, newest first. The
+# same expressions make the index that serves it (``approval_inbox_order``).
+INBOX_CLOSED = Case(
+    When(status="pending", then=Value(0)),
+    default=Value(1),
+    output_field=models.IntegerField(),
+)
+INBOX_DUE = Case(
+    When(status="pending", then=F("expires_at")),
+    default=None,
+    output_field=models.DateTimeField(),
 )
 
 
@@ -138,6 +152,13 @@ class ApprovalRequest(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "requested_at"], name="approval_inbox"),
+            models.Index(
+                INBOX_CLOSED,
+                INBOX_DUE,
+                F("requested_at").desc(),
+                F("id").desc(),
+                name="approval_inbox_order",
+            ),
             models.Index(fields=["status", "expires_at"], name="approval_expiry"),
             models.Index(fields=["session", "turn"], name="approval_timeline"),
         ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from sessions_app import services
-from sessions_app.approvals import decisions, expiry
+from sessions_app.approvals import decisions, expiry, inbox
 from sessions_app.approvals.decisions import ApprovalClosed
 from sessions_app.models import AgentSession, ApprovalRequest
 from tests.sessions_app.approval_setup import PROMPT, add_approval
@@ -210,3 +211,41 @@ def test_the_trigger_allows_exactly_the_documented_moves() -> None:
         if _moves(source, target)
     }
     assert moved == ALLOWED
+
+
+def test_the_inbox_order_is_read_from_its_index_not_sorted(admin_user) -> None:
+    """PostgreSQL: the inbox's first page (pending first, soonest deadline,
+    then newest decided) is an index scan of ``approval_inbox_order``, not a
+    sort over every request (issue #28: 20,000 requests)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the plan is PostgreSQL's (run with DATABASE_URL=postgres://...)")
+    sessions = AgentSessionFactory.create_batch(20)
+    now = timezone.now()
+    ApprovalRequest.objects.bulk_create(
+        ApprovalRequest(
+            session=sessions[index % 20],
+            tool_name="deploy",
+            reason="Needs a human.",
+            status="pending" if index < 20 else "approved",
+            requested_at=now - timedelta(minutes=index),
+            expires_at=now + timedelta(days=1, minutes=index),
+            decided_at=None if index < 20 else now,
+            event_id=str(uuid.uuid4()),
+        )
+        for index in range(3000)
+    )
+    page = inbox.pending_first(inbox.visible_to(admin_user))[:51]
+    sql, params = page.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_approvalrequest")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "approval_inbox_order" in plan, plan
+    assert "Sort" not in plan.splitlines()[1], plan
+    rows = list(page)
+    assert [row.status for row in rows[:20]] == ["pending"] * 20
+    assert [row.expires_at for row in rows[:20]] == sorted(
+        r.expires_at for r in rows[:20]
+    )
+    decided = [row.requested_at for row in rows[20:]]
+    assert decided == sorted(decided, reverse=True)
