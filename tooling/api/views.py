@@ -178,6 +178,9 @@ class ToolViewSet(viewsets.ReadOnlyModelViewSet[ToolDefinition]):
     serializer_class = ToolSerializer
     pagination_class = NameCursorPagination
     lookup_field = "name"
+    # Any name reaches the view (a dot included): who asks is checked
+    # before whether it exists, so an anonymous caller gets 401, never 404.
+    lookup_value_regex = "[^/]+"
     queryset = ToolDefinition.objects.all()
 
 
@@ -189,4 +192,7 @@ class HostedToolViewSet(viewsets.ReadOnlyModelViewSet[HostedToolDefinition]):
     serializer_class = HostedToolSerializer
     pagination_class = NameCursorPagination
     lookup_field = "name"
+    # Any name reaches the view (a dot included): who asks is checked
+    # before whether it exists, so an anonymous caller gets 401, never 404.
+    lookup_value_regex = "[^/]+"
     queryset = HostedToolDefinition.objects.all()
