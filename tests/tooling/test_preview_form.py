@@ -279,7 +279,7 @@ def test_the_prompts_change_page_links_preview(admin_client):
     html = admin_client.get(
         reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
     ).content.decode()
-    assert preview_url(prompt) in html
+    assert f'id="preview-run-link" href="{preview_url(prompt)}">Preview / run' in html
 
 
 def test_sections_policy_kinds_are_named(admin_client):
