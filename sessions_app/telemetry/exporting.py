@@ -130,45 +130,38 @@ def _attributes(pairs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _Trace:
+    """The spans of one finished session, from its rows."""
+
     def __init__(self, session: AgentSession, tracer: trace.Tracer) -> None:
         self.session = session
         self.tracer = tracer
         self.trace_id = session.id.int or 1
         self.capture = bool(settings.WINK_OTEL_CAPTURE_CONTENT)
         self.redactor = SecretRedactor([settings.OPENAI_API_KEY])
-        #: calls whose approval a person decided
-        self.decided_call_ids: set[str] = set()
-
-    # -- the spans --------------------------------------------------------------
+        self.rows = rows.read(session, capture=self.capture)
+        self.approval_of = {a.call_id: a for a in self.rows.approvals if a.call_id}
 
     def export(self) -> None:
-        session = self.session
-        read = rows.read(session, capture=self.capture)
-        calls, tools = read.provider_calls, read.tool_calls
-        denials, approvals = read.denials, read.approvals
-
-        call_spans = {call.turn: provider_span(call) for call in calls}
-        tool_timings: dict[int, Timing] = {}
-        for tool in tools:
-            timing = tool_span(tool)
-            if timing is None:  # native: within its turn's provider call
-                timing = call_spans.get(tool.turn) or Timing(tool.created_at, 0.0)
-            tool_timings[tool.pk] = timing
-        approval_timings = {
-            approval.pk: approval_span(
-                approval, session.finished_at or approval.requested_at
+        session, read = self.session, self.rows
+        calls = {call.turn: provider_span(call) for call in read.provider_calls}
+        # (span, its timing) of each child of the run, ended with the run
+        children: list[tuple[Span, Timing]] = []
+        tools = [(tool, self._tool_timing(tool, calls)) for tool in read.tool_calls]
+        approvals = [
+            (
+                approval,
+                approval_span(approval, session.finished_at or approval.requested_at),
             )
-            for approval in approvals
-        }
+            for approval in read.approvals
+        ]
         start = session.started_at or session.created_at
         end = session.finished_at or start
         for timing in (
-            *call_spans.values(),
-            *tool_timings.values(),
-            *approval_timings.values(),
+            *calls.values(),
+            *(t for _, t in tools),
+            *(t for _, t in approvals),
         ):
-            start = min(start, timing.start)
-            end = max(end, timing.end)
+            start, end = min(start, timing.start), max(end, timing.end)
 
         root = self._start(
             f"invoke_agent {session.prompt_ref}",
@@ -177,77 +170,81 @@ class _Trace:
             kind=SpanKind.INTERNAL,
             attributes=self._run_attributes(),
         )
-        parent = trace.set_span_in_context(root)
+        in_run = trace.set_span_in_context(root)
         chats: dict[int, Span] = {}
-        for call in calls:
-            timing = call_spans[call.turn]
-            span = self._start(
-                f"chat {call.request_model or session.model}",  # type: ignore[attr-defined]
-                ("chat", call.pk),
-                timing.start,
-                kind=SpanKind.CLIENT,
-                context=parent,
-                attributes=self._chat_attributes(call),
-            )
-            if call.error:
-                span.set_status(Status(StatusCode.ERROR, call.error_type or "error"))
-            chats[call.turn] = span
+        for call in read.provider_calls:
+            chats[call.turn] = self._chat_span(call, calls[call.turn], in_run)
 
-        by_call_id = {
-            approval.call_id: approval for approval in approvals if approval.call_id
-        }
-        self.decided_call_ids = {
-            approval.call_id
-            for approval in approvals
-            if approval.call_id and approval.decided_by_id is not None
-        }
         denied: dict[str, list[PolicyDenial]] = collections.defaultdict(list)
-        for denial in denials:
+        for denial in read.denials:
             denied[denial.call_id or ""].append(denial)
-        spans: list[tuple[Span, Timing]] = []
-        for tool in tools:
+        for tool, timing in tools:
             chat = chats.get(tool.turn) if tool.native else None
-            approval = by_call_id.get(tool.call_id) if tool.call_id else None
-            span = self._start(
-                f"execute_tool {tool.name}",
-                ("tool", tool.pk),
-                tool_timings[tool.pk].start,
-                kind=SpanKind.INTERNAL,
-                context=trace.set_span_in_context(chat) if chat is not None else parent,
-                attributes=self._tool_attributes(
-                    tool, by_call_id.get(tool.call_id or "")
-                ),
-            )
-            if not tool.success:
-                span.set_status(Status(StatusCode.ERROR, "tool_error"))
-            for denial in denied.pop(tool.call_id or "", []) if tool.call_id else []:
+            parent = trace.set_span_in_context(chat) if chat is not None else in_run
+            span = self._tool_span(tool, timing, parent)
+            for denial in denied.pop(tool.call_id, []) if tool.call_id else []:
                 self._guardrail_event(span, denial)
-            spans.append((span, tool_timings[tool.pk]))
-        for rest in denied.values():  # denials no tool call row records
+            children.append((span, timing))
+        for rest in denied.values():  # denials that no tool call row records
             for denial in rest:
                 self._guardrail_event(root, denial)
 
-        for approval in approvals:
-            timing = approval_timings[approval.pk]
+        for approval, timing in approvals:
             span = self._start(
                 f"approval {approval.tool_name}",
                 ("approval", approval.pk),
                 timing.start,
                 kind=SpanKind.INTERNAL,
-                context=parent,
+                context=in_run,
                 attributes=self._approval_attributes(approval, timing),
             )
-            spans.append((span, timing))
+            children.append((span, timing))
 
-        for span, timing in spans:
+        for span, timing in children:
             span.end(end_time=_ns(timing.end))
-        for turn, span in chats.items():
-            span.end(end_time=_ns(call_spans[turn].end))
+        for turn, chat in chats.items():
+            chat.end(end_time=_ns(calls[turn].end))
         if read.dropped:
             root.set_attribute("wink.spans.dropped", read.dropped)
         if session.status == AgentSession.Status.FAILED:
             root.set_status(Status(StatusCode.ERROR, session.error_phase or "failed"))
         root.end(end_time=_ns(end))
+
+    @staticmethod
+    def _tool_timing(tool: ToolInvocation, calls: Mapping[int, Timing]) -> Timing:
+        """A local call's own span; a native call's is its provider call's."""
+        timing = tool_span(tool)
+        if timing is None:
+            timing = calls.get(tool.turn) or Timing(tool.created_at, 0.0)
+        return timing
+
+    def _chat_span(self, call: ProviderCall, timing: Timing, parent: Any) -> Span:
+        model = call.request_model or self.session.model  # type: ignore[attr-defined]
+        span = self._start(
+            f"chat {model}",
+            ("chat", call.pk),
+            timing.start,
+            kind=SpanKind.CLIENT,
+            context=parent,
+            attributes=self._chat_attributes(call),
+        )
+        if call.error:
+            span.set_status(Status(StatusCode.ERROR, call.error_type or "error"))
+        return span
+
+    def _tool_span(self, tool: ToolInvocation, timing: Timing, parent: Any) -> Span:
+        approval = self.approval_of.get(tool.call_id) if tool.call_id else None
+        span = self._start(
+            f"execute_tool {tool.name}",
+            ("tool", tool.pk),
+            timing.start,
+            kind=SpanKind.INTERNAL,
+            context=parent,
+            attributes=self._tool_attributes(tool, approval),
+        )
+        if not tool.success:
+            span.set_status(Status(StatusCode.ERROR, "tool_error"))
+        return span
 
     def _start(
         self,
@@ -389,7 +386,8 @@ class _Trace:
     def _guardrail_event(self, span: Span, denial: PolicyDenial) -> None:
         # a person's denial carries their words: content, exported when opted
         # in; a policy's own message always is
-        by_person = denial.call_id in self.decided_call_ids
+        approval = self.approval_of.get(denial.call_id) if denial.call_id else None
+        by_person = approval is not None and approval.decided_by_id is not None
         span.add_event(
             "gen_ai.guardrail.result",
             attributes=_attributes(

@@ -1,13 +1,14 @@
 """The rows a session's trace is made of, each kind read in one bounded
-query (at most ``MAX_ROWS`` rows, and only the columns the trace uses)."""
+query (at most ``MAX_ROWS`` rows, and only the columns the trace uses; a
+kind with more is counted in one more query)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.db.models.fields.json import KT
 
 from sessions_app.models import (
@@ -82,10 +83,12 @@ class _Reader:
         self.capture = capture
         self.dropped = 0
 
-    def _bounded(self, rows: Iterable[Any]) -> list[Any]:
-        listed = list(rows)
+    def _bounded(self, rows: QuerySet[Any]) -> list[Any]:
+        """The first ``MAX_ROWS`` of ``rows``; those past them are counted
+        (one more query, only then)."""
+        listed = list(rows[: MAX_ROWS + 1])
         if len(listed) > MAX_ROWS:
-            self.dropped += len(listed) - MAX_ROWS
+            self.dropped += rows.count() - MAX_ROWS
             listed = listed[:MAX_ROWS]
         return listed
 
@@ -114,7 +117,7 @@ class _Reader:
             .annotate(
                 request_model=KT("request__model"), response_model=KT("response__model")
             )
-            .order_by("turn")[: MAX_ROWS + 1]
+            .order_by("turn")
         )
 
     def tool_calls(self) -> list[ToolInvocation]:
@@ -139,7 +142,7 @@ class _Reader:
         return self._bounded(
             ToolInvocation.objects.filter(session=self.session)
             .only(*fields)
-            .order_by("sequence")[: MAX_ROWS + 1]
+            .order_by("sequence")
         )
 
     def denials(self) -> list[PolicyDenial]:
@@ -155,7 +158,7 @@ class _Reader:
                 "sequence",
                 "created_at",
             )
-            .order_by("created_at", "id")[: MAX_ROWS + 1]
+            .order_by("created_at", "id")
         )
 
     def approvals(self) -> list[ApprovalRequest]:
@@ -176,5 +179,5 @@ class _Reader:
                 "decision_reason",
                 f"decided_by__{get_user_model().USERNAME_FIELD}",
             )
-            .order_by("requested_at", "id")[: MAX_ROWS + 1]
+            .order_by("requested_at", "id")
         )
