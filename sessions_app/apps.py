@@ -9,3 +9,10 @@ class SessionsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from sessions_app import checks  # noqa: F401  (registers the system checks)
+        from sessions_app.runs.store import session_ended
+        from sessions_app.telemetry import on_session_ended
+
+        # a session that ends is exported as a trace (when an endpoint is set)
+        session_ended.connect(
+            on_session_ended, dispatch_uid="sessions_app.telemetry.export"
+        )

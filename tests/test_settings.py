@@ -145,3 +145,36 @@ def test_the_sdks_http_clients_log_no_line_per_request():
 
     for name in ("httpx", "httpx2", "openai"):
         assert logging.getLogger(name).getEffectiveLevel() == logging.WARNING
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, ""),  # off by default
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, "http://c:4318/v1/traces"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}, "http://c:4318/v1/traces"),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://t.example/traces",
+            },
+            "https://t.example/traces",
+        ),
+    ],
+)
+def test_settings_otlp_traces_endpoint(env, expected):
+    from unittest import mock
+
+    from wink_project.env import env_otlp_traces_endpoint
+
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP_")
+    }
+    with mock.patch.dict(os.environ, {**clean, **env}, clear=True):
+        assert env_otlp_traces_endpoint() == expected
+
+
+def test_settings_refuse_an_otlp_endpoint_that_is_not_a_url():
+    result = _check(DEBUG="1", OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318")
+    assert result.returncode != 0
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL" in result.stderr

@@ -88,3 +88,23 @@ def env_usd(name: str) -> Decimal | None:
             f"{name} may have at most 4 decimal places; got {raw!r}."
         )
     return value
+
+
+def env_otlp_traces_endpoint() -> str:
+    """Where OTLP/HTTP traces go, as OpenTelemetry's exporters read it:
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as it is, else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (a base URL) with ``/v1/traces``; empty
+    when neither is set (no export). Only http(s) URLs are taken."""
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if traces:
+        name, url = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces
+    elif base:
+        name, url = "OTEL_EXPORTER_OTLP_ENDPOINT", base.rstrip("/") + "/v1/traces"
+    else:
+        return ""
+    if not re.match(r"https?://[^/?#\s]+", url):
+        raise ImproperlyConfigured(
+            f"{name} must be an http(s) URL such as http://127.0.0.1:4318; got {url!r}."
+        )
+    return url

@@ -16,7 +16,14 @@ from django.core.exceptions import ImproperlyConfigured
 
 from wink_project import workers_config
 from wink_project.csp import configured_policy
-from wink_project.env import env_bool, env_list, env_number, env_rate, env_usd
+from wink_project.env import (
+    env_bool,
+    env_list,
+    env_number,
+    env_otlp_traces_endpoint,
+    env_rate,
+    env_usd,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -429,6 +436,18 @@ WINK_MCP_HEADER_ENV_ALLOW = env_list("WINK_MCP_HEADER_ENV_ALLOW", "")
 # past the run's deadline) and the timeout of one attempt, in seconds.
 WINK_OPENAI_MAX_RETRIES = int(env_number("WINK_OPENAI_MAX_RETRIES", 2))
 WINK_OPENAI_TIMEOUT = env_number("WINK_OPENAI_TIMEOUT", 600, minimum=0.1)
+
+# OpenTelemetry (docs/opentelemetry.md): off unless an OTLP/HTTP endpoint is
+# set. Each session that ends is exported as a trace: the standard variables
+# name the collector (the base OTEL_EXPORTER_OTLP_ENDPOINT gets /v1/traces;
+# OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is); headers, timeout and
+# compression are the exporter's own OTEL_EXPORTER_OTLP_* variables.
+WINK_OTEL_TRACES_ENDPOINT = env_otlp_traces_endpoint()
+WINK_OTEL_SERVICE_NAME = (
+    os.environ.get("OTEL_SERVICE_NAME", "").strip() or "wink-catalog"
+)
+# Tool arguments and results (and approvers' reasons) are exported only when on.
+WINK_OTEL_CAPTURE_CONTENT = env_bool("WINK_OTEL_CAPTURE_CONTENT", False)
 
 # Approval notifications (docs/approvals.md). Links in them are absolute: the
 # address people open the product at.

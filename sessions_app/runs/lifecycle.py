@@ -44,6 +44,7 @@ from sessions_app.runs.store import (
     LeaseLost,
     RunCancelled,
     StoreUnavailable,
+    announce,
     claim,
     finish,
     lease_seconds,
@@ -142,6 +143,7 @@ def cancel_queued(session_id: Any, *, user: Any, now: datetime) -> bool:
             pk=session_id, status__in=(Status.QUEUED, Status.AWAITING_APPROVAL)
         ).update(cancel_requested_at=now, cancelled_by=user_id, **fields)
         if cancelled:
+            announce(session_id)  # once this transaction commits
             ApprovalRequest.objects.filter(
                 session_id=session_id, status=ApprovalRequest.Status.PENDING
             ).update(
@@ -187,6 +189,7 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
         .filter(cancel_requested_at__isnull=False)
         .update(**fields)
     ):
+        announce(session_id)
         return Status.CANCELLED
     attempts = row["attempts"]
     fields = ending_fields(
@@ -204,6 +207,7 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
         .filter(attempts__gte=settings.WINK_RUN_MAX_ATTEMPTS)
         .update(**fields)
     ):
+        announce(session_id)
         return Status.FAILED
     return None
 

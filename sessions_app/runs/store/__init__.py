@@ -11,6 +11,7 @@ from .claims import (
     worker_name,
 )
 from .commits import RECOMMIT_DELAYS, reconnect, release
+from .ended import announce, session_ended
 from .store import RunStore, create, finish, pause
 from .units import Unit
 
@@ -22,6 +23,7 @@ __all__ = [
     "RunStore",
     "StoreUnavailable",
     "Unit",
+    "announce",
     "claim",
     "create",
     "finish",
@@ -30,5 +32,6 @@ __all__ = [
     "pause",
     "reconnect",
     "release",
+    "session_ended",
     "worker_name",
 ]

@@ -41,6 +41,7 @@ from tooling.models import CatalogRevision
 
 from .claims import Claim, LeaseLost
 from .commits import commit, durable
+from .ended import announce
 from .units import DELETED, Unit
 
 Status = AgentSession.Status
@@ -299,9 +300,12 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
     def write() -> int:
         durable()
         fields = ending_fields(status=status, session_id=claim.session_id, **ending)
-        return AgentSession.objects.filter(
+        ended = AgentSession.objects.filter(
             pk=claim.session_id, status=Status.RUNNING, claim_token=claim.token
         ).update(**fields)
+        if ended:
+            announce(claim.session_id)  # once this transaction commits
+        return ended
 
     if not commit(write):
         raise LeaseLost("Another worker holds this session now.")
