@@ -598,6 +598,9 @@ class Generator:
             None
             if finished or status == "queued"
             else created + dt.timedelta(seconds=60),
+            # about gpt-5.4's rates: $1.25 / $10 per million tokens in / out
+            Decimal(usage_in) * Decimal("0.00000125")
+            + Decimal(usage_out) * Decimal("0.00001"),
         )
         return str(session_id)
 
@@ -828,6 +831,7 @@ def generate(size: Size, server: str, name: str) -> dict[str, Any]:
                         "started_at",
                         "finished_at",
                         "lease_expires_at",
+                        "cost",
                     ],
                 ),
                 "call": (
@@ -1277,7 +1281,17 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
         Endpoint(
             "API sessions ?duration_max=1", "/api/sessions/?duration_max=1", "list"
         ),
-        Endpoint("API sessions ?cost_min=0.5", "/api/sessions/?cost_min=0.5", "list"),
+        Endpoint("API sessions ?cost_min=0.05", "/api/sessions/?cost_min=0.05", "list"),
+        Endpoint(
+            "API sessions ?cost_max=0.005", "/api/sessions/?cost_max=0.005", "list"
+        ),
+        # Many matches, all in sessions of about five weeks half a year ago:
+        # the worst case of reading newest first (docs/benchmarks.md).
+        Endpoint(
+            "API sessions ?q=ticket-05 (old sessions only)",
+            "/api/sessions/?q=ticket-05",
+            "list",
+        ),
         Endpoint("API tool invocations, first page", "/api/tool-invocations/", "list"),
         Endpoint(
             "API tool invocations ?name=deploy_service",
