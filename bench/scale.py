@@ -60,7 +60,7 @@ DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432"
 DEFAULT_DATABASE = "wink_bench_scale"
 # Bump when the generated data changes shape: a dataset of another version is
 # generated again.
-DATASET_VERSION = 1
+DATASET_VERSION = 2
 END = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)  # the newest session, about
 SPAN_DAYS = 365
 AUDITOR = "bench-auditor"
@@ -598,6 +598,9 @@ class Generator:
             None
             if finished or status == "queued"
             else created + dt.timedelta(seconds=60),
+            # about gpt-5.4's rates: $1.25 / $10 per million tokens in / out
+            Decimal(usage_in) * Decimal("0.00000125")
+            + Decimal(usage_out) * Decimal("0.00001"),
         )
         return str(session_id)
 
@@ -652,7 +655,9 @@ class Generator:
             return
         name = rng.choice(LOCAL_TOOLS)
         path = f"notes/{number % 31}.md"
-        params = {"path": path}
+        # A reference unique to the call: what a text search for one word
+        # of one tool call finds (a single session).
+        params = {"path": path, "ref": f"ticket-{number:07d}"}
         denied = rng.random() < 0.02
         success = not denied and rng.random() > 0.05
         message = (
@@ -826,6 +831,7 @@ def generate(size: Size, server: str, name: str) -> dict[str, Any]:
                         "started_at",
                         "finished_at",
                         "lease_expires_at",
+                        "cost",
                     ],
                 ),
                 "call": (
@@ -1200,6 +1206,27 @@ def html_deep_url(client: httpx.Client, info: dict[str, Any]) -> str:
     return f"/audit/sessions/?{urlencode({'after': cursor})}"
 
 
+def search_word(info: dict[str, Any]) -> str:
+    """The reference of a local tool call about half way down the list: a
+    word in one tool call's arguments (``ticket-0500123``)."""
+    from django.db import connection
+
+    from sessions_app.models import ToolInvocation
+
+    ref = (
+        ToolInvocation.objects.filter(
+            native=False, id__gte=info["tool_invocations"] // 2
+        )
+        .order_by("id")
+        .values_list("params__ref", flat=True)
+        .first()
+    )
+    connection.close()
+    if not ref:
+        raise SystemExit("No tool call with a reference: --regenerate the dataset.")
+    return str(ref)
+
+
 def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
     typical, long = info["typical"], info["long"]
     after = urlencode(
@@ -1210,6 +1237,8 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
     )
     prompt = "hr/onboarding"
     user = "user07"
+    rare = search_word(info)  # one tool call's argument: one session
+    common = "refund policy"  # in the arguments of ~100,000 tool calls
     listing = [
         Endpoint("API sessions, first page", "/api/sessions/", "list"),
         Endpoint(
@@ -1230,6 +1259,38 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
         Endpoint(f"API sessions ?user={user}", f"/api/sessions/?user={user}", "list"),
         Endpoint(
             "API sessions, created in one week", f"/api/sessions/?{after}", "list"
+        ),
+        Endpoint(
+            "API sessions ?q=<one tool call's argument>",
+            f"/api/sessions/?{urlencode({'q': rare})}",
+            "list",
+        ),
+        Endpoint(
+            f"API sessions ?q={common}",
+            f"/api/sessions/?{urlencode({'q': common})}",
+            "list",
+        ),
+        Endpoint("API sessions ?q=GDPR", "/api/sessions/?q=GDPR", "list"),
+        Endpoint("API sessions ?q=<no match>", "/api/sessions/?q=zzqzzq", "list"),
+        Endpoint(
+            "API sessions ?prompt=support/", "/api/sessions/?prompt=support/", "list"
+        ),
+        Endpoint(
+            "API sessions ?duration_min=20", "/api/sessions/?duration_min=20", "list"
+        ),
+        Endpoint(
+            "API sessions ?duration_max=1", "/api/sessions/?duration_max=1", "list"
+        ),
+        Endpoint("API sessions ?cost_min=0.05", "/api/sessions/?cost_min=0.05", "list"),
+        Endpoint(
+            "API sessions ?cost_max=0.005", "/api/sessions/?cost_max=0.005", "list"
+        ),
+        # Many matches, all in sessions of about five weeks half a year ago:
+        # the worst case of reading newest first (docs/benchmarks.md).
+        Endpoint(
+            "API sessions ?q=ticket-05 (old sessions only)",
+            "/api/sessions/?q=ticket-05",
+            "list",
         ),
         Endpoint("API tool invocations, first page", "/api/tool-invocations/", "list"),
         Endpoint(
@@ -1334,6 +1395,18 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
             f"/audit/sessions/?{after}",
             "list",
             "API sessions, created in one week",
+        ),
+        Endpoint(
+            "HTML sessions ?q=<one tool call's argument>",
+            f"/audit/sessions/?{urlencode({'q': rare})}",
+            "list",
+            "API sessions ?q=<one tool call's argument>",
+        ),
+        Endpoint(
+            "HTML sessions ?duration_min=20",
+            "/audit/sessions/?duration_min=20",
+            "list",
+            "API sessions ?duration_min=20",
         ),
         Endpoint(
             "HTML session page, 20 events",

@@ -55,6 +55,9 @@ INSTALLED_APPS = [
     # runserver leaves static files to WhiteNoise too, as in production.
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # Operator classes in expression indexes (the sessions' trigram search
+    # indexes, migration sessions_app 0020); nothing of it runs on SQLite.
+    "django.contrib.postgres",
     "rest_framework",
     "rest_framework.authtoken",
     "django_filters",

@@ -8,27 +8,125 @@ in UTC with offsets PostgreSQL accepts.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 import django_filters
+from django import forms
 from django.contrib.auth import get_user_model
-from django.core.validators import RegexValidator
-from django.db.models import Subquery
+from django.core.validators import MinLengthValidator, RegexValidator
+from django.db import connection
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django_filters import fields as filter_fields
 
-from sessions_app.models import AgentSession, Citation, ToolInvocation
+from sessions_app.models import (
+    AgentSession,
+    Citation,
+    ToolInvocation,
+    session_duration,
+    session_search_text,
+    tool_search_text,
+)
 from tooling.api.input import (
     IsoDateTimeFromToRangeFilter,
     StrictBooleanFilter,
     StrictFilterSet,
+    UtcIsoDateTimeField,
 )
+
+# The shortest text search: a trigram index (PostgreSQL) finds nothing
+# shorter without reading every row.
+SEARCH_MIN_LENGTH = 3
+SEARCH_MAX_LENGTH = 200
+
+
+# Up to this many matching rows (tool calls and sessions, as PostgreSQL
+# estimates them), a search reads them from the trigram indexes; more, and it
+# reads sessions newest first (``filter_search``). About where both cost the
+# same at 100,000 sessions (docs/benchmarks.md).
+SEARCH_INDEX_ROWS = 5_000
+
+
+def expected_rows(queryset: QuerySet[Any]) -> float:
+    """How many rows PostgreSQL expects ``queryset`` to return (its plan's
+    estimate: planned, not run)."""
+    plan = json.loads(queryset.explain(format="json"))
+    return float(plan[0]["Plan"]["Plan Rows"])
+
+
+class DateTimePickerRangeWidget(filter_fields.DateRangeWidget):
+    """Two ``<input type="datetime-local">`` boxes (``_after``/``_before``):
+    the browser's date picker; the values stay ISO 8601, read in UTC."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        picker = {"type": "datetime-local", "step": "1", **(attrs or {})}
+        super().__init__(attrs=picker)
+
+
+class PickerDateTimeRangeField(filter_fields.RangeField):
+    widget = DateTimePickerRangeWidget
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(
+            (UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs
+        )
+
+
+class PickerDateTimeRangeFilter(IsoDateTimeFromToRangeFilter):
+    field_class = PickerDateTimeRangeField
+
+
+def _seconds_filter(label: str, lookup: str, help_text: str) -> Any:
+    return django_filters.NumberFilter(
+        method=f"filter_duration_{lookup}",
+        label=label,
+        min_value=0,
+        max_value=10**9,
+        help_text=help_text,
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
+    )
+
+
+def _cost_filter(label: str, lookup: str, help_text: str) -> Any:
+    return django_filters.NumberFilter(
+        field_name="cost",
+        lookup_expr=lookup,
+        label=label,
+        min_value=0,
+        max_value=10**8,
+        max_digits=18,
+        decimal_places=10,
+        help_text=help_text,
+        widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),
+    )
 
 
 class AgentSessionFilterSet(StrictFilterSet):
+    q = django_filters.CharFilter(
+        method="filter_search",
+        max_length=SEARCH_MAX_LENGTH,
+        label="Search",
+        help_text="Text in the session's parameters or output, or in the "
+        "arguments of one of its tool calls (case-insensitive, at least "
+        f"{SEARCH_MIN_LENGTH} characters).",
+        validators=[MinLengthValidator(SEARCH_MIN_LENGTH)],
+    )
     status = django_filters.ChoiceFilter(choices=AgentSession.Status.choices)
     prompt_ref = django_filters.CharFilter(
-        max_length=201, help_text='The prompt a session ran, as "namespace/key".'
+        max_length=201,
+        label="Prompt",
+        help_text='The prompt a session ran, as "namespace/key".',
+    )
+    prompt = django_filters.CharFilter(
+        field_name="prompt_ref",
+        lookup_expr="startswith",
+        max_length=201,
+        label="Prompt starts with",
+        help_text='A prefix of the prompt\'s "namespace/key": "support/" '
+        "finds every prompt of the support namespace.",
     )
     user = django_filters.CharFilter(
         field_name="created_by__username",
@@ -46,20 +144,99 @@ class AgentSessionFilterSet(StrictFilterSet):
             RegexValidator(r"^[0-9a-f]{64}$", "Enter a revision's 64-digit hash.")
         ],
     )
-    created_at = IsoDateTimeFromToRangeFilter(
+    duration_min = _seconds_filter(
+        "Ran at least (s)",
+        "gte",
+        "Finished sessions that ran at least this many seconds (started to finished).",
+    )
+    duration_max = _seconds_filter(
+        "Ran at most (s)",
+        "lte",
+        "Finished sessions that ran at most this many seconds (started to finished).",
+    )
+    cost_min = _cost_filter("Cost at least (USD)", "gte", "Spent at least this, USD.")
+    cost_max = _cost_filter("Cost at most (USD)", "lte", "Spent at most this, USD.")
+    created_at = PickerDateTimeRangeFilter(
+        label="Created",
         help_text="Created at or after `created_at_after` and at or before "
-        "`created_at_before` (ISO 8601; the UTC offset within ±15:59).",
+        "`created_at_before` (ISO 8601, e.g. 2026-11-20T09:30; UTC unless an "
+        "offset within ±15:59 is given).",
     )
 
     class Meta:
         model = AgentSession
-        fields = ["status", "prompt_ref", "user", "revision", "created_at"]
+        fields = [
+            "q",
+            "status",
+            "prompt_ref",
+            "prompt",
+            "user",
+            "revision",
+            "duration_min",
+            "duration_max",
+            "cost_min",
+            "cost_max",
+            "created_at",
+        ]
 
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:
         # The user's id as a scalar subquery, not a join: the page is then
         # read newest first from the (created_by, created_at) index.
         user = get_user_model().objects.filter(username=value).values("pk")[:1]
         return queryset.filter(created_by=Subquery(user))
+
+    def filter_search(self, queryset: Any, name: str, value: str) -> Any:
+        """Sessions whose parameters or output hold ``value``, or one of
+        whose tool calls' arguments do (case-insensitive, literally).
+
+        Two plans, chosen by how many rows the database expects to match:
+        few, and both trigram indexes (PostgreSQL, migration 0020) name the
+        sessions, which are then looked up and sorted (one ``IN`` of a
+        ``UNION ALL``); many, and the page is read newest first, each
+        session tested until the page is full (a per-row subquery of its
+        tool calls), which stops early because matches are frequent. An
+        ``OR`` of the two conditions would leave the choice to PostgreSQL,
+        which then reads every match (a hashed subplan) whatever their
+        number. SQLite has no trigram index: it always reads newest first.
+        """
+        value = value.strip()
+        if not value:
+            return queryset
+        tools = ToolInvocation.objects.alias(text=tool_search_text()).filter(
+            text__icontains=value
+        )
+        sessions = AgentSession.objects.alias(text=session_search_text()).filter(
+            text__icontains=value
+        )
+        either = (
+            tools.order_by()
+            .values("session_id")
+            .union(sessions.order_by().values("id"), all=True)
+        )
+        if (
+            connection.vendor == "postgresql"
+            and expected_rows(either) <= SEARCH_INDEX_ROWS
+        ):
+            return queryset.filter(pk__in=either)
+        tool_match = tools.filter(session=OuterRef("pk")).order_by().values("pk")[:1]
+        return queryset.alias(
+            search_text=session_search_text(), search_tool=Subquery(tool_match)
+        ).filter(Q(search_text__icontains=value) | Q(search_tool__isnull=False))
+
+    def filter_duration_gte(self, queryset: Any, name: str, value: Any) -> Any:
+        return self._duration(queryset, "gte", value)
+
+    def filter_duration_lte(self, queryset: Any, name: str, value: Any) -> Any:
+        return self._duration(queryset, "lte", value)
+
+    def _duration(self, queryset: Any, lookup: str, value: Any) -> Any:
+        if value is None:
+            return queryset
+        # An expression index on PostgreSQL (migration 0020).
+        seconds = dt.timedelta(seconds=float(value))
+        return queryset.alias(ran_for=session_duration()).filter(
+            **{f"ran_for__{lookup}": seconds}
+        )
 
 
 class ToolInvocationFilterSet(StrictFilterSet):

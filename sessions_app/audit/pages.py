@@ -172,6 +172,14 @@ class SessionListView(
             return queryset.none()
         return self.filterset.qs
 
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Invalid filters: the page shows the form's errors, with the API's
+        # status (400), instead of an empty list.
+        response = super().get(request, *args, **kwargs)
+        if self.filterset.form.errors:
+            response.status_code = 400
+        return response
+
 
 def _first(queryset: QuerySet[Any], limit: int) -> tuple[list[Any], bool]:
     """The first ``limit`` rows of ``queryset``, and whether there are more."""

@@ -29,6 +29,7 @@ from sessions_app.models.audit import (
     SessionPurge,
     StateChange,
     ToolInvocation,
+    tool_search_text,
 )
 from sessions_app.models.experiments import (
     Dataset,
@@ -46,6 +47,8 @@ from sessions_app.models.sessions import (
     cost_field,
     count_of,
     event_id_field,
+    session_duration,
+    session_search_text,
     session_url,
     text_altered_field,
 )
@@ -77,6 +80,9 @@ __all__ = [
     "cost_field",
     "count_of",
     "event_id_field",
+    "session_duration",
+    "session_search_text",
     "session_url",
     "text_altered_field",
+    "tool_search_text",
 ]

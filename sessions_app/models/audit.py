@@ -4,11 +4,12 @@ each purge."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Reverse
+from django.db.models.functions import Cast, Concat, Reverse
 from django.utils import timezone
 
 from sessions_app.models.sessions import (
@@ -85,6 +86,13 @@ class ProviderCall(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.session_id} turn {self.turn}"
+
+
+def tool_search_text() -> Any:
+    """The text a search reads of a tool call: its arguments, parsed
+    (``params`` as JSON text) and as the model sent them. Migration 0020
+    indexes ``UPPER()`` of this very expression with trigrams on PostgreSQL."""
+    return Concat(Cast("params", models.TextField()), "raw_arguments")
 
 
 class ToolInvocation(AppendOnlyModel):

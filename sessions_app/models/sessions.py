@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import connections, models, transaction
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce, Concat
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
@@ -70,6 +70,23 @@ def count_of(model: type[models.Model]) -> Any:
     )
 
 
+def session_search_text() -> Any:
+    """The text a search reads of a session: its parameters (as JSON text)
+    and its output. Migration 0020 indexes ``UPPER()`` of this very
+    expression with trigrams on PostgreSQL, which an ``icontains`` of it
+    reads."""
+    return Concat(Cast("params", models.TextField()), "output_text")
+
+
+def session_duration() -> Any:
+    """How long a session ran (finished minus started; NULL until it ends).
+    Migration 0020 indexes this expression on PostgreSQL."""
+    return models.ExpressionWrapper(
+        models.F("finished_at") - models.F("started_at"),
+        output_field=models.DurationField(),
+    )
+
+
 class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]):
     session_field = ""
 
@@ -87,8 +104,22 @@ class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]
         )
 
     def summaries(self) -> AgentSessionQuerySet:
-        """For lists: counts of tool calls and citations, no large fields."""
-        return self.with_counts().defer(*SESSION_BODY_FIELDS)
+        """For lists: counts of tool calls and citations, the username of
+        who started it (``created_by_username``), how long it ran
+        (``duration``); no large fields."""
+        users = self._rows_of("created_by")
+        # The username as a per-row subquery (like the counts): no join, so
+        # the planner still reads each filter's index in order.
+        username = models.Subquery(
+            users._default_manager.filter(pk=models.OuterRef("created_by"))
+            .order_by()
+            .values("username")[:1]
+        )
+        return (
+            self.with_counts()
+            .annotate(created_by_username=username, duration=session_duration())
+            .defer(*SESSION_BODY_FIELDS)
+        )
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise AppendOnlyError(
@@ -299,6 +330,9 @@ class AgentSession(models.Model):
             models.Index(
                 fields=["revision", "created_at"], name="session_revision_created"
             ),
+            # The cost filters (the duration and text search indexes are
+            # PostgreSQL's own: migration 0020).
+            models.Index(fields=["cost"], name="session_cost"),
         ]
 
     def __str__(self) -> str:

@@ -49,6 +49,23 @@ def stamp(value: Any, pattern: str = "%Y-%m-%d %H:%M:%S") -> str:
 
 
 @register.filter
+def seconds(value: Any) -> str:
+    """How long a session ran: ``0.42 s``, ``12.3 s``, ``4 min 05 s``,
+    ``2 h 03 min``; empty for anything but a ``timedelta``."""
+    if not isinstance(value, datetime.timedelta):
+        return ""
+    total = value.total_seconds()
+    if total < 10:
+        return f"{total:.2f} s"
+    if total < 60:
+        return f"{total:.1f} s"
+    whole = int(total)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+@register.filter
 def clip(value: Any, length: int) -> str:
     """At most ``length`` characters, the last an ellipsis when cut (a plain
     string: the template escapes it)."""

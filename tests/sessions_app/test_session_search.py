@@ -1,0 +1,326 @@
+"""Finding sessions (issue #28): text search over parameters, output and tool
+arguments; prompt prefix, duration and cost filters; invalid filters shown on
+the page as the API refuses them. Runs on SQLite and on PostgreSQL (with
+``DATABASE_URL=postgres://...``: the trigram and duration indexes too)."""
+
+import datetime
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.http import QueryDict
+from django.utils import timezone
+
+from sessions_app.audit import filters
+from sessions_app.audit.filters import AgentSessionFilterSet
+from sessions_app.models import AgentSession
+from sessions_app.templatetags.audit_tags import seconds
+from tests.sessions_app.factories import (
+    AgentSessionFactory,
+    ToolInvocationFactory,
+    UserFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+LIST_URL = "/audit/sessions/"
+API_URL = "/api/sessions/"
+
+
+def api_ids(client, **query):
+    response = client.get(API_URL, query)
+    assert response.status_code == 200, response.content
+    return {row["id"] for row in response.json()["results"]}
+
+
+def page_ids(client, **query):
+    response = client.get(LIST_URL, query)
+    assert response.status_code == 200, response.content
+    return {str(session.pk) for session in response.context["sessions"]}
+
+
+def ran(session_seconds, **fields):
+    started = timezone.now() - datetime.timedelta(hours=1)
+    return AgentSessionFactory.create(
+        started_at=started,
+        finished_at=started + datetime.timedelta(seconds=session_seconds),
+        **fields,
+    )
+
+
+# Text search
+
+
+@pytest.fixture(params=["index", "newest first"])
+def search_plan(request, monkeypatch):
+    """Both ways a search reads (``filter_search``): from the trigram indexes
+    (PostgreSQL, few matches) and newest first (many matches; SQLite)."""
+    if request.param == "index" and connection.vendor != "postgresql":
+        pytest.skip("trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
+    rows = 10**9 if request.param == "index" else -1
+    monkeypatch.setattr(filters, "SEARCH_INDEX_ROWS", rows)
+    return request.param
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_a_word_in_a_tool_argument_finds_its_session(admin_client):
+    wanted = AgentSessionFactory.create(output_text="Done.")
+    ToolInvocationFactory.create(session=wanted, params={"path": "notes/a.md"})
+    ToolInvocationFactory.create(
+        session=wanted,
+        params={"path": "reports/Quarterly-Kraken.md"},
+        raw_arguments='{"path": "reports/Quarterly-Kraken.md"}',
+    )
+    other = AgentSessionFactory.create(output_text="Done.")
+    ToolInvocationFactory.create(session=other, params={"path": "notes/b.md"})
+
+    for word in ("kraken", "KRAKEN", "Quarterly-Kraken"):
+        assert api_ids(admin_client, q=word) == {str(wanted.pk)}
+        assert page_ids(admin_client, q=word) == {str(wanted.pk)}
+    assert api_ids(admin_client, q="leviathan") == set()
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_reads_unparsed_raw_arguments_and_native_calls(admin_client):
+    unparsed = AgentSessionFactory.create()
+    ToolInvocationFactory.create(
+        session=unparsed, params=None, raw_arguments='{"path": "walrus.txt"'
+    )
+    searched = AgentSessionFactory.create()
+    ToolInvocationFactory.create(
+        session=searched,
+        web_search=True,
+        params={"action": "search", "query": "narwhal tusks"},
+    )
+    AgentSessionFactory.create()
+
+    assert api_ids(admin_client, q="walrus") == {str(unparsed.pk)}
+    assert api_ids(admin_client, q="narwhal tusks") == {str(searched.pk)}
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_reads_parameters_and_output_once_per_session(admin_client):
+    by_params = AgentSessionFactory.create(params={"topic": "Zeppelins"})
+    by_output = AgentSessionFactory.create(output_text="All about zeppelins.")
+    both = AgentSessionFactory.create(
+        params={"topic": "zeppelins"}, output_text="zeppelins"
+    )
+    ToolInvocationFactory.create(session=both, params={"q": "zeppelins"})
+    ToolInvocationFactory.create(session=both, params={"q": "more zeppelins"})
+    AgentSessionFactory.create(params={"topic": "tides"}, output_text="Tides.")
+
+    response = admin_client.get(API_URL, {"q": "zeppelin"})
+
+    ids = [row["id"] for row in response.json()["results"]]
+    assert sorted(ids) == sorted(str(s.pk) for s in (by_params, by_output, both))
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_matches_text_literally_not_as_a_pattern(admin_client):
+    AgentSessionFactory.create(output_text="discount of 50 percent")
+    literal = AgentSessionFactory.create(output_text="discount of 50% off")
+
+    assert api_ids(admin_client, q="50%") == {str(literal.pk)}
+    assert api_ids(admin_client, q="f_5") == set()
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_keeps_to_the_sessions_a_user_may_see(client):
+    alice = UserFactory.create(username="alice")
+    mine = AgentSessionFactory.create(created_by=alice)
+    ToolInvocationFactory.create(session=mine, params={"path": "secret-plan.md"})
+    theirs = AgentSessionFactory.create(created_by=UserFactory.create())
+    ToolInvocationFactory.create(session=theirs, params={"path": "secret-plan.md"})
+    client.force_login(alice)
+
+    assert api_ids(client, q="secret-plan") == {str(mine.pk)}
+    assert page_ids(client, q="secret-plan") == {str(mine.pk)}
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_pages_newest_first(admin_client):
+    sessions = [
+        AgentSessionFactory.create(
+            created_at=timezone.now() - datetime.timedelta(minutes=n),
+            output_text="gannet",
+        )
+        for n in range(30)
+    ]
+    AgentSessionFactory.create(output_text="puffin")
+
+    first = admin_client.get(LIST_URL, {"q": "gannet"})
+    second = admin_client.get(
+        LIST_URL, {"q": "gannet", "after": first.context["page"].older}
+    )
+
+    shown = [s.pk for s in first.context["sessions"]] + [
+        s.pk for s in second.context["sessions"]
+    ]
+    assert shown == [s.pk for s in sessions]
+
+
+# Filters
+
+
+def test_prompt_prefix_filter(admin_client):
+    triage = AgentSessionFactory.create(prompt_ref="support/triage")
+    refund = AgentSessionFactory.create(prompt_ref="support/refund")
+    AgentSessionFactory.create(prompt_ref="ops/support")
+
+    assert api_ids(admin_client, prompt="support/") == {str(triage.pk), str(refund.pk)}
+    assert page_ids(admin_client, prompt="support/t") == {str(triage.pk)}
+    # the exact filter stays exact
+    assert api_ids(admin_client, prompt_ref="support/") == set()
+
+
+def test_duration_filters(admin_client):
+    quick = ran(2)
+    slow = ran(90)
+    AgentSessionFactory.create(started_at=timezone.now(), finished_at=None)
+
+    assert api_ids(admin_client, duration_min="60") == {str(slow.pk)}
+    assert api_ids(admin_client, duration_max="2.5") == {str(quick.pk)}
+    assert page_ids(admin_client, duration_min="1", duration_max="100") == {
+        str(quick.pk),
+        str(slow.pk),
+    }
+
+
+def test_cost_filters(admin_client):
+    cheap = AgentSessionFactory.create(cost=Decimal("0.001"))
+    dear = AgentSessionFactory.create(cost=Decimal("2.5"))
+
+    assert api_ids(admin_client, cost_min="1") == {str(dear.pk)}
+    assert page_ids(admin_client, cost_max="0.01") == {str(cheap.pk)}
+
+
+# Invalid filters
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"created_at_after": "yesterday"}, "created_at"),
+        ({"created_at_before": "2026-13-45"}, "created_at"),
+        ({"q": "ab"}, "q"),
+        ({"duration_min": "soon"}, "duration_min"),
+        ({"duration_max": "-1"}, "duration_max"),
+        ({"cost_min": "NaN"}, "cost_min"),
+        ({"status": "sleeping"}, "status"),
+        ({"revision": "abc"}, "revision"),
+    ],
+    ids=str,
+)
+def test_invalid_filters_are_errors_on_the_page_as_in_the_api(
+    admin_client, query, field
+):
+    AgentSessionFactory.create()
+
+    api = admin_client.get(API_URL, query)
+    page = admin_client.get(LIST_URL, query)
+
+    assert api.status_code == 400
+    assert page.status_code == 400
+    assert page.context["filter"].form.errors.keys() == api.json()["errors"].keys()
+    html = page.content.decode()
+    assert "These filters are not valid" in html
+    assert f"<code>{field}</code>" in html
+    assert "No sessions yet" not in html
+
+
+def test_no_match_says_so(admin_client):
+    AgentSessionFactory.create()
+
+    html = admin_client.get(LIST_URL, {"q": "nothing-like-this"}).content.decode()
+
+    assert "No sessions match these filters." in html
+
+
+# Columns and form
+
+
+def test_list_shows_user_and_duration_without_a_query_per_row(
+    admin_client, django_assert_max_num_queries
+):
+    alice = UserFactory.create(username="alice")
+    for n in range(5):
+        ran(n * 30 + 1.5, created_by=alice)
+    AgentSessionFactory.create(created_by=None)
+    admin_client.get(LIST_URL)  # warm caches (session, permissions)
+
+    with django_assert_max_num_queries(6):
+        response = admin_client.get(LIST_URL)
+
+    html = response.content.decode()
+    assert "<th>User</th>" in html and '<th class="num">Duration</th>' in html
+    assert "<td>alice</td>" in html
+    assert "1.50 s" in html and "2 min 01 s" in html
+    rows = response.context["sessions"]
+    assert {row.created_by_username for row in rows} == {"alice", None}
+
+
+def test_date_boxes_are_pickers_with_a_format_hint(admin_client):
+    html = admin_client.get(LIST_URL).content.decode()
+
+    assert html.count('type="datetime-local"') == 2
+    assert 'name="created_at_after"' in html and 'name="created_at_before"' in html
+    assert "UTC, e.g. 2026-11-20T09:30" in html
+
+
+def test_a_picker_value_filters(admin_client):
+    """What ``<input type=datetime-local>`` sends (no seconds, no offset) is
+    read in UTC."""
+    old = AgentSessionFactory.create(
+        created_at=datetime.datetime(2026, 1, 1, 9, 0, tzinfo=datetime.UTC)
+    )
+    AgentSessionFactory.create(
+        created_at=datetime.datetime(2026, 3, 1, 9, 0, tzinfo=datetime.UTC)
+    )
+
+    ids = page_ids(admin_client, created_at_before="2026-01-01T09:30")
+
+    assert ids == {str(old.pk)}
+
+
+@pytest.mark.parametrize(
+    ("delta", "shown"),
+    [
+        (datetime.timedelta(milliseconds=420), "0.42 s"),
+        (datetime.timedelta(seconds=12.34), "12.3 s"),
+        (datetime.timedelta(seconds=245), "4 min 05 s"),
+        (datetime.timedelta(hours=2, minutes=3, seconds=4), "2 h 03 min"),
+        (None, ""),
+    ],
+)
+def test_durations_read_as_people_say_them(delta, shown):
+    assert seconds(delta) == shown
+
+
+# PostgreSQL: the indexes the filters read
+
+
+def test_postgresql_reads_search_and_duration_from_their_indexes():
+    if connection.vendor != "postgresql":
+        pytest.skip("trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
+    session = AgentSessionFactory.create()
+    ToolInvocationFactory.create(session=session, params={"path": "kraken.md"})
+
+    def plan(query):
+        filterset = AgentSessionFilterSet(
+            QueryDict(query), queryset=AgentSession.objects.summaries()
+        )
+        assert filterset.is_valid(), filterset.errors
+        with connection.cursor() as cursor:  # a tiny table: make indexes win
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            return filterset.qs.explain()
+
+    search = plan("q=kraken")  # few rows expected: from the indexes
+    assert "tool_search_trgm" in search and "session_search_trgm" in search
+    assert "session_duration" in plan("duration_min=5")
+    assert "session_cost" in plan("cost_min=5")
+    assert (
+        AgentSessionFilterSet(
+            QueryDict("q=KRAKEN"), queryset=AgentSession.objects.all()
+        ).qs.get()
+        == session
+    )
