@@ -133,7 +133,7 @@ class AgentSessionFilterSet(StrictFilterSet):
         method="filter_user",
         max_length=150,
         label="User",
-        help_text="The username of who started the session.",
+        help_text="The username of who started the session (any case).",
     )
     revision = django_filters.CharFilter(
         field_name="revision_id",
@@ -180,10 +180,11 @@ class AgentSessionFilterSet(StrictFilterSet):
         ]
 
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:
-        # The user's id as a scalar subquery, not a join: the page is then
-        # read newest first from the (created_by, created_at) index.
-        user = get_user_model().objects.filter(username=value).values("pk")[:1]
-        return queryset.filter(created_by=Subquery(user))
+        # The users' ids as a subquery, not a join: the page is then read
+        # newest first from the (created_by, created_at) index. Any case:
+        # "Alice" finds alice (two accounts differing by case: both).
+        users = get_user_model().objects.filter(username__iexact=value).values("pk")
+        return queryset.filter(created_by__in=Subquery(users))
 
     def filter_search(self, queryset: Any, name: str, value: str) -> Any:
         """Sessions whose parameters or output hold ``value``, or one of

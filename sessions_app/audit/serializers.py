@@ -273,14 +273,36 @@ class AgentSessionListSerializer(
         help_text="The catalog revision's hash: sessions with the same one ran "
         "the same catalog.",
     )
-    # Annotated by ``AgentSession.objects.with_counts()``.
+    # Annotated by ``AgentSession.objects.summaries()``.
     tool_call_count = serializers.IntegerField(read_only=True)
     citation_count = serializers.IntegerField(read_only=True)
+    created_by = serializers.CharField(
+        source="created_by_username",
+        read_only=True,
+        allow_null=True,
+        help_text="The username of who started it (null: nobody recorded, or "
+        "a deleted user).",
+    )
+    duration_seconds = serializers.SerializerMethodField(
+        help_text="How long it ran: from its start to its end (null until both)."
+    )
 
     class Meta:
         model = AgentSession
-        fields = [*SESSION_SUMMARY_FIELDS, "tool_call_count", "citation_count"]
+        fields = [
+            *SESSION_SUMMARY_FIELDS,
+            "created_by",
+            "duration_seconds",
+            "tool_call_count",
+            "citation_count",
+        ]
         read_only_fields = fields
+
+    def get_duration_seconds(self, session: AgentSession) -> float | None:
+        duration = getattr(session, "duration", None)
+        if duration is None:
+            return None
+        return round(duration.total_seconds(), 3)
 
 
 class AgentSessionDetailSerializer(

@@ -80,7 +80,7 @@ def session_search_text() -> Any:
 
 def session_duration() -> Any:
     """How long a session ran (finished minus started; NULL until it ends).
-    Migration 0020 indexes this expression on PostgreSQL."""
+    Migration 0022 indexes this expression on PostgreSQL."""
     return models.ExpressionWrapper(
         models.F("finished_at") - models.F("started_at"),
         output_field=models.DurationField(),

@@ -259,6 +259,32 @@ def test_list_shows_user_and_duration_without_a_query_per_row(
     assert {row.created_by_username for row in rows} == {"alice", None}
 
 
+def test_the_api_list_gives_the_user_and_the_duration(
+    api_client, django_assert_max_num_queries
+):
+    alice = UserFactory.create(username="alice")
+    done = ran(90.25, created_by=alice)
+    waiting = AgentSessionFactory.create(created_by=None)
+    api_client.get(API_URL)  # warm
+
+    with django_assert_max_num_queries(6):
+        rows = {row["id"]: row for row in api_client.get(API_URL).json()["results"]}
+
+    assert rows[str(done.pk)]["created_by"] == "alice"
+    assert rows[str(done.pk)]["duration_seconds"] == 90.25
+    assert rows[str(waiting.pk)]["created_by"] is None
+    assert rows[str(waiting.pk)]["duration_seconds"] is None
+
+
+def test_the_user_filter_takes_any_case(admin_client, api_client):
+    alice = UserFactory.create(username="alice")
+    mine = AgentSessionFactory.create(created_by=alice)
+    AgentSessionFactory.create(created_by=UserFactory.create(username="alicia"))
+    assert page_ids(admin_client, user="ALICE") == {str(mine.pk)}
+    assert api_ids(api_client, user="Alice") == {str(mine.pk)}
+    assert page_ids(admin_client, user="nobody") == set()
+
+
 def test_date_boxes_are_pickers_with_a_format_hint(admin_client):
     html = admin_client.get(LIST_URL).content.decode()
 
