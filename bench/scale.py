@@ -60,7 +60,7 @@ DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432"
 DEFAULT_DATABASE = "wink_bench_scale"
 # Bump when the generated data changes shape: a dataset of another version is
 # generated again.
-DATASET_VERSION = 2
+DATASET_VERSION = 3
 END = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)  # the newest session, about
 SPAN_DAYS = 365
 AUDITOR = "bench-auditor"
@@ -71,6 +71,9 @@ SESSION_P95_MS = 50.0  # a session's detail, timeline (first page) and page
 DEEP_RATIO = 1.2  # a deep page against the first (p50)
 LONG_RATIO = 1.2  # the long session's page against an ordinary one's (p50)
 HTML_RATIO = 1.5  # a page against its API twin (p50)
+# Issue #28: the approvals inbox at 20,000 requests against the sessions list.
+APPROVALS = 20_000
+INBOX_RATIO = 1.5
 
 
 # -- the dataset -----------------------------------------------------------------
@@ -723,6 +726,37 @@ class Generator:
             )
 
 
+def _add_approvals(cursor: Any) -> None:
+    """``APPROVALS`` approval requests on the newest sessions, one each: one in
+    200 pending (its deadline a day after it was asked), the rest decided."""
+    cursor.execute(
+        """
+        INSERT INTO sessions_app_approvalrequest (
+            id, session_id, kind, tool_name, call_id, sequence, turn, params,
+            raw_arguments, server_label, policy_name, reason, approvers,
+            four_eyes, status, requested_at, expires_at, decided_by_id,
+            decided_at, decision_reason, event_id, text_altered)
+        SELECT gen_random_uuid(), s.id, 'function', 'deploy', 'call_' || s.n,
+            1, 1, jsonb_build_object('environment', 'production', 'n', s.n),
+            '{"environment": "production"}', '', 'production-deploy',
+            'Tool ''deploy'' needs a human decision.', '{}'::jsonb, false,
+            CASE WHEN s.n %% 200 = 0 THEN 'pending'
+                 ELSE (ARRAY['approved', 'denied', 'expired'])[1 + s.n %% 3] END,
+            s.created_at + interval '1 second', s.created_at + interval '1 day',
+            NULL,
+            CASE WHEN s.n %% 200 = 0 THEN NULL
+                 ELSE s.created_at + interval '1 minute' END,
+            '', gen_random_uuid(), false
+        FROM (
+            SELECT id, created_at, row_number() OVER (ORDER BY created_at DESC) AS n
+            FROM sessions_app_agentsession ORDER BY created_at DESC LIMIT %s
+        ) AS s
+        """,
+        [APPROVALS],
+    )
+    print(f"  added {APPROVALS:,} approval requests", flush=True)
+
+
 def _admin_url(server: str) -> str:
     return f"{server.rstrip('/')}/postgres"
 
@@ -960,6 +994,7 @@ def generate(size: Size, server: str, name: str) -> dict[str, Any]:
                     f"SELECT setval(pg_get_serial_sequence('\"{table_name}\"', 'id'),"
                     f' (SELECT max(id) FROM "{table_name}"))'
                 )
+            _add_approvals(cursor)
         conn.autocommit = True
         vacuum_started = time.perf_counter()
         conn.execute("VACUUM ANALYZE")
@@ -1367,6 +1402,11 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
             "API sessions, first page",
         ),
         Endpoint(
+            f"HTML approvals inbox, {APPROVALS:,} requests",
+            "/audit/approvals/",
+            "inbox:HTML sessions, first page",
+        ),
+        Endpoint(
             "HTML sessions, deep page",
             html_deep_url(client, info),
             "deep:HTML sessions, first page",
@@ -1501,6 +1541,16 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
                 ratio = result.p50 / short.p50
                 checks.append(
                     (f"{ratio:.2f}x 20-event <= {LONG_RATIO}", ratio <= LONG_RATIO)
+                )
+        if endpoint.kind.startswith("inbox:"):
+            listing = by_name.get(endpoint.kind[6:])
+            if listing:
+                ratio = result.p50 / listing.p50
+                checks.append(
+                    (
+                        f"{ratio:.2f}x sessions list <= {INBOX_RATIO}",
+                        ratio <= INBOX_RATIO,
+                    )
                 )
         if endpoint.twin:
             twin = by_name.get(endpoint.twin)

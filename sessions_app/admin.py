@@ -227,12 +227,15 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
     def preview_extras(
         self, request: HttpRequest, template: PromptTemplate
     ) -> dict[str, Any]:
-        """The user's daily budget: what their runs may still spend today."""
+        """The user's daily budget: what a new run may still spend today
+        (less what they spent and what their runs in flight may spend)."""
         limit = budgets.daily_limit(request.user)
         if limit is None:
             return {"daily_budget": None}
-        spent = budgets.spent_today(request.user)
-        return {"daily_budget": limit, "daily_budget_left": max(limit - spent, 0)}
+        return {
+            "daily_budget": limit,
+            "daily_budget_left": budgets.left_today(request.user, limit),
+        }
 
     def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         if not access.may_start(request.user):

@@ -36,7 +36,7 @@ from tooling.forms import (
     pretty,
 )
 from tooling.forms.hosted import hosted_tool_form
-from tooling.forms.preview import ParameterForm
+from tooling.forms.preview import ParameterForm, boxed_names
 from tooling.governance import governance_of
 from tooling.handlers import registry
 from tooling.history.admin import HistoryAdminMixin, with_change_record
@@ -352,22 +352,26 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
             specs = assembly.prompt_parameters(assembly.freeze_template(template))
         except PromptError:
             specs = []
-        return form, (ParameterForm(specs, data) if specs else None)
+        if not specs:
+            return form, None
+        return form, ParameterForm(specs, data, boxed=boxed_names(data))
 
     @staticmethod
     def previewed(
         form: PreviewForm, parameters: ParameterForm | None
     ) -> tuple[dict[str, Any], str] | None:
-        """The parameters and trust level of a valid submission (typed fields
-        win over the JSON box), or ``None`` while a form has errors."""
+        """The parameters and trust level of a valid submission, or ``None``
+        while a form has errors: the typed fields as shown, then the JSON
+        box, then the typed fields changed (``forms/preview.py``)."""
         if not form.is_valid() or (
             parameters is not None and not parameters.is_valid()
         ):
             return None
-        params = dict(form.cleaned_data["params"])
-        if parameters is not None:
-            params.update(parameters.values())
-        return params, form.cleaned_data["trust_level"]
+        box = form.cleaned_data["params"]
+        if parameters is None:
+            return dict(box), form.cleaned_data["trust_level"]
+        shown, changed = parameters.values()
+        return {**shown, **box, **changed}, form.cleaned_data["trust_level"]
 
     def run_url(self, request: HttpRequest, template: PromptTemplate) -> str | None:
         """Where the preview page posts to run a session (``None``: no button)."""

@@ -469,10 +469,11 @@ class EventSerializer(serializers.Serializer[Any]):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(
         allow_null=True,
-        help_text="When the step started: a provider call's first attempt, a "
-        "local tool call taken up, an approval requested; null for moments "
+        help_text="When the step started: a provider call's first attempt (for "
+        "one recorded before timings: when it was recorded less its latency), "
+        "a local tool call taken up, an approval requested; null for moments "
         "(denials, state changes, citations), native calls (the provider ran "
-        "them within its call) and rows recorded before timings.",
+        "them within its call) and tool calls recorded before timings.",
     )
     duration_ms = serializers.FloatField(
         allow_null=True,

@@ -20,9 +20,34 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 from typing import Any
 
 _MS = datetime.timedelta(milliseconds=1)
+#: The attempts of one call drawn at most (a retry budget is far smaller).
+MAX_ATTEMPTS = 50
+#: A duration past this (about 115 days) is not a step's: a row that says so
+#: is drawn at this length rather than breaking the page.
+MAX_MS = 1e10
+
+
+def finite_ms(value: Any) -> float:
+    """A stored duration as a usable one: not a number, infinite or negative
+    is 0; absurdly long is ``MAX_MS`` (rows come from providers and old
+    versions: one bad value must not take a page down)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        return 0.0
+    return min(number, MAX_MS)
+
+
+def _before(moment: datetime.datetime, ms: float) -> datetime.datetime:
+    try:
+        return moment - ms * _MS
+    except OverflowError:
+        return moment
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,26 +63,27 @@ class Span:
 
 
 def provider_span(row: Any) -> Span:
-    latency = float(row.latency_ms or 0)
+    latency = finite_ms(row.latency_ms)
     started = row.started_at
     if started is None:
-        return Span(row.created_at - latency * _MS, latency)
+        return Span(_before(row.created_at, latency), latency)
     if row.error:  # failed: until it was recorded (the last attempt's end)
-        return Span(started, max(latency, (row.created_at - started) / _MS))
+        recorded = finite_ms((row.created_at - started) / _MS)
+        return Span(started, max(latency, recorded))
     return Span(started, latency)
 
 
 def tool_span(row: Any) -> Span | None:
     if row.native or row.started_at is None or row.duration_ms is None:
         return None
-    return Span(row.started_at, float(row.duration_ms))
+    return Span(row.started_at, finite_ms(row.duration_ms))
 
 
 def approval_span(row: Any, now: datetime.datetime) -> Span:
     ended = row.decided_at
     if ended is None:
-        return Span(row.requested_at, max(0.0, (now - row.requested_at) / _MS), True)
-    return Span(row.requested_at, max(0.0, (ended - row.requested_at) / _MS))
+        return Span(row.requested_at, finite_ms((now - row.requested_at) / _MS), True)
+    return Span(row.requested_at, finite_ms((ended - row.requested_at) / _MS))
 
 
 def span_of(kind: str, row: Any, now: datetime.datetime) -> Span | None:
@@ -79,33 +105,33 @@ def attempt_spans(row: Any) -> list[tuple[float, float, bool]]:
     without gaps."""
     spans: list[tuple[float, float, bool]] = []
     cursor = 0.0
-    for attempt in row.attempts or ():
+    attempts = row.attempts if isinstance(row.attempts, list) else []
+    for attempt in attempts[:MAX_ATTEMPTS]:
         if not isinstance(attempt, dict):
             continue
-        latency = attempt.get("latency_ms")
-        latency = float(latency) if isinstance(latency, int | float) else 0.0
+        latency = finite_ms(attempt.get("latency_ms"))
         offset = attempt.get("offset_ms")
-        offset = float(offset) if isinstance(offset, int | float) else cursor
+        offset = finite_ms(offset) if offset is not None else cursor
         spans.append((offset, latency, attempt.get("error") is not None))
-        cursor = offset + latency
+        cursor = min(offset + latency, MAX_MS)
     return spans
 
 
 def humane_ms(value: float | None) -> str:
     """``840 ms``, ``1.2 s``, ``3 min 05 s``: a duration as people read it."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return "—"
     if value == 0:
         return "0 ms"
     if value < 1:
         return f"{value:.2f} ms"
-    if value < 1000:
+    if value < 999.5:
         return f"{value:.0f} ms"
     seconds = value / 1000
-    if seconds < 60:
+    if seconds < 59.95:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
     if minutes < 60:
         return f"{minutes} min {rest:02d} s"
-    hours, minutes = divmod(minutes, 60)
+    hours, minutes = divmod(round(seconds / 60), 60)
     return f"{hours} h {minutes:02d} min"

@@ -17,6 +17,7 @@ from sessions_app.audit import timeline
 from sessions_app.audit.timings import (
     approval_span,
     attempt_spans,
+    finite_ms,
     provider_span,
     tool_span,
 )
@@ -72,6 +73,12 @@ class Waterfall:
     turns: list[TurnOutline]
 
 
+def _offset(moment: datetime.datetime, origin: datetime.datetime) -> float:
+    """``moment`` in ms after ``origin``: a step recorded before its session
+    was created (clocks of two hosts) is drawn at 0."""
+    return finite_ms((moment - origin) / _MS)
+
+
 def _turn_cursor(turn: int, first: int) -> str | None:
     """The cursor of the timeline's page starting at ``turn``: a position
     after every step of the turn before (steps are 0-2) and before this one's."""
@@ -123,7 +130,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
     origin = session.created_at
     bars: list[Bar] = []
     if session.started_at is not None and session.started_at > origin:
-        waited = (session.started_at - origin) / _MS
+        waited = _offset(session.started_at, origin)
         bars.append(
             Bar(
                 "queue",
@@ -142,7 +149,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
             f"turn {call.turn} · model",
             f"Turn {call.turn}: the provider call"
             + (f" (failed: {call.error[:200]})" if call.error else ""),
-            (span.start - origin) / _MS,
+            _offset(span.start, origin),
             span.duration_ms,
             call.turn,
             failed=bool(call.error),
@@ -176,7 +183,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
                 "tool",
                 f"#{tool.sequence} {tool.name}",
                 f"{tool.name}: {'ok' if tool.success else 'failed'}{policy}",
-                (local.start - origin) / _MS,
+                _offset(local.start, origin),
                 local.duration_ms,
                 tool.turn,
                 failed=not tool.success,
@@ -190,7 +197,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
                 f"approval · {approval.tool_name}",
                 f"Waiting for a decision on {approval.tool_name}: "
                 f"{approval.get_status_display().lower()}",
-                (span.start - origin) / _MS,
+                _offset(span.start, origin),
                 span.duration_ms,
                 approval.turn,
                 failed=approval.status in ("denied", "expired"),
@@ -200,14 +207,15 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
     truncated = last_turn is not None
     if last_turn is not None:
         kept = [bar for bar in bars if bar.turn < last_turn]
-        bars = kept or bars
+        # a first turn past the bound: draw what was read of it
+        bars = kept if any(bar.kind != "queue" for bar in kept) else bars
     bars.sort(key=lambda bar: (bar.start_ms, bar.kind != "provider"))
     bars = bars[:MAX_BARS]
     ends = [bar.start_ms + bar.duration_ms for bar in bars]
     if session.finished_at is not None:
-        ends.append((session.finished_at - origin) / _MS)
+        ends.append(_offset(session.finished_at, origin))
     elif not truncated:
-        ends.append((now - origin) / _MS)
+        ends.append(_offset(now, origin))
     total = max(ends, default=0.0)
     return Waterfall(
         bars=bars,

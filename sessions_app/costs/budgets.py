@@ -136,6 +136,14 @@ def spent_today(user: Any, *, now: datetime | None = None) -> Decimal:
     return _day(user, now)[0]
 
 
+def left_today(user: Any, limit: Decimal, *, now: datetime | None = None) -> Decimal:
+    """What a new run of ``user`` may still spend today under ``limit``: the
+    limit less what they spent and what their runs in flight may still
+    spend, never below 0 (what a start checks, without refusing)."""
+    spent, reserved = _day(user, now)
+    return max(limit - spent - reserved, Decimal(0))
+
+
 def check_daily_budget(user: Any, *, now: datetime | None = None) -> Decimal | None:
     """What ``user`` may still spend today (``None``: no limit): the limit
     less what they spent and what their runs in flight may still spend;

@@ -157,6 +157,12 @@ class ToolInvocation(AppendOnlyModel):
             models.Index(fields=["session", "call_id"], name="tool_call_id"),
             # A session's timeline, page by page (timeline.py).
             models.Index(fields=["session", "turn", "sequence"], name="tool_timeline"),
+            # The timeline filtered to native calls (a long session's few).
+            models.Index(
+                fields=["session", "turn", "sequence"],
+                condition=Q(native=True),
+                name="tool_native_timeline",
+            ),
             # The list filters, newest first.
             models.Index(fields=["name", "created_at"], name="tool_name_created"),
             models.Index(fields=["native", "created_at"], name="tool_native_created"),

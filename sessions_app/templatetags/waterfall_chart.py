@@ -44,10 +44,19 @@ def _short(text: str) -> str:
     return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
+def _span(start_ms: float, length_ms: float, scale: float) -> tuple[float, float]:
+    """``(x, width)`` of a span on the plot, kept inside it whatever the row
+    said (at least ``MIN_WIDTH`` wide, so a short step stays visible)."""
+    area = WIDTH - LABEL_WIDTH - VALUE_WIDTH
+    x = min(max(start_ms * scale, 0.0), area - MIN_WIDTH)
+    width = min(max(length_ms * scale, MIN_WIDTH), area - x)
+    return LABEL_WIDTH + x, width
+
+
 def _rects(bar: Bar, y: float, scale: float) -> SafeString:
     """The bar, or for a provider call its attempts over a faint line (the
     gaps are the retries' backoff)."""
-    x = LABEL_WIDTH + bar.start_ms * scale
+    x, width = _span(bar.start_ms, bar.duration_ms, scale)
     fill = FAILED if bar.failed else FILL[bar.kind]
     if bar.kind == "provider" and len(bar.segments) > 1:
         line = format_html(
@@ -55,7 +64,7 @@ def _rects(bar: Bar, y: float, scale: float) -> SafeString:
             "</rect>",
             _px(x),
             _px(y + BAR_HEIGHT / 2 - 1),
-            _px(max(MIN_WIDTH, bar.duration_ms * scale)),
+            _px(width),
             FILL["provider"],
         )
         attempts = format_html_join(
@@ -65,13 +74,21 @@ def _rects(bar: Bar, y: float, scale: float) -> SafeString:
             (
                 (
                     " wf-failed" if failed else "",
-                    _px(x + offset * scale),
+                    _px(at),
                     _px(y),
-                    _px(max(MIN_WIDTH, length * scale)),
+                    _px(wide),
                     BAR_HEIGHT,
                     FAILED if failed else FILL["provider"],
                 )
                 for offset, length, failed in bar.segments
+                # an attempt inside its call's span
+                for at, wide in (
+                    _span(
+                        bar.start_ms + min(offset, bar.duration_ms),
+                        min(length, max(bar.duration_ms - offset, 0.0)),
+                        scale,
+                    ),
+                )
             ),
         )
         return format_html("{}{}", line, attempts)
@@ -81,7 +98,7 @@ def _rects(bar: Bar, y: float, scale: float) -> SafeString:
         " wf-failed" if bar.failed else "",
         _px(x),
         _px(y),
-        _px(max(MIN_WIDTH, bar.duration_ms * scale)),
+        _px(width),
         BAR_HEIGHT,
         fill,
         format_html(' fill-opacity="{}"', "0.45") if bar.kind == "native" else "",

@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import datetime
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from sessions_app import services
 from sessions_app.audit import waterfall
-from sessions_app.audit.timings import humane_ms
+from sessions_app.audit.timings import (
+    finite_ms,
+    humane_ms,
+    provider_span,
+    tool_span,
+)
 from sessions_app.models import (
     ApprovalRequest,
     ProviderCall,
     SessionStateEntry,
     ToolInvocation,
 )
+from sessions_app.templatetags.waterfall_chart import waterfall_chart
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ApprovalRequestFactory,
@@ -188,7 +195,9 @@ def test_a_pending_approval_waits_until_now():
 
 
 def test_calls_recorded_before_timings_are_placed_by_their_record():
-    session = AgentSessionFactory.create()
+    session = AgentSessionFactory.create(
+        created_at=timezone.now() - datetime.timedelta(seconds=5)
+    )
     call = ProviderCallFactory.create(session=session, turn=1, latency_ms=250)
     ToolInvocationFactory.create(session=session, turn=1, sequence=1)  # no timing
     drawn = drawn_of(session)
@@ -435,3 +444,115 @@ def test_the_api_tool_calls_and_provider_calls_carry_timings(api_client):
     call = detail["provider_calls"][0]
     assert call["started_at"] is not None
     assert call["attempts"][1]["offset_ms"] == 150
+
+
+# -- hostile rows -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("latency", [-5.0, 1e14, 1e20, 1e300])
+def test_absurd_latencies_never_break_the_page_or_the_api(
+    admin_client, api_client, latency
+):
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(session=session, turn=1, latency_ms=latency)
+    ProviderCallFactory.create(
+        session=session,
+        turn=2,
+        started_at=timezone.now(),
+        latency_ms=latency,
+        attempts=[{"latency_ms": latency, "offset_ms": latency}],
+    )
+    ToolInvocationFactory.create(
+        session=session,
+        turn=1,
+        sequence=1,
+        started_at=timezone.now(),
+        duration_ms=latency,
+        policy_ms=latency,
+    )
+    page = admin_client.get(session.get_absolute_url())
+    assert page.status_code == 200
+    html = page.content.decode()
+    # every coordinate drawn is a finite number inside the chart
+    xs = [float(x) for x in re.findall(r'<rect class="wf-[^"]*" x="([^"]+)"', html)]
+    assert xs and all(0 <= x <= 960 for x in xs)
+    widths = [float(w) for w in re.findall(r'width="([0-9.]+)" height="1[02]"', html)]
+    assert widths and all(0 < w <= 960 for w in widths)
+    events = api_client.get(f"/api/sessions/{session.pk}/events/")
+    assert events.status_code == 200
+
+
+@pytest.mark.parametrize("attempts", [5, "text", {"a": 1}, [None, 3, "x"], [{}] * 500])
+def test_attempts_of_any_shape_never_break_the_page(admin_client, attempts):
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(
+        session=session, turn=1, started_at=timezone.now(), attempts=attempts
+    )
+    assert admin_client.get(session.get_absolute_url()).status_code == 200
+
+
+def test_steps_before_their_session_was_created_are_drawn_at_its_start():
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(
+        session=session,
+        turn=1,
+        started_at=session.created_at - datetime.timedelta(days=3650),
+        latency_ms=10,
+    )
+    drawn = drawn_of(session)
+    (call,) = [bar for bar in drawn.bars if bar.kind == "provider"]
+    assert call.start_ms == 0
+
+
+def test_a_first_turn_past_the_bound_still_draws_what_was_read(monkeypatch):
+    monkeypatch.setattr("sessions_app.audit.waterfall.MAX_BARS", 5)
+    start = timezone.now()
+    session = AgentSessionFactory.create(
+        created_at=start - datetime.timedelta(seconds=1), started_at=start
+    )
+    ProviderCallFactory.create(session=session, turn=1, started_at=start)
+    ProviderCallFactory.create(session=session, turn=2, started_at=start)
+    for sequence in range(1, 9):
+        ToolInvocationFactory.create(
+            session=session,
+            turn=1,
+            sequence=sequence,
+            started_at=start,
+            duration_ms=1,
+        )
+    drawn = drawn_of(session)
+    assert drawn.truncated
+    tools = [bar for bar in drawn.bars if bar.kind == "tool"]
+    assert tools and all(bar.turn == 1 for bar in tools)
+    assert len(drawn.bars) <= 5
+
+
+def test_the_native_filter_reads_its_own_index(admin_client):
+    session, _ = timed_session()
+    for sequence in range(10, 40):
+        ToolInvocationFactory.create(session=session, turn=1, sequence=sequence)
+    response = admin_client.get(session.get_absolute_url(), {"kind": "native"})
+    assert [e.item.native for e in response.context["timeline"]] == [True]
+    indexes = {index.name for index in ToolInvocation._meta.indexes}
+    assert "tool_native_timeline" in indexes
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_durations_read_as_nothing(value):
+    # PostgreSQL's float columns hold them (SQLite's do not): read, not drawn
+    now = timezone.now()
+    assert finite_ms(value) == 0.0 and humane_ms(value) == "—"
+    call = SimpleNamespace(
+        latency_ms=value, started_at=None, created_at=now, error="", attempts=[]
+    )
+    assert provider_span(call).duration_ms == 0.0
+    tool = SimpleNamespace(native=False, started_at=now, duration_ms=value)
+    span = tool_span(tool)
+    assert span is not None and span.duration_ms == 0.0
+    drawn = waterfall.Waterfall(
+        bars=[waterfall.Bar("tool", "#1 t", "t", finite_ms(value), 0.0, 1)],
+        total_ms=1.0,
+        truncated=False,
+        turns=[],
+    )
+    assert 'x="230.0"' in waterfall_chart(drawn)

@@ -10,6 +10,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from sessions_app.models import AgentSession
@@ -179,10 +181,11 @@ def test_parameter_form_unit():
     ]
     form = ParameterForm(specs, {"param-p0": "", "param-p1": ""})
     assert form.is_valid(), form.errors
-    assert form.values() == {}  # left empty: the defaults apply
-    form = ParameterForm(specs, {"param-p0": "true", "param-p1": "4"})
+    assert form.values() == ({}, {})  # left empty: the defaults apply
+    form = ParameterForm(specs, {"param-p0": "true", "param-p1": "1"})
     assert form.is_valid()
-    assert form.values() == {"flag": True, "n": 4}
+    # n shown as its default, flag changed
+    assert form.values() == ({"n": 1}, {"flag": True})
 
 
 # -- what governs a run ---------------------------------------------------------
@@ -298,3 +301,102 @@ def test_sections_policy_kinds_are_named(admin_client):
     assert governance is not None, response.context["errors"]
     (rule,) = governance.other_policies
     assert rule.tools == [tool.name] and rule.kind == "call_limit"
+
+
+# -- the JSON box and the fields ----------------------------------------------------
+
+
+def shown_post(**changed: Any) -> dict[str, Any]:
+    """The page's post as a browser sends it: every field as shown (its
+    default), ``changed`` typed over them."""
+    shown = {"topic": "", "count": "3", "verbose": "false", "tags": '["a"]'}
+    shown.update(ratio="0.5", note="plain")
+    return typed_post(**{**shown, **changed})
+
+
+def test_a_pasted_set_wins_over_fields_left_as_shown(admin_client):
+    prompt = typed_prompt()
+    data = shown_post()
+    data["params"] = json.dumps(
+        {"topic": "boxed", "count": 9, "verbose": True, "note": "pasted"}
+    )
+    response = admin_client.post(preview_url(prompt), data)
+    assert response.context["errors"] == [], response.context["errors"]
+    # topic is required, but the box names it: not required as a field
+    assert "Topic boxed, 9 items, verbose True" in response.context["preview"].text
+
+
+def test_a_changed_field_wins_over_the_box(admin_client):
+    prompt = typed_prompt()
+    data = shown_post(topic="typed", count="7")
+    data["params"] = json.dumps({"topic": "boxed", "count": 9})
+    response = admin_client.post(preview_url(prompt), data)
+    assert "Topic typed, 7 items" in response.context["preview"].text
+
+
+def test_a_required_field_left_empty_without_the_box_is_an_error(admin_client):
+    prompt = typed_prompt()
+    response = admin_client.post(preview_url(prompt), shown_post())
+    assert fields_of(response)["topic"].errors
+    assert response.context["preview"] is None
+
+
+@pytest.mark.parametrize(
+    "typed, sent",
+    [
+        ("42", 42),
+        ("2.5", 2.5),
+        ("true", True),
+        ('"42"', "42"),
+        ("tides", "tides"),
+        ("1e400", "1e400"),
+        ("NaN", "NaN"),
+        ("[1]", "[1]"),
+    ],
+)
+def test_a_required_parameter_takes_a_number_a_boolean_or_text(
+    admin_client, typed, sent
+):
+    prompt = typed_prompt()
+    admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {**typed_post(topic=typed), "run": "Run"},
+    )
+    session = AgentSession.objects.get()
+    assert session.params["topic"] == sent
+
+
+def test_policy_configs_show_only_to_those_who_may_view_policies(client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="ship")
+    runner = get_user_model().objects.create_user(
+        "runner", password="pw", is_staff=True
+    )
+    runner.user_permissions.add(Permission.objects.get(codename="view_prompttemplate"))
+    client.force_login(runner)
+    html = client.get(preview_url(prompt)).content.decode()
+    assert 'id="governance-approvals"' in html
+    assert "&quot;four_eyes&quot;" not in html and 'id="configs-hidden"' in html
+    runner.user_permissions.add(
+        Permission.objects.get(codename="view_policydefinition")
+    )
+    runner = get_user_model().objects.get(pk=runner.pk)
+    client.force_login(runner)
+    html = client.get(preview_url(prompt)).content.decode()
+    assert "&quot;four_eyes&quot;: true" in html
+
+
+def test_the_budget_left_counts_the_runs_in_flight(admin_client, admin_user):
+    seed_demo_catalog()
+    UserBudget.objects.create(user=admin_user, daily_limit=Decimal("1.00"))
+    AgentSession.objects.create(
+        prompt_ref="demo/research",
+        status=AgentSession.Status.RUNNING,
+        created_by=admin_user,
+        cost=Decimal("0.10"),
+        cost_budget=Decimal("0.60"),
+    )
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    html = admin_client.get(preview_url(prompt)).content.decode()
+    # 1.00 - 0.10 spent - 0.50 the run in flight may still spend
+    assert "$0.4000 left today" in html

@@ -2,16 +2,19 @@
 declares (``assembly.prompt_parameters``), typed by its default, required when
 it has none, pre-filled with its default.
 
-Values typed here win over the same names in the page's JSON box (kept for
-names the prompt does not declare, and for pasting a whole set). A parameter
-left at its default is sent with it, which renders the same as leaving it out;
-an optional flag of any type (``enabled_when_param``) left empty is left out.
+The page's JSON box holds names the prompt does not declare, or a whole set
+pasted: a name in the box wins over its field left as it was shown (its
+default), a field changed wins over the box, and a required field is not
+required when the box names it. A parameter left at its default is sent with
+it, which renders the same as leaving it out; an optional flag of any type
+(``enabled_when_param``) left empty is left out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django import forms
@@ -50,6 +53,25 @@ def _json_field(spec: ParameterSpec, hint: str) -> forms.Field:
     )
 
 
+class ScalarField(forms.CharField):
+    """A string, number or boolean: ``42``, ``2.5``, ``true`` are the number
+    and the boolean, ``"42"`` (quoted) the text 42, anything else text."""
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if not isinstance(text, str) or text in self.empty_values:
+            return text
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+        if isinstance(parsed, bool | str) or (
+            isinstance(parsed, int | float) and math.isfinite(parsed)
+        ):
+            return parsed
+        return text
+
+
 def field_for(spec: ParameterSpec) -> forms.Field:
     """The form field of one parameter, its label the parameter's name."""
     kind = spec.type
@@ -65,8 +87,8 @@ def field_for(spec: ParameterSpec) -> forms.Field:
         field = _json_field(
             spec, f"JSON: {'a list' if kind == 'array' else 'an object'}."
         )
-    elif kind == "scalar":  # required, without a default: sent as text
-        field = forms.CharField(required=True, strip=False)
+    elif kind == "scalar":  # required, without a default
+        field = ScalarField(required=True, strip=False)
     else:  # any: an optional flag
         field = _json_field(spec, 'Any JSON value (true, 3, "text"); empty: not set.')
     field.label = spec.name
@@ -89,30 +111,51 @@ class ParameterForm(forms.Form):
     """The declared parameters of a prompt as typed fields."""
 
     def __init__(
-        self, specs: Sequence[ParameterSpec], data: Any = None, **kwargs: Any
+        self,
+        specs: Sequence[ParameterSpec],
+        data: Any = None,
+        *,
+        boxed: Iterable[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(data, prefix=FIELD_PREFIX, **kwargs)
         self.specs = list(specs)
         self.names: dict[str, str] = {}
+        boxed = set(boxed)
         for index, spec in enumerate(self.specs):
             name = f"p{index}"
             self.names[name] = spec.name
             self.fields[name] = field_for(spec)
             self.initial[name] = _initial(spec)
-            if self.is_bound and self.add_prefix(name) not in self.data:
-                # posted without the field (the JSON box alone): the
-                # renderer says if a required parameter is missing
+            if self.is_bound and (
+                self.add_prefix(name) not in self.data or spec.name in boxed
+            ):
+                # posted without the field (the JSON box alone), or the box
+                # names it: the renderer says if it is missing after all
                 self.fields[name].required = False
 
-    def values(self) -> dict[str, Any]:
-        """The parameters as typed (a valid form only): a field the request
-        did not carry (a post of the JSON box alone) gives nothing."""
-        values: dict[str, Any] = {}
+    def values(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The parameters typed (a valid form only): ``(as shown, changed)``,
+        the fields left as the page showed them and those changed. A field
+        the request did not carry (a post of the JSON box alone) gives
+        nothing; one left empty gives nothing (its default applies)."""
+        shown: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
         for name, parameter in self.names.items():
             if self.add_prefix(name) not in self.data:
                 continue
             value = self.cleaned_data.get(name)
-            if value is None:  # left empty, optional: its default applies
+            if value is None:
                 continue
-            values[parameter] = value
-        return values
+            (changed if name in self.changed_data else shown)[parameter] = value
+        return shown, changed
+
+
+def boxed_names(data: Any) -> set[str]:
+    """The names the page's JSON box holds (none when it is not a JSON
+    object: its own field reports that)."""
+    try:
+        value = json.loads((data or {}).get("params") or "{}")
+    except (ValueError, RecursionError, TypeError):
+        return set()
+    return {str(name) for name in value} if isinstance(value, dict) else set()
