@@ -217,9 +217,9 @@ def test_typed_admin_input_saves_config_and_preview_shows_wire_json(admin_client
     assert definition.config == config
     preview = _preview(admin_client, prompt_with(definition))
     assert not preview.context["errors"]
-    tools_json = preview.context["tools_json"]
-    assert json.loads(tools_json) == [wire]
-    assert escape(tools_json) in preview.content.decode()
+    request_json = preview.context["request_json"]
+    assert json.loads(request_json)["tools"] == [wire]
+    assert escape(request_json) in preview.content.decode()
 
 
 def test_code_interpreter_with_an_existing_container(admin_client):
@@ -231,7 +231,7 @@ def test_code_interpreter_with_an_existing_container(admin_client):
     definition = HostedToolDefinition.objects.get()
     assert definition.config == {"container_id": "cntr_42"}
     preview = _preview(admin_client, prompt_with(definition))
-    assert json.loads(preview.context["tools_json"]) == [
+    assert json.loads(preview.context["request_json"])["tools"] == [
         {"type": "code_interpreter", "container": "cntr_42"}
     ]
 

@@ -113,7 +113,7 @@ def test_the_preview_sends_the_planning_tools_with_their_schemas(admin_client):
         {"params": "{}"},
     )
 
-    tools = json.loads(response.context["tools_json"])
+    tools = json.loads(response.context["request_json"])["tools"]
     assert [tool["name"] for tool in tools] == PLANNING_TOOLS
     assert all(tool["strict"] is True for tool in tools)
     assert PlanningStrategy.REACT.guidance in response.context["preview"].text
