@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections import defaultdict
 from decimal import Decimal
 from typing import Any, Final
 
+from django.contrib.auth import get_user_model
 from django.db.models import (
     Count,
     DecimalField,
@@ -43,8 +45,16 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
+from sessions_app import access
+from sessions_app.costs import rollup
 from sessions_app.costs.ranges import DateRange
-from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app.models import (
+    AgentSession,
+    DailySpend,
+    DailySpendDay,
+    ProviderCall,
+    ToolInvocation,
+)
 
 GROUPS: Final = ("prompt", "tool", "model", "user", "day")
 GROUP_LABELS: Final = {
@@ -317,11 +327,11 @@ def _by_day(user: Any, period: DateRange) -> tuple[list[SpendRow], _Totals]:
     return rows, totals
 
 
-def spend_by(
+def spend_from_rows(
     group: str, *, user: Any, start: datetime.date, end: datetime.date
 ) -> Spend:
-    """What the sessions ``user`` may see, created from ``start`` to ``end``
-    (local dates, both included), spent by ``group`` (one of ``GROUPS``)."""
+    """``spend_by`` computed from the rows alone (every session of the range
+    read): the reference the roll-ups are checked against."""
     if group not in GROUPS:
         raise InvalidGroup(f"Choose a grouping: {', '.join(GROUPS)}.")
     period = DateRange(start, end)
@@ -331,6 +341,12 @@ def spend_by(
         rows, totals = _by_day(user, period)
     else:
         rows, totals = _by_session_field(group, user, period)
+    return _spend(group, period, rows, totals)
+
+
+def _spend(
+    group: str, period: DateRange, rows: list[SpendRow], totals: _Totals
+) -> Spend:
     return Spend(
         group=group,
         range=period,
@@ -341,3 +357,385 @@ def spend_by(
         groups=totals.groups,
         count_label="calls" if group == "tool" else "sessions",
     )
+
+
+def spend_by(
+    group: str, *, user: Any, start: datetime.date, end: datetime.date
+) -> Spend:
+    """What the sessions ``user`` may see, created from ``start`` to ``end``
+    (local dates, both included), spent by ``group`` (one of ``GROUPS``)."""
+    return spend_report((group,), user=user, start=start, end=end)[0]
+
+
+def spend_report(
+    groups: tuple[str, ...], *, user: Any, start: datetime.date, end: datetime.date
+) -> list[Spend]:
+    """``spend_by`` for each of ``groups``, reading what they share once.
+
+    The days rolled up (``sessions_app.costs.rollup``) are read from their
+    sums (two queries for every breakdown, whatever the range), the others
+    (today, a day with a session still running, a day not rolled up yet) from
+    the rows: the same figures as ``spend_from_rows``."""
+    for group in groups:
+        if group not in GROUPS:
+            raise InvalidGroup(f"Choose a grouping: {', '.join(GROUPS)}.")
+    period = DateRange(start, end)
+    scope = _scope(user)
+    if scope is None:
+        return [
+            spend_from_rows(group, user=user, start=start, end=end) for group in groups
+        ]
+    sealed = _sealed_days(period)
+    spans = _open_spans(period, sealed)
+    rolled = _rolled_up_groups(groups, scope, sealed)
+    found_days = _rolled_up_days(scope, sealed) if "day" in groups else {}
+    spends = []
+    for group in groups:
+        if group == "day":
+            rows, totals = _days_merged(user, period, found_days, spans)
+        else:
+            found = dict(rolled.get(group, {}))
+            for key, value in _row_groups(group, user, spans).items():
+                found[key] = found.get(key, _Sum()) + value
+            if group == "tool":
+                rows, totals = _tool_rows(found)
+            else:
+                rows, totals = _ranked_rows(group, found)
+        spends.append(_spend(group, period, rows, totals))
+    return spends
+
+
+# -- from the roll-ups and the open days' rows -------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sum:
+    cost: Decimal = ZERO
+    count: int = 0
+    unpriced: int = 0
+
+    def __add__(self, other: _Sum) -> _Sum:
+        return _Sum(
+            self.cost + other.cost,
+            self.count + other.count,
+            self.unpriced + other.unpriced,
+        )
+
+
+def _sum(row: dict[str, Any]) -> _Sum:
+    return _Sum(
+        _money(row.get("spent")),
+        int(row.get("count") or 0),
+        int(row.get("unpriced") or 0),
+    )
+
+
+def _scope(user: Any) -> str | None:
+    """The roll-up scope of what ``user`` sees (``None``: nothing)."""
+    if access.sees_all(user):
+        return rollup.EVERYONE
+    if access.is_user(user):
+        return rollup.user_scope(user.pk)
+    return None
+
+
+def _sealed_days(period: DateRange) -> set[datetime.date]:
+    """The range's days rolled up in the current time zone, less any with a
+    session not ended (which a roll-up would not have marked: a guard)."""
+    sealed = set(
+        DailySpendDay.objects.filter(
+            zone=rollup.zone_name(), day__gte=period.start, day__lte=period.end
+        ).values_list("day", flat=True)
+    )
+    if sealed:
+        low, high = period.bounds()
+        for created in AgentSession.objects.filter(
+            status__in=rollup.OPEN_STATUSES, created_at__gte=low, created_at__lt=high
+        ).values_list("created_at", flat=True):
+            sealed.discard(rollup.local_date(created))
+    return sealed
+
+
+def _open_spans(period: DateRange, sealed: set[datetime.date]) -> list[DateRange]:
+    """The range's days not rolled up, as runs of consecutive days."""
+    spans: list[DateRange] = []
+    start: datetime.date | None = None
+    for offset in range(period.days + 1):
+        day = period.start + datetime.timedelta(days=offset)
+        is_open = offset < period.days and day not in sealed
+        if is_open and start is None:
+            start = day
+        elif not is_open and start is not None:
+            spans.append(DateRange(start, day - datetime.timedelta(days=1)))
+            start = None
+    return spans
+
+
+def _sealed_spans(sealed: set[datetime.date]) -> Q:
+    """A filter on ``day`` for the sealed days (runs of consecutive days)."""
+    days = sorted(sealed)
+    where = Q(pk__in=[])
+    index = 0
+    while index < len(days):
+        last = index
+        while last + 1 < len(days) and days[last + 1] - days[
+            last
+        ] == datetime.timedelta(days=1):
+            last += 1
+        where |= Q(day__gte=days[index], day__lte=days[last])
+        index = last + 1
+    return where
+
+
+def _rolled_up(scope: str, sealed: set[datetime.date]) -> QuerySet[DailySpend]:
+    if not sealed:
+        return DailySpend.objects.none()
+    return DailySpend.objects.filter(
+        _sealed_spans(sealed),
+        zone=rollup.zone_name(),
+        scope=scope,
+    ).order_by()
+
+
+def _rolled_up_groups(
+    groups: tuple[str, ...], scope: str, sealed: set[datetime.date]
+) -> dict[str, dict[Any, _Sum]]:
+    """The sealed days' sums of each group (one query) by key: a prompt,
+    model, user id (``None``: no user), or (name, kind) of a tool (``None``:
+    the provider calls)."""
+    dimensions = [group for group in groups if group != "day"]
+    if "tool" in dimensions:
+        dimensions.append("tokens")
+    found: dict[str, dict[Any, _Sum]] = defaultdict(dict)
+    if not dimensions or not sealed:
+        return found
+    rows = (
+        _rolled_up(scope, sealed)
+        .filter(dimension__in=dimensions)
+        .values("dimension", "key", "kind")
+        .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
+    )
+    for row in rows:
+        group, key = row["dimension"], row["key"]
+        if group == "tokens":
+            group, key = "tool", None
+        elif group == "tool":
+            key = (key, row["kind"])
+        elif group == "user":
+            key = int(key) if key else None
+        sums = found[group]
+        sums[key] = sums.get(key, _Sum()) + _sum(row)
+    return found
+
+
+def _rolled_up_days(
+    scope: str, sealed: set[datetime.date]
+) -> dict[datetime.date, _Sum]:
+    """The sealed days' sums by day (their sessions by model, summed)."""
+    if not sealed:
+        return {}
+    return {
+        row["day"]: _sum(row)
+        for row in _rolled_up(scope, sealed)
+        .filter(dimension="model")
+        .values("day")
+        .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
+    }
+
+
+def _in_spans(spans: list[DateRange], prefix: str = "") -> Q:
+    where = Q(pk__in=[])
+    for span in spans:
+        low, high = span.bounds()
+        where |= Q(**{f"{prefix}created_at__gte": low, f"{prefix}created_at__lt": high})
+    return where
+
+
+def _row_groups(group: str, user: Any, spans: list[DateRange]) -> dict[Any, _Sum]:
+    """The open days' sums by group key (as ``_rolled_up_groups``), from the
+    rows."""
+    if not spans:
+        return {}
+    if group == "tool":
+        slack = {"created_at__gte": spans[0].bounds()[0] - ROW_SLACK}
+        in_spans = _in_spans(spans, "session__")
+        no_price = Q(cost__isnull=True)
+        found: dict[Any, _Sum] = {
+            (row["name"], row["kind"]): _sum(row)
+            for row in ToolInvocation.objects.visible_to(user)
+            .filter(in_spans, native=True, **slack)
+            .order_by()
+            .values("name", "kind")
+            .annotate(
+                spent=Sum("cost"),
+                count=Count("*"),
+                unpriced=Count("pk", filter=no_price),
+            )
+        }
+        tokens = (
+            ProviderCall.objects.visible_to(user)
+            .filter(in_spans, **slack)
+            .order_by()
+            .aggregate(
+                spent=Sum("cost"),
+                count=Count("*"),
+                unpriced=Count("pk", filter=no_price),
+            )
+        )
+        if tokens["count"]:
+            found[None] = _sum(tokens)
+        return found
+    field = {"prompt": "prompt_ref", "model": "model", "user": "created_by_id"}[group]
+    return {
+        row[field]: _sum(row)
+        for row in AgentSession.objects.visible_to(user)
+        .filter(_in_spans(spans))
+        .order_by()
+        .values(field)
+        .annotate(spent=Sum("cost"), count=Count("*"), unpriced=Sum("unpriced_calls"))
+    }
+
+
+def _fold(
+    rows: list[SpendRow], all_groups: list[_Sum]
+) -> tuple[list[SpendRow], _Totals]:
+    """The first ``TOP_GROUPS`` rows and one "other" row for the rest."""
+    totals = _Totals(
+        total=sum((g.cost for g in all_groups), ZERO),
+        count=sum(g.count for g in all_groups),
+        unpriced=sum(g.unpriced for g in all_groups),
+        groups=len(all_groups),
+    )
+    shown = rows[:TOP_GROUPS]
+    if totals.groups > len(shown):
+        folded = totals.groups - len(shown)
+        shown.append(
+            SpendRow(
+                key="(other)",
+                label=f"Other ({folded} more)",
+                cost=totals.total - sum((row.cost for row in shown), ZERO),
+                count=totals.count - sum(row.count for row in shown),
+                unpriced=totals.unpriced - sum(row.unpriced for row in shown),
+                kind="other",
+                folded=folded,
+            )
+        )
+    return shown, totals
+
+
+def _ranked_rows(group: str, found: dict[Any, _Sum]) -> tuple[list[SpendRow], _Totals]:
+    """Prompt, model or user groups, the largest first (ties by name, as the
+    database orders them: no user last)."""
+    if group == "user":
+        names = dict(
+            get_user_model()
+            .objects.filter(pk__in=[k for k in found if k is not None])
+            .values_list("pk", "username")
+        )
+        for key in [k for k in found if k is not None and k not in names]:
+            # A user deleted since the day was rolled up: their sessions have
+            # no user now (SET_NULL).
+            found[None] = found.get(None, _Sum()) + found.pop(key)
+        named = {key: names[key] if key is not None else None for key in found}
+        order = sorted(
+            found,
+            key=lambda k: (-found[k].cost, named[k] is None, named[k] or ""),
+        )
+        rows = [
+            SpendRow(
+                key=named[k] or "",
+                label=named[k] or NO_USER_LABEL,
+                cost=found[k].cost,
+                count=found[k].count,
+                unpriced=found[k].unpriced,
+            )
+            for k in order
+        ]
+    else:
+        order = sorted(found, key=lambda k: (-found[k].cost, k))
+        rows = [
+            SpendRow(
+                key=k,
+                label=(k or NO_MODEL_LABEL) if group == "model" else k,
+                cost=found[k].cost,
+                count=found[k].count,
+                unpriced=found[k].unpriced,
+            )
+            for k in order
+        ]
+    return _fold(rows, list(found.values()))
+
+
+def _tool_rows(found: dict[Any, _Sum]) -> tuple[list[SpendRow], _Totals]:
+    tokens = found.pop(None, None)
+    order = sorted(found, key=lambda k: (-found[k].cost, k))
+    rows, totals = _fold(
+        [
+            SpendRow(
+                key=k[0],
+                label=f"{k[0]} ({k[1]})",
+                cost=found[k].cost,
+                count=found[k].count,
+                unpriced=found[k].unpriced,
+            )
+            for k in order
+        ],
+        list(found.values()),
+    )
+    if tokens is not None and tokens.count:
+        rows.insert(
+            0,
+            SpendRow(
+                key=MODEL_TOKENS_KEY,
+                label=MODEL_TOKENS_LABEL,
+                cost=tokens.cost,
+                count=tokens.count,
+                unpriced=tokens.unpriced,
+                kind="tokens",
+            ),
+        )
+        totals.total += tokens.cost
+        totals.count += tokens.count
+        totals.unpriced += tokens.unpriced
+    return rows, totals
+
+
+def _days_merged(
+    user: Any,
+    period: DateRange,
+    rolled: dict[datetime.date, _Sum],
+    spans: list[DateRange],
+) -> tuple[list[SpendRow], _Totals]:
+    found = dict(rolled)
+    if spans:
+        zone = timezone.get_current_timezone()
+        for row in (
+            AgentSession.objects.visible_to(user)
+            .filter(_in_spans(spans))
+            .order_by()
+            .values(day=TruncDate("created_at", tzinfo=zone))
+            .annotate(
+                spent=Sum("cost"), count=Count("*"), unpriced=Sum("unpriced_calls")
+            )
+        ):
+            found[row["day"]] = found.get(row["day"], _Sum()) + _sum(row)
+    rows = []
+    for offset in range(period.days):
+        day = period.start + datetime.timedelta(days=offset)
+        value = found.get(day, _Sum())
+        rows.append(
+            SpendRow(
+                key=day.isoformat(),
+                label=day.isoformat(),
+                cost=value.cost,
+                count=value.count,
+                unpriced=value.unpriced,
+            )
+        )
+    totals = _Totals(
+        total=sum((row.cost for row in rows), ZERO),
+        count=sum(row.count for row in rows),
+        unpriced=sum(row.unpriced for row in rows),
+        groups=sum(1 for value in found.values() if value.count),
+    )
+    return rows, totals

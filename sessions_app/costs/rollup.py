@@ -1,0 +1,232 @@
+"""Daily spend roll-ups: each closed day's sums, so that a cost report over a
+year reads a few rows per day instead of every session (ADR 0026).
+
+A day is rolled up (``roll_up_day``) once it is over in the current time zone
+and every session created that day has ended (succeeded, failed or
+cancelled): a session's cost and rows change only while it runs, so that
+day's sums are final. Its rows (``DailySpend``) are computed from the session
+rows in Python ``Decimal`` (exact on every database), per scope: every
+session ("*") and each user's own ("u<id>", what ``sessions_app.access`` lets
+a user see); the day's mark (``DailySpendDay``) says they are there. Rolling a
+day up again recomputes it whole, so it is idempotent, and two jobs at once
+wait for each other on the mark's row lock.
+
+Nothing on the write path of a run changes: the job runs apart (``manage.py
+roll_up_spend``, the Celery beat task ``sessions_app.roll_up_spend``), and a
+report reads every day without a mark (today, a day with a session still
+running, a day not rolled up yet) from the rows. A purge removes the marks of
+the days it touches (``AgentSession.objects.purge``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections import defaultdict
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any, Final
+
+from django.db import transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from sessions_app.costs.ranges import DateRange, local_today
+from sessions_app.models import (
+    AgentSession,
+    DailySpend,
+    DailySpendDay,
+    ProviderCall,
+    ToolInvocation,
+)
+
+#: The Celery task (beat: ``WINK_SPEND_ROLLUP_INTERVAL``).
+ROLL_UP_TASK: Final = "sessions_app.roll_up_spend"
+#: The scope of every session (those who see all sessions read it).
+EVERYONE: Final = "*"
+#: The statuses a session may still leave (its cost may still change).
+OPEN_STATUSES: Final = tuple(
+    sorted(set(AgentSession.Status.values) - set(AgentSession.TERMINAL))
+)
+#: The most days one run of the job rolls up (the oldest first); the next run
+#: goes on where it stopped.
+MAX_DAYS_PER_RUN: Final = 800
+#: How much earlier than its session a row may say it was created
+#: (``reports.ROW_SLACK``).
+ROW_SLACK: Final = datetime.timedelta(days=1)
+
+_ZERO: Final = Decimal(0)
+
+
+def user_scope(user_id: Any) -> str:
+    return f"u{user_id}"
+
+
+def local_date(moment: datetime.datetime) -> datetime.date:
+    """The day of ``moment`` in the current time zone (naive: as it is)."""
+    if timezone.is_aware(moment):
+        return timezone.localtime(moment).date()
+    return moment.date()
+
+
+def zone_name() -> str:
+    """The current time zone's name: a day is a day of this zone."""
+    return timezone.get_current_timezone_name()
+
+
+@dataclasses.dataclass(slots=True)
+class _Sum:
+    cost: Decimal = _ZERO
+    count: int = 0
+    unpriced: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RollUpReport:
+    rolled_up: tuple[datetime.date, ...]
+    skipped: tuple[datetime.date, ...]  # a session of the day has not ended
+
+    def __str__(self) -> str:
+        return (
+            f"Rolled up {len(self.rolled_up)} day(s); {len(self.skipped)} left "
+            "to the rows (a session still running)."
+        )
+
+
+def _sums_of_day(
+    low: datetime.datetime, high: datetime.datetime
+) -> tuple[dict[tuple[str, str, str, str], _Sum], int]:
+    """The day's sums, keyed by (scope, dimension, key, kind), and how many
+    sessions it had."""
+    sums: dict[tuple[str, str, str, str], _Sum] = defaultdict(_Sum)
+    sessions = AgentSession.objects.filter(
+        created_at__gte=low, created_at__lt=high
+    ).order_by()
+    count = 0
+    for user_id, prompt, model, cost, unpriced in sessions.values_list(
+        "created_by_id", "prompt_ref", "model", "cost", "unpriced_calls"
+    ):
+        count += 1
+        scopes = [EVERYONE] if user_id is None else [EVERYONE, user_scope(user_id)]
+        user_key = "" if user_id is None else str(user_id)
+        for scope in scopes:
+            for dimension, key in (
+                ("prompt", prompt),
+                ("model", model),
+                ("user", user_key),
+            ):
+                row = sums[(scope, dimension, key, "")]
+                row.cost += cost or _ZERO
+                row.count += 1
+                row.unpriced += unpriced or 0
+    in_day = {
+        "session__created_at__gte": low,
+        "session__created_at__lt": high,
+        "created_at__gte": low - ROW_SLACK,
+    }
+    tools = (
+        ToolInvocation.objects.filter(native=True, **in_day)
+        .order_by()
+        .values_list("session__created_by_id", "name", "kind", "cost")
+    )
+    calls = (
+        ProviderCall.objects.filter(**in_day)
+        .order_by()
+        .values_list("session__created_by_id", "cost")
+    )
+    rows: Iterable[tuple[str, Any, str, str, Any]] = (
+        *(("tool", user_id, name, kind, cost) for user_id, name, kind, cost in tools),
+        *(("tokens", user_id, "", "", cost) for user_id, cost in calls),
+    )
+    for dimension, user_id, name, kind, cost in rows:
+        scopes = [EVERYONE] if user_id is None else [EVERYONE, user_scope(user_id)]
+        for scope in scopes:
+            row = sums[(scope, dimension, name, kind)]
+            row.count += 1
+            if cost is None:
+                row.unpriced += 1
+            else:
+                row.cost += cost
+    return sums, count
+
+
+def day_bounds(day: datetime.date) -> tuple[datetime.datetime, datetime.datetime]:
+    return DateRange(day, day).bounds()
+
+
+def roll_up_day(day: datetime.date, *, now: datetime.datetime | None = None) -> bool:
+    """Roll ``day`` (a day of the current time zone) up from the rows, again
+    if it was; ``False`` (and no mark) when it is not over yet or a session
+    created that day has not ended."""
+    low, high = day_bounds(day)
+    if high > (now or timezone.now()):
+        return False
+    zone = zone_name()
+    with transaction.atomic():
+        mark, _ = DailySpendDay.objects.select_for_update().get_or_create(
+            zone=zone, day=day, defaults={"computed_at": timezone.now()}
+        )
+        still_open = AgentSession.objects.filter(
+            status__in=OPEN_STATUSES, created_at__gte=low, created_at__lt=high
+        ).exists()
+        DailySpend.objects.filter(zone=zone, day=day).delete()
+        if still_open:
+            mark.delete()
+            return False
+        sums, sessions = _sums_of_day(low, high)
+        DailySpend.objects.bulk_create(
+            DailySpend(
+                zone=zone,
+                day=day,
+                scope=scope,
+                dimension=dimension,
+                key=key,
+                kind=kind,
+                cost=total.cost,
+                count=total.count,
+                unpriced=total.unpriced,
+            )
+            for (scope, dimension, key, kind), total in sums.items()
+        )
+        mark.sessions = sessions
+        mark.computed_at = timezone.now()
+        mark.save(update_fields=["sessions", "computed_at"])
+    return True
+
+
+def days_to_roll_up(
+    *, today: datetime.date | None = None, limit: int = MAX_DAYS_PER_RUN
+) -> list[datetime.date]:
+    """The closed days, since the first session, without a mark in the
+    current time zone (the oldest first, at most ``limit``)."""
+    first = AgentSession.objects.order_by().aggregate(first=Min("created_at"))["first"]
+    if first is None:
+        return []
+    start = (
+        timezone.localtime(first).date() if timezone.is_aware(first) else first.date()
+    )
+    end = (today or local_today()) - datetime.timedelta(days=1)
+    marked = set(
+        DailySpendDay.objects.filter(
+            zone=zone_name(), day__gte=start, day__lte=end
+        ).values_list("day", flat=True)
+    )
+    days: list[datetime.date] = []
+    day = start
+    while day <= end and len(days) < limit:
+        if day not in marked:
+            days.append(day)
+        day += datetime.timedelta(days=1)
+    return days
+
+
+def roll_up(
+    days: Iterable[datetime.date] | None = None, *, limit: int = MAX_DAYS_PER_RUN
+) -> RollUpReport:
+    """Roll up ``days`` (default: every closed day not rolled up yet)."""
+    chosen = list(days) if days is not None else days_to_roll_up(limit=limit)
+    done: list[datetime.date] = []
+    skipped: list[datetime.date] = []
+    for day in chosen:
+        (done if roll_up_day(day) else skipped).append(day)
+    return RollUpReport(rolled_up=tuple(done), skipped=tuple(skipped))
