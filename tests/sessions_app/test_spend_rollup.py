@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import threading
 from decimal import Decimal
 
 import pytest
@@ -395,3 +396,23 @@ def test_the_cost_page_reads_as_many_queries_over_a_year_as_over_a_month(people)
     year = _page_queries(client, today - datetime.timedelta(days=365), today)
     assert year == month
     assert year <= one_day + 4  # the guard, two roll-up reads, the usernames
+
+
+def test_a_worker_thread_rolls_up_at_once_and_a_failure_is_logged(monkeypatch, caplog):
+    ran = threading.Event()
+
+    def roll_up() -> rollup.RollUpReport:
+        ran.set()
+        return rollup.RollUpReport(rolled_up=(), skipped=())
+
+    monkeypatch.setattr(rollup, "roll_up", roll_up)
+    thread = rollup.start_thread(3600)
+    assert thread.daemon and thread.name == "wink-spend-rollup"
+    assert ran.wait(30)  # the first run at once: the days since the last
+
+    def broken() -> rollup.RollUpReport:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(rollup, "roll_up", broken)
+    assert rollup.roll_up_once() is None  # no exception
+    assert "Rolling up the spend failed; trying again at the next run" in caplog.text
