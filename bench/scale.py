@@ -987,7 +987,7 @@ def ensure_dataset(args: argparse.Namespace, size: Size) -> dict[str, Any]:
     if reuse and stored is not None:
         print(f"Reusing {args.database} ({_describe(stored)}).", flush=True)
         call_command("migrate", "--noinput", verbosity=0)  # new migrations only
-        roll_up_spend()
+        roll_up_spend(args)
         return stored
     print(f"Generating {args.database}: {_describe(wanted)}.", flush=True)
     recreate_database(args.server, args.database)
@@ -1002,15 +1002,23 @@ def ensure_dataset(args: argparse.Namespace, size: Size) -> dict[str, Any]:
             + json.dumps(info).replace("'", "''")
             + "'"
         )
-    roll_up_spend()
+    roll_up_spend(args)
     return info
 
 
-def roll_up_spend() -> None:
+def roll_up_spend(args: argparse.Namespace) -> None:
     """The closed days' spend, as the workers keep it (issue #28): only the
-    days not rolled up yet."""
+    days not rolled up yet; with ``--no-roll-ups``, none (every read from the
+    rows, as before issue #28)."""
     from django.core.management import call_command
 
+    from sessions_app.models import DailySpend, DailySpendDay
+
+    if args.no_roll_ups:
+        DailySpendDay.objects.all().delete()
+        DailySpend.objects.all().delete()
+        print("  spend: no roll-ups (read from the rows)", flush=True)
+        return
     started = time.perf_counter()
     output = io.StringIO()
     call_command("roll_up_spend", stdout=output)
@@ -1551,6 +1559,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--generate-only", action="store_true", help="Build the dataset; no timings."
+    )
+    parser.add_argument(
+        "--no-roll-ups",
+        action="store_true",
+        help="Delete the daily spend roll-ups: the cost reads from the rows alone.",
     )
     parser.add_argument(
         "--requests", type=int, default=100, help="Per endpoint (in rounds)."
