@@ -55,6 +55,7 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.models.spend import DAY, MONTH
 
 GROUPS: Final = ("prompt", "tool", "model", "user", "day")
 GROUP_LABELS: Final = {
@@ -385,17 +386,17 @@ def spend_report(
         return [
             spend_from_rows(group, user=user, start=start, end=end) for group in groups
         ]
-    sealed = _sealed_days(period)
-    spans = _open_spans(period, sealed)
+    sealed = _sealed(period)
+    live = _Live(_open_spans(period, sealed.days), sealed.pending)
     rolled = _rolled_up_groups(groups, scope, sealed)
-    found_days = _rolled_up_days(scope, sealed) if "day" in groups else {}
+    found_days = _rolled_up_days(scope, sealed.days) if "day" in groups else {}
     spends = []
     for group in groups:
         if group == "day":
-            rows, totals = _days_merged(user, period, found_days, spans)
+            rows, totals = _days_merged(user, period, found_days, live)
         else:
             found = dict(rolled.get(group, {}))
-            for key, value in _row_groups(group, user, spans).items():
+            for key, value in _row_groups(group, user, live).items():
                 found[key] = found.get(key, _Sum()) + value
             if group == "tool":
                 rows, totals = _tool_rows(found)
@@ -439,21 +440,56 @@ def _scope(user: Any) -> str | None:
     return None
 
 
-def _sealed_days(period: DateRange) -> set[datetime.date]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sealed:
+    """The range's days rolled up, and the months of the range (whole) summed
+    too."""
+
+    days: set[datetime.date]
+    months: set[datetime.date]
+    #: the sealed days' sessions not ended when rolled up: (id, day)
+    pending: list[tuple[str, datetime.date]]
+
+    def by_months(self) -> Q:
+        """The sealed days as months where it can, days elsewhere."""
+        rest = {day for day in self.days if day.replace(day=1) not in self.months}
+        where = Q(period=DAY, **_day_spans(rest)) if rest else Q(pk__in=[])
+        if self.months:
+            where |= Q(period=MONTH, day__in=sorted(self.months))
+        return where
+
+
+def _sealed(period: DateRange) -> _Sealed:
     """The range's days rolled up in the current time zone, less any with a
-    session not ended (which a roll-up would not have marked: a guard)."""
-    sealed = set(
-        DailySpendDay.objects.filter(
-            zone=rollup.zone_name(), day__gte=period.start, day__lte=period.end
-        ).values_list("day", flat=True)
-    )
-    if sealed:
+    session not ended (which a roll-up would not have marked: a guard); the
+    months of the range summed whose days are all sealed."""
+    days: set[datetime.date] = set()
+    months: set[datetime.date] = set()
+    pending: dict[str, datetime.date] = {}
+    for kind, day, ids in DailySpendDay.objects.filter(
+        zone=rollup.zone_name(),
+        day__gte=period.start.replace(day=1),
+        day__lte=period.end,
+    ).values_list("period", "day", "pending"):
+        if kind == MONTH:
+            months.add(day)
+        elif day >= period.start:
+            days.add(day)
+            pending.update((str(pk), day) for pk in ids or ())
+    if days:
         low, high = period.bounds()
-        for created in AgentSession.objects.filter(
+        for pk, created in AgentSession.objects.filter(
             status__in=rollup.OPEN_STATUSES, created_at__gte=low, created_at__lt=high
-        ).values_list("created_at", flat=True):
-            sealed.discard(rollup.local_date(created))
-    return sealed
+        ).values_list("pk", "created_at"):
+            if str(pk) not in pending:
+                days.discard(rollup.local_date(created))
+    pending = {pk: day for pk, day in pending.items() if day in days}
+    whole = {
+        month
+        for month in months
+        if all(day in days for day in rollup.month_days(month))
+    }
+    return _Sealed(days=days, months=whole, pending=sorted(pending.items()))
 
 
 def _open_spans(period: DateRange, sealed: set[datetime.date]) -> list[DateRange]:
@@ -471,34 +507,23 @@ def _open_spans(period: DateRange, sealed: set[datetime.date]) -> list[DateRange
     return spans
 
 
-def _sealed_spans(sealed: set[datetime.date]) -> Q:
-    """A filter on ``day`` for the sealed days (runs of consecutive days)."""
-    days = sorted(sealed)
-    where = Q(pk__in=[])
-    index = 0
-    while index < len(days):
-        last = index
-        while last + 1 < len(days) and days[last + 1] - days[
-            last
-        ] == datetime.timedelta(days=1):
-            last += 1
-        where |= Q(day__gte=days[index], day__lte=days[last])
-        index = last + 1
-    return where
+def _day_spans(days: set[datetime.date]) -> dict[str, Any]:
+    """A filter on ``day`` for ``days``: a range when they run on without a
+    gap, else the list."""
+    first, last = min(days), max(days)
+    if (last - first).days + 1 == len(days):
+        return {"day__gte": first, "day__lte": last}
+    return {"day__in": sorted(days)}
 
 
-def _rolled_up(scope: str, sealed: set[datetime.date]) -> QuerySet[DailySpend]:
-    if not sealed:
-        return DailySpend.objects.none()
+def _rolled_up(scope: str, where: Q) -> QuerySet[DailySpend]:
     return DailySpend.objects.filter(
-        _sealed_spans(sealed),
-        zone=rollup.zone_name(),
-        scope=scope,
+        where, zone=rollup.zone_name(), scope=scope
     ).order_by()
 
 
 def _rolled_up_groups(
-    groups: tuple[str, ...], scope: str, sealed: set[datetime.date]
+    groups: tuple[str, ...], scope: str, sealed: _Sealed
 ) -> dict[str, dict[Any, _Sum]]:
     """The sealed days' sums of each group (one query) by key: a prompt,
     model, user id (``None``: no user), or (name, kind) of a tool (``None``:
@@ -507,10 +532,10 @@ def _rolled_up_groups(
     if "tool" in dimensions:
         dimensions.append("tokens")
     found: dict[str, dict[Any, _Sum]] = defaultdict(dict)
-    if not dimensions or not sealed:
+    if not dimensions or not sealed.days:
         return found
     rows = (
-        _rolled_up(scope, sealed)
+        _rolled_up(scope, sealed.by_months())
         .filter(dimension__in=dimensions)
         .values("dimension", "key", "kind")
         .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
@@ -536,29 +561,51 @@ def _rolled_up_days(
         return {}
     return {
         row["day"]: _sum(row)
-        for row in _rolled_up(scope, sealed)
+        for row in _rolled_up(scope, Q(period=DAY, **_day_spans(sealed)))
         .filter(dimension="model")
         .values("day")
         .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
     }
 
 
-def _in_spans(spans: list[DateRange], prefix: str = "") -> Q:
-    where = Q(pk__in=[])
-    for span in spans:
-        low, high = span.bounds()
-        where |= Q(**{f"{prefix}created_at__gte": low, f"{prefix}created_at__lt": high})
-    return where
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Live:
+    """What is read from the rows: the open days, and the sealed days'
+    sessions that had not ended when rolled up."""
+
+    spans: list[DateRange]
+    pending: list[tuple[str, datetime.date]]
+
+    def __bool__(self) -> bool:
+        return bool(self.spans or self.pending)
+
+    def sessions(self, prefix: str = "") -> Q:
+        where = Q(pk__in=[])
+        for span in self.spans:
+            low, high = span.bounds()
+            where |= Q(
+                **{f"{prefix}created_at__gte": low, f"{prefix}created_at__lt": high}
+            )
+        if self.pending:
+            ids = [pk for pk, _ in self.pending]
+            where |= Q(**{f"{prefix}pk__in" if prefix else "pk__in": ids})
+        return where
+
+    def rows_since(self) -> datetime.datetime:
+        """The earliest a row read may have been created (a day's slack)."""
+        days = [span.start for span in self.spans] + [d for _, d in self.pending]
+        first = min(days)
+        return DateRange(first, first).bounds()[0] - ROW_SLACK
 
 
-def _row_groups(group: str, user: Any, spans: list[DateRange]) -> dict[Any, _Sum]:
+def _row_groups(group: str, user: Any, live: _Live) -> dict[Any, _Sum]:
     """The open days' sums by group key (as ``_rolled_up_groups``), from the
     rows."""
-    if not spans:
+    if not live:
         return {}
     if group == "tool":
-        slack = {"created_at__gte": spans[0].bounds()[0] - ROW_SLACK}
-        in_spans = _in_spans(spans, "session__")
+        slack = {"created_at__gte": live.rows_since()}
+        in_spans = live.sessions("session__")
         no_price = Q(cost__isnull=True)
         found: dict[Any, _Sum] = {
             (row["name"], row["kind"]): _sum(row)
@@ -589,7 +636,7 @@ def _row_groups(group: str, user: Any, spans: list[DateRange]) -> dict[Any, _Sum
     return {
         row[field]: _sum(row)
         for row in AgentSession.objects.visible_to(user)
-        .filter(_in_spans(spans))
+        .filter(live.sessions())
         .order_by()
         .values(field)
         .annotate(spent=Sum("cost"), count=Count("*"), unpriced=Sum("unpriced_calls"))
@@ -704,14 +751,14 @@ def _days_merged(
     user: Any,
     period: DateRange,
     rolled: dict[datetime.date, _Sum],
-    spans: list[DateRange],
+    live: _Live,
 ) -> tuple[list[SpendRow], _Totals]:
     found = dict(rolled)
-    if spans:
+    if live:
         zone = timezone.get_current_timezone()
         for row in (
             AgentSession.objects.visible_to(user)
-            .filter(_in_spans(spans))
+            .filter(live.sessions())
             .order_by()
             .values(day=TruncDate("created_at", tzinfo=zone))
             .annotate(

@@ -36,7 +36,7 @@ from django.db import connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from sessions_app.costs.ranges import DateRange, local_today
+from sessions_app.costs.ranges import DateRange
 from sessions_app.models import (
     AgentSession,
     DailySpend,
@@ -44,6 +44,7 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.models.spend import DAY, MONTH
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,9 @@ EVERYONE: Final = "*"
 OPEN_STATUSES: Final = tuple(
     sorted(set(AgentSession.Status.values) - set(AgentSession.TERMINAL))
 )
+#: How long after midnight a day is rolled up: a session created just before
+#: may commit a little after.
+SETTLE: Final = datetime.timedelta(hours=1)
 #: The most days one run of the job rolls up (the oldest first); the next run
 #: goes on where it stopped.
 MAX_DAYS_PER_RUN: Final = 800
@@ -91,24 +95,30 @@ class _Sum:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RollUpReport:
     rolled_up: tuple[datetime.date, ...]
-    skipped: tuple[datetime.date, ...]  # a session of the day has not ended
+    skipped: tuple[datetime.date, ...]  # not over yet
+    months: tuple[datetime.date, ...] = ()
+    pending: tuple[datetime.date, ...] = ()  # rolled up but for a session
 
     def __str__(self) -> str:
         return (
-            f"Rolled up {len(self.rolled_up)} day(s); {len(self.skipped)} left "
-            "to the rows (a session still running)."
+            f"Rolled up {len(self.rolled_up)} day(s) and {len(self.months)} "
+            f"month(s); {len(self.pending)} day(s) with sessions not ended "
+            f"(read from the rows; rolled up again next time), "
+            f"{len(self.skipped)} not over yet."
         )
 
 
 def _sums_of_day(
-    low: datetime.datetime, high: datetime.datetime
+    low: datetime.datetime, high: datetime.datetime, pending: list[str]
 ) -> tuple[dict[tuple[str, str, str, str], _Sum], int]:
-    """The day's sums, keyed by (scope, dimension, key, kind), and how many
-    sessions it had."""
+    """The day's sums but for its ``pending`` sessions, keyed by (scope,
+    dimension, key, kind), and how many sessions they are."""
     sums: dict[tuple[str, str, str, str], _Sum] = defaultdict(_Sum)
-    sessions = AgentSession.objects.filter(
-        created_at__gte=low, created_at__lt=high
-    ).order_by()
+    sessions = (
+        AgentSession.objects.filter(created_at__gte=low, created_at__lt=high)
+        .exclude(pk__in=pending)
+        .order_by()
+    )
     count = 0
     for user_id, prompt, model, cost, unpriced in sessions.values_list(
         "created_by_id", "prompt_ref", "model", "cost", "unpriced_calls"
@@ -133,11 +143,13 @@ def _sums_of_day(
     }
     tools = (
         ToolInvocation.objects.filter(native=True, **in_day)
+        .exclude(session_id__in=pending)
         .order_by()
         .values_list("session__created_by_id", "name", "kind", "cost")
     )
     calls = (
         ProviderCall.objects.filter(**in_day)
+        .exclude(session_id__in=pending)
         .order_by()
         .values_list("session__created_by_id", "cost")
     )
@@ -161,61 +173,146 @@ def day_bounds(day: datetime.date) -> tuple[datetime.datetime, datetime.datetime
     return DateRange(day, day).bounds()
 
 
+def last_closed_day(now: datetime.datetime | None = None) -> datetime.date:
+    """The last day that is over, ``SETTLE`` ago at least: a session created
+    just before midnight may commit a little after it."""
+    return local_date((now or timezone.now()) - SETTLE) - datetime.timedelta(days=1)
+
+
+def _month_of(day: datetime.date) -> datetime.date:
+    return day.replace(day=1)
+
+
+def month_days(month: datetime.date) -> list[datetime.date]:
+    """The days of the month starting on ``month``."""
+    days = []
+    day = month
+    while day.month == month.month:
+        days.append(day)
+        day += datetime.timedelta(days=1)
+    return days
+
+
+def _forget_month(zone: str, day: datetime.date) -> None:
+    """The month of ``day`` is summed again once its days are all there."""
+    month = {"zone": zone, "period": MONTH, "day": _month_of(day)}
+    DailySpendDay.objects.filter(**month).delete()
+    DailySpend.objects.filter(**month).delete()
+
+
+def _write(
+    zone: str,
+    period: str,
+    day: datetime.date,
+    sums: dict[tuple[str, str, str, str], _Sum],
+) -> None:
+    DailySpend.objects.bulk_create(
+        DailySpend(
+            zone=zone,
+            period=period,
+            day=day,
+            scope=scope,
+            dimension=dimension,
+            key=key,
+            kind=kind,
+            cost=total.cost,
+            count=total.count,
+            unpriced=total.unpriced,
+        )
+        for (scope, dimension, key, kind), total in sums.items()
+    )
+
+
 def roll_up_day(day: datetime.date, *, now: datetime.datetime | None = None) -> bool:
     """Roll ``day`` (a day of the current time zone) up from the rows, again
-    if it was; ``False`` (and no mark) when it is not over yet or a session
-    created that day has not ended."""
-    low, high = day_bounds(day)
-    if high > (now or timezone.now()):
+    if it was; ``False`` (and no mark) when it is not over yet. The sessions
+    of the day not ended are left out and named in the mark (``pending``)."""
+    if day > last_closed_day(now):
         return False
+    low, high = day_bounds(day)
     zone = zone_name()
     with transaction.atomic():
         mark, _ = DailySpendDay.objects.select_for_update().get_or_create(
-            zone=zone, day=day, defaults={"computed_at": timezone.now()}
+            zone=zone, period=DAY, day=day, defaults={"computed_at": timezone.now()}
         )
-        still_open = AgentSession.objects.filter(
-            status__in=OPEN_STATUSES, created_at__gte=low, created_at__lt=high
-        ).exists()
-        DailySpend.objects.filter(zone=zone, day=day).delete()
-        if still_open:
-            mark.delete()
-            return False
-        sums, sessions = _sums_of_day(low, high)
-        DailySpend.objects.bulk_create(
-            DailySpend(
-                zone=zone,
-                day=day,
-                scope=scope,
-                dimension=dimension,
-                key=key,
-                kind=kind,
-                cost=total.cost,
-                count=total.count,
-                unpriced=total.unpriced,
-            )
-            for (scope, dimension, key, kind), total in sums.items()
+        _forget_month(zone, day)
+        # First: a session ended now has its final rows (it never runs again);
+        # one that ends after this is pending, so never counted twice.
+        pending = sorted(
+            str(pk)
+            for pk in AgentSession.objects.filter(
+                status__in=OPEN_STATUSES, created_at__gte=low, created_at__lt=high
+            ).values_list("pk", flat=True)
         )
+        DailySpend.objects.filter(zone=zone, period=DAY, day=day).delete()
+        sums, sessions = _sums_of_day(low, high, pending)
+        _write(zone, DAY, day, sums)
         mark.sessions = sessions
+        mark.pending = pending
+        mark.pending_count = len(pending)
+        mark.computed_at = timezone.now()
+        mark.save(update_fields=["sessions", "pending", "pending_count", "computed_at"])
+    return True
+
+
+def roll_up_month(month: datetime.date) -> bool:
+    """Sum the month starting on ``month`` from its days' roll-ups (exactly,
+    in ``Decimal``), again if it was; ``False`` (and no mark) unless every day
+    of it is rolled up."""
+    zone = zone_name()
+    days = month_days(month)
+    with transaction.atomic():
+        # The days first, then the month: the order ``roll_up_day`` locks in.
+        marks = list(
+            DailySpendDay.objects.select_for_update()
+            .filter(zone=zone, period=DAY, day__gte=days[0], day__lte=days[-1])
+            .order_by("day")
+            .values_list("sessions", flat=True)
+        )
+        if len(marks) != len(days):
+            _forget_month(zone, month)
+            return False
+        mark, _ = DailySpendDay.objects.select_for_update().get_or_create(
+            zone=zone,
+            period=MONTH,
+            day=month,
+            defaults={"computed_at": timezone.now()},
+        )
+        DailySpend.objects.filter(zone=zone, period=MONTH, day=month).delete()
+        sums: dict[tuple[str, str, str, str], _Sum] = defaultdict(_Sum)
+        for scope, dimension, key, kind, cost, count, unpriced in (
+            DailySpend.objects.filter(
+                zone=zone, period=DAY, day__gte=days[0], day__lte=days[-1]
+            )
+            .order_by()
+            .values_list(
+                "scope", "dimension", "key", "kind", "cost", "count", "unpriced"
+            )
+        ):
+            row = sums[(scope, dimension, key, kind)]
+            row.cost += cost
+            row.count += count
+            row.unpriced += unpriced
+        _write(zone, MONTH, month, sums)
+        mark.sessions = sum(marks)
         mark.computed_at = timezone.now()
         mark.save(update_fields=["sessions", "computed_at"])
     return True
 
 
 def days_to_roll_up(
-    *, today: datetime.date | None = None, limit: int = MAX_DAYS_PER_RUN
+    *, now: datetime.datetime | None = None, limit: int = MAX_DAYS_PER_RUN
 ) -> list[datetime.date]:
     """The closed days, since the first session, without a mark in the
     current time zone (the oldest first, at most ``limit``)."""
     first = AgentSession.objects.order_by().aggregate(first=Min("created_at"))["first"]
     if first is None:
         return []
-    start = (
-        timezone.localtime(first).date() if timezone.is_aware(first) else first.date()
-    )
-    end = (today or local_today()) - datetime.timedelta(days=1)
+    start = local_date(first)
+    end = last_closed_day(now)
     marked = set(
         DailySpendDay.objects.filter(
-            zone=zone_name(), day__gte=start, day__lte=end
+            zone=zone_name(), period=DAY, day__gte=start, day__lte=end, pending_count=0
         ).values_list("day", flat=True)
     )
     days: list[datetime.date] = []
@@ -227,16 +324,48 @@ def days_to_roll_up(
     return days
 
 
+def months_to_roll_up(now: datetime.datetime | None = None) -> list[datetime.date]:
+    """The months over whose days are all rolled up, without a month mark."""
+    zone = zone_name()
+    end = last_closed_day(now)
+    days: dict[datetime.date, int] = defaultdict(int)
+    for day in DailySpendDay.objects.filter(
+        zone=zone, period=DAY, day__lte=end
+    ).values_list("day", flat=True):
+        days[_month_of(day)] += 1
+    marked = set(
+        DailySpendDay.objects.filter(zone=zone, period=MONTH).values_list(
+            "day", flat=True
+        )
+    )
+    return sorted(
+        month
+        for month, count in days.items()
+        if month not in marked and count == len(month_days(month))
+    )
+
+
 def roll_up(
     days: Iterable[datetime.date] | None = None, *, limit: int = MAX_DAYS_PER_RUN
 ) -> RollUpReport:
-    """Roll up ``days`` (default: every closed day not rolled up yet)."""
+    """Roll up ``days`` (default: every closed day not rolled up yet), then
+    every month whose days are all rolled up."""
     chosen = list(days) if days is not None else days_to_roll_up(limit=limit)
     done: list[datetime.date] = []
     skipped: list[datetime.date] = []
     for day in chosen:
         (done if roll_up_day(day) else skipped).append(day)
-    return RollUpReport(rolled_up=tuple(done), skipped=tuple(skipped))
+    pending = tuple(
+        DailySpendDay.objects.filter(
+            zone=zone_name(), period=DAY, day__in=done, pending_count__gt=0
+        )
+        .order_by("day")
+        .values_list("day", flat=True)
+    )
+    months = tuple(month for month in months_to_roll_up() if roll_up_month(month))
+    return RollUpReport(
+        rolled_up=tuple(done), skipped=tuple(skipped), months=months, pending=pending
+    )
 
 
 def roll_up_once() -> RollUpReport | None:

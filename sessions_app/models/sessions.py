@@ -15,7 +15,7 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 from sessions_app import access
-from sessions_app.models.spend import DailySpend, DailySpendDay
+from sessions_app.models.spend import DAY, MONTH, DailySpend, DailySpendDay
 from tooling.append_only import (
     AppendOnlyError,
     AppendOnlyQuerySet,
@@ -117,12 +117,13 @@ class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]
                 # a day's slack each side) are read from the rows again until
                 # they are rolled up anew (sessions_app.costs.rollup).
                 slack = datetime.timedelta(days=1)
-                days = {
-                    "day__gte": (span["first"] - slack).date(),
-                    "day__lte": (span["last"] + slack).date(),
-                }
-                DailySpendDay.objects.using(self.db).filter(**days).delete()
-                DailySpend.objects.using(self.db).filter(**days).delete()
+                first = (span["first"] - slack).date()
+                days = {"day__gte": first, "day__lte": (span["last"] + slack).date()}
+                months = {**days, "day__gte": first.replace(day=1)}
+                for model in (DailySpendDay, DailySpend):
+                    rows = model.objects.using(self.db)
+                    rows.filter(period=DAY, **days).delete()
+                    rows.filter(period=MONTH, **months).delete()
             return super().delete()
 
 

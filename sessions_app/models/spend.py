@@ -13,24 +13,41 @@ from decimal import Decimal
 
 from django.db import models
 
+DAY = "day"
+MONTH = "month"
+PERIODS = [(DAY, "Day"), (MONTH, "Month")]
+
 
 class DailySpendDay(models.Model):
-    """One local day (``day`` in ``zone``) whose spend is rolled up: every
-    session created that day had ended when it was computed, so its sums no
-    longer change (a purge removes the mark: ``AgentSession.objects.purge``)."""
+    """One local day (``day`` in ``zone``) whose spend is rolled up: the
+    sessions created that day that had ended when it was computed, whose sums
+    no longer change (a purge removes the mark: ``AgentSession.objects.purge``);
+    the others are ``pending``.
+    With ``period`` "month": the month starting on ``day``, summed from its
+    days' rows once every day of it was rolled up."""
 
     zone = models.CharField(max_length=64)
+    period = models.CharField(max_length=5, choices=PERIODS, default=DAY)
     day = models.DateField()
     sessions = models.PositiveIntegerField(default=0)
+    pending = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The ids of the day's sessions that had not ended: not in the "
+        "sums; a report reads them from the rows, the next roll-up again.",
+    )
+    pending_count = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["zone", "day"], name="spend_day_unique")
+            models.UniqueConstraint(
+                fields=["zone", "period", "day"], name="spend_day_unique"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.day.isoformat()} ({self.zone})"
+        return f"{self.period} {self.day.isoformat()} ({self.zone})"
 
 
 class DailySpend(models.Model):
@@ -40,9 +57,11 @@ class DailySpend(models.Model):
     other thing a user may see, ``sessions_app.access``). ``dimension``:
     "prompt", "model", "user" (key: the user's id, "" for none), "tool"
     (key: the tool's name, ``kind`` its kind) or "tokens" (the provider calls;
-    key ""). ``count`` is sessions, or (tool, tokens) calls."""
+    key ""). ``count`` is sessions, or (tool, tokens) calls. ``period``:
+    of one day, or of the month starting on ``day``."""
 
     zone = models.CharField(max_length=64)
+    period = models.CharField(max_length=5, choices=PERIODS, default=DAY)
     day = models.DateField()
     scope = models.CharField(max_length=32)
     dimension = models.CharField(max_length=16)
@@ -55,7 +74,8 @@ class DailySpend(models.Model):
     class Meta:
         indexes = [
             models.Index(
-                fields=["zone", "scope", "dimension", "day"], name="spend_scope_day"
+                fields=["zone", "scope", "period", "dimension", "day"],
+                name="spend_scope_day",
             ),
             models.Index(fields=["zone", "day"], name="spend_zone_day"),
         ]

@@ -40,6 +40,10 @@ from tests.sessions_app.factories import (
 )
 
 D = Decimal
+S = AgentSession.Status
+STATUSES = [S.SUCCEEDED, S.FAILED, S.CANCELLED, S.RUNNING, S.AWAITING_APPROVAL]
+STATUS_WEIGHTS = [80, 8, 4, 4, 4]
+ONE_DAY = datetime.timedelta(days=1)
 DAYS = 12  # of history before today
 PAGE = "/audit/costs/"
 
@@ -66,7 +70,7 @@ def people(db):
     return {"alice": alice, "bob": bob, "carol": carol, "auditor": auditor}
 
 
-def make_history(people, seed: int) -> None:
+def make_history(people, seed: int, days: int = DAYS, most: int = 6) -> None:
     """Sessions of the last ``DAYS`` days and today, by three users and by
     none, 14 prompts (more than ``TOP_GROUPS``), three models, native tools
     priced and not, provider calls priced and not; one session's rows are
@@ -75,13 +79,14 @@ def make_history(people, seed: int) -> None:
     today = local_today()
     owners = [people["alice"], people["bob"], people["carol"], None]
     prompts = [f"team{n % 3}/prompt-{n:02d}" for n in range(14)]
-    for back in range(DAYS, -1, -1):
+    for back in range(days, -1, -1):
         day = today - datetime.timedelta(days=back)
-        for _ in range(rng.randint(0, 6)):
+        for _ in range(rng.randint(0, most)):
             created = at(day, rng.randint(0, 23), rng.randint(0, 59))
             if back == 0 and created > timezone.now():
                 created = timezone.now() - datetime.timedelta(seconds=1)
             session = AgentSessionFactory.create(
+                status=rng.choices(STATUSES, STATUS_WEIGHTS)[0],
                 created_by=rng.choice(owners),
                 prompt_ref=rng.choice(prompts),
                 model=rng.choice(["gpt-5.4", "gpt-4.1", ""]),
@@ -100,6 +105,13 @@ def make_history(people, seed: int) -> None:
         created_at=at(late, 23, 50),
     )
     add_rows(session, rng, at(late + datetime.timedelta(days=1), 0, 20))
+
+
+def end_all() -> None:
+    """Every session not ended ends (as the lifecycle allows)."""
+    AgentSession.objects.filter(status=S.AWAITING_APPROVAL).update(status=S.QUEUED)
+    AgentSession.objects.filter(status=S.QUEUED).update(status=S.RUNNING)
+    AgentSession.objects.filter(status=S.RUNNING).update(status=S.SUCCEEDED)
 
 
 def add_rows(session: AgentSession, rng: random.Random, when: datetime.datetime):
@@ -133,9 +145,11 @@ def viewers(people):
     ]
 
 
-def ranges_of(rng: random.Random) -> list[tuple[datetime.date, datetime.date]]:
+def ranges_of(
+    rng: random.Random, days: int = DAYS
+) -> list[tuple[datetime.date, datetime.date]]:
     today = local_today()
-    first = today - datetime.timedelta(days=DAYS + 2)
+    first = today - datetime.timedelta(days=days + 2)
     chosen = [
         (first, today),  # every day, rolled up and open
         (today, today),  # only the open day
@@ -144,16 +158,16 @@ def ranges_of(rng: random.Random) -> list[tuple[datetime.date, datetime.date]]:
     ]
     for _ in range(4):
         a, b = sorted(
-            first + datetime.timedelta(days=rng.randint(0, DAYS + 2)) for _ in range(2)
+            first + datetime.timedelta(days=rng.randint(0, days + 2)) for _ in range(2)
         )
         chosen.append((a, b))
     return chosen
 
 
-def assert_same_as_rows(people, seed: int) -> None:
+def assert_same_as_rows(people, seed: int, days: int = DAYS) -> None:
     rng = random.Random(seed)
     for user in viewers(people):
-        for start, end in ranges_of(rng):
+        for start, end in ranges_of(rng, days):
             for group in reports.GROUPS:
                 expected = reports.spend_from_rows(
                     group, user=user, start=start, end=end
@@ -195,10 +209,27 @@ def test_roll_ups_answer_exactly_what_the_rows_do(settings, people, zone, seed):
         report = rollup.roll_up()
         first = AgentSession.objects.order_by("created_at").first()
         assert first is not None
-        closed = (local_today() - rollup.local_date(first.created_at)).days
-        assert len(report.rolled_up) == closed  # every closed day
+        closed = (rollup.last_closed_day() - rollup.local_date(first.created_at)).days
+        assert len(report.rolled_up) == closed + 1  # every closed day
         assert DailySpend.objects.exists()
         assert not DailySpendDay.objects.filter(day=local_today()).exists()
+        assert_same_as_rows(people, seed)
+
+        # The sessions not ended go on: more rows, a new cost, some end. The
+        # rolled-up days left them out; the reports read them from the rows.
+        rng = random.Random(seed)
+        for session in AgentSession.objects.filter(status__in=rollup.OPEN_STATUSES):
+            add_rows(session, rng, timezone.now())
+            if session.status == S.AWAITING_APPROVAL:
+                AgentSession.objects.filter(pk=session.pk).update(status=S.QUEUED)
+                AgentSession.objects.filter(pk=session.pk).update(status=S.RUNNING)
+            ended = rng.random() < 0.5
+            AgentSession.objects.filter(pk=session.pk).update(
+                cost=session.cost + amount(rng),
+                status=S.SUCCEEDED if ended else S.RUNNING,
+            )
+        assert_same_as_rows(people, seed)
+        rollup.roll_up()  # the days with pending sessions again
         assert_same_as_rows(people, seed)
         today = local_today()
         start = today - datetime.timedelta(days=DAYS)
@@ -225,10 +256,14 @@ def test_reports_read_the_roll_ups_not_the_sessions(people):
     assert rows.exists()
     rows.update(cost=D("1000"))
     spend = reports.spend_by("model", user=people["auditor"], start=day, end=day)
-    assert spend.total == D(1000) * rows.count()
+    pending = AgentSession.objects.filter(
+        pk__in=DailySpendDay.objects.get(period="day", day=day).pending
+    )
+    live = sum((session.cost for session in pending), D(0))  # not ended
+    assert spend.total == D(1000) * rows.count() + live
 
 
-def test_a_day_with_a_session_still_running_is_read_from_the_rows(people):
+def test_a_session_still_running_is_left_out_and_read_from_the_rows(people):
     day = local_today() - datetime.timedelta(days=2)
     running = AgentSessionFactory.create(
         created_by=people["alice"],
@@ -239,9 +274,13 @@ def test_a_day_with_a_session_still_running_is_read_from_the_rows(people):
     AgentSessionFactory.create(
         created_by=people["bob"], cost=D("0.5"), created_at=at(day, 11)
     )
-    assert rollup.roll_up_day(day) is False
-    assert not DailySpendDay.objects.filter(day=day).exists()
-    assert rollup.roll_up([day]).skipped == (day,)
+    assert rollup.roll_up_day(day) is True
+    mark = DailySpendDay.objects.get(day=day)
+    assert (mark.pending, mark.pending_count) == ([str(running.pk)], 1)
+    assert rollup.roll_up([day]).pending == (day,)
+    assert day in rollup.days_to_roll_up()  # again at every run
+    spend = reports.spend_by("user", user=people["auditor"], start=day, end=day)
+    assert spend.total == D("0.75")  # bob's rolled up, alice's from the rows
 
     # It goes on after the day and spends more; then ends: the day rolls up.
     AgentSession.objects.filter(pk=running.pk).update(status=AgentSession.Status.QUEUED)
@@ -251,7 +290,11 @@ def test_a_day_with_a_session_still_running_is_read_from_the_rows(people):
     AgentSession.objects.filter(pk=running.pk).update(
         status=AgentSession.Status.SUCCEEDED, cost=D("0.75")
     )
+    spend = reports.spend_by("user", user=people["auditor"], start=day, end=day)
+    assert spend.total == D("1.25")
     assert rollup.roll_up_day(day) is True
+    assert DailySpendDay.objects.get(day=day).pending == []
+    assert day not in rollup.days_to_roll_up()
     spend = reports.spend_by("user", user=people["auditor"], start=day, end=day)
     assert spend.total == D("1.25")
     assert {row.key: row.cost for row in spend.rows} == {
@@ -290,6 +333,7 @@ def test_today_and_future_days_are_never_rolled_up(people):
 
 def test_rolling_up_again_is_idempotent(people):
     make_history(people, 5)
+    end_all()
     rollup.roll_up()
     before = sorted(
         DailySpend.objects.values_list(
@@ -356,6 +400,7 @@ def test_a_roll_up_of_another_time_zone_is_not_read(settings, people):
 
 def test_the_command_and_the_task_roll_up_the_closed_days(people, capsys):
     make_history(people, 9)
+    end_all()
     call_command("roll_up_spend", "--limit", "3")
     assert DailySpendDay.objects.count() == 3
     assert "Rolled up 3 day(s)" in capsys.readouterr().out
@@ -416,3 +461,55 @@ def test_a_worker_thread_rolls_up_at_once_and_a_failure_is_logged(monkeypatch, c
     monkeypatch.setattr(rollup, "roll_up", broken)
     assert rollup.roll_up_once() is None  # no exception
     assert "Rolling up the spend failed; trying again at the next run" in caplog.text
+
+
+def test_whole_months_are_summed_from_their_days_and_read_as_months(people):
+    """Months whose days are all rolled up are summed (exactly) and read as
+    one row per group; a day rolled up again, or purged, forgets its month."""
+    make_history(people, 11, days=75, most=2)
+    end_all()
+    report = rollup.roll_up()
+    assert report.months  # 75 days hold at least one whole month
+    assert_same_as_rows(people, 11, days=75)
+    month = report.months[0]
+    last = rollup.month_days(month)[-1]
+    auditor = people["auditor"]
+    before = reports.spend_by("prompt", user=auditor, start=month, end=last)
+    summed = DailySpend.objects.filter(
+        period="month", day=month, scope=rollup.EVERYONE, dimension="prompt"
+    )
+    assert sum(row.cost for row in summed) == before.total
+    # Read from the month's rows: proven by changing them.
+    summed.update(cost=D(0))
+    assert reports.spend_by("prompt", user=auditor, start=month, end=last).total == 0
+    # Not for a range that holds only part of the month.
+    part = reports.spend_by("prompt", user=auditor, start=month, end=last - ONE_DAY)
+    assert part == reports.spend_from_rows(
+        "prompt", user=auditor, start=month, end=last - ONE_DAY
+    )
+
+    assert rollup.roll_up_day(month + ONE_DAY)  # again: the month is forgotten
+    assert not DailySpendDay.objects.filter(period="month", day=month).exists()
+    assert reports.spend_by("prompt", user=auditor, start=month, end=last) == before
+    assert rollup.roll_up().months == (month,)
+
+    # A session of the month still running: left out of the day and the
+    # month, read from the rows.
+    AgentSessionFactory.create(
+        created_by=people["bob"],
+        status=S.RUNNING,
+        cost=D("0.4444444444"),
+        created_at=at(month + ONE_DAY, 8),
+    )
+    rollup.roll_up([month + ONE_DAY])
+    assert rollup.roll_up().months == (month,)
+    assert DailySpendDay.objects.filter(period="month", day=month).exists()
+    total = reports.spend_by("prompt", user=auditor, start=month, end=last).total
+    assert total == before.total + D("0.4444444444")
+    assert_same_as_rows(people, 11, days=75)
+
+    low, high = reports.DateRange(last, last).bounds()
+    AgentSession.objects.filter(created_at__gte=low, created_at__lt=high).purge()
+    assert not DailySpendDay.objects.filter(period="month", day=month).exists()
+    assert not DailySpend.objects.filter(period="month", day=month).exists()
+    assert_same_as_rows(people, 11, days=75)

@@ -20,9 +20,10 @@ def _day(text: str) -> datetime.date:
 class Command(BaseCommand):
     help = (
         "Roll up the spend of every closed day (in TIME_ZONE) not rolled up yet, "
-        "from the first session on, so the cost page and /api/costs/ read a few "
-        "sums per day. A day with a session still running is left to the rows "
-        "(the next run tries again). --day recomputes the given days whole "
+        "from the first session on, and every month whose days all are, so the "
+        "cost page and /api/costs/ read a few sums per day or month. A session "
+        "not ended yet is left out (reports read it from the rows) and its day "
+        "rolled up again at the next run. --day recomputes the given days whole "
         "(idempotent). Celery beat runs the same every WINK_SPEND_ROLLUP_INTERVAL "
         "seconds."
     )
@@ -47,8 +48,9 @@ class Command(BaseCommand):
         days = [_day(text) for text in options["day"]] or None
         report = rollup.roll_up(days, limit=options["limit"])
         for day in report.skipped:
+            self.stdout.write(f"{day.isoformat()}: not over yet; read from the rows")
+        for day in report.pending:
             self.stdout.write(
-                f"{day.isoformat()}: not over, or a session still running; "
-                "read from the rows"
+                f"{day.isoformat()}: sessions not ended, read from the rows"
             )
         self.stdout.write(self.style.SUCCESS(str(report)))
