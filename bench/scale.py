@@ -1011,6 +1011,7 @@ def roll_up_spend(args: argparse.Namespace) -> None:
     days not rolled up yet; with ``--no-roll-ups``, none (every read from the
     rows, as before issue #28)."""
     from django.core.management import call_command
+    from django.db import connection
 
     from sessions_app.models import DailySpend, DailySpendDay
 
@@ -1022,6 +1023,8 @@ def roll_up_spend(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     output = io.StringIO()
     call_command("roll_up_spend", stdout=output)
+    with connection.cursor() as cursor:  # as autovacuum would, later
+        cursor.execute("ANALYZE sessions_app_dailyspend, sessions_app_dailyspendday")
     summary = output.getvalue().strip().splitlines()[-1:]
     print(
         f"  spend: {' '.join(summary)} ({time.perf_counter() - started:.1f} s)",
