@@ -1,23 +1,26 @@
 """Daily spend roll-ups: each closed day's sums, so that a cost report over a
-year reads a few rows per day instead of every session (ADR 0026).
+year reads a few rows per day or month instead of every session (ADR 0026).
 
 A day is rolled up (``roll_up_day``) once it is over in the current time zone
-and every session created that day has ended (succeeded, failed or
-cancelled): a session's cost and rows change only while it runs, so that
-day's sums are final. Its rows (``DailySpend``) are computed from the session
-rows in Python ``Decimal`` (exact on every database), per scope: every
-session ("*") and each user's own ("u<id>", what ``sessions_app.access`` lets
-a user see); the day's mark (``DailySpendDay``) says they are there. Rolling a
-day up again recomputes it whole, so it is idempotent, and two jobs at once
-wait for each other on the mark's row lock.
+(``SETTLE`` after midnight), from the sessions created that day that have
+ended (succeeded, failed or cancelled): an ended session's cost and rows never
+change again, so their sums are final. The sessions not ended yet are left
+out and named in the day's mark (``pending``): reports read them from the
+rows, and the next run rolls the day up again. A day's rows (``DailySpend``)
+are computed from the session rows in Python ``Decimal`` (exact on every
+database), per scope: every session ("*") and each user's own ("u<id>", what
+``sessions_app.access`` lets a user see); the day's mark (``DailySpendDay``)
+says they are there. A month whose days are all rolled up is summed from
+them (``roll_up_month``). Rolling a day up again recomputes it whole (and
+forgets its month), so it is idempotent, and two jobs at once wait for each
+other on the marks' row locks.
 
 Nothing on the write path of a run changes: the job runs apart (``manage.py
 roll_up_spend``; on a thread of each worker that sweeps on a thread, see
 ``wink_project.celery``; the Celery beat task ``sessions_app.roll_up_spend``
-for prefork workers), and a
-report reads every day without a mark (today, a day with a session still
-running, a day not rolled up yet) from the rows. A purge removes the marks of
-the days it touches (``AgentSession.objects.purge``).
+for prefork workers), and a report reads every day without a mark (today, a
+day not rolled up yet) from the rows. A purge removes the marks of the days
+and months it touches (``AgentSession.objects.purge``).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.runs import worker
 from sessions_app.tasks import roll_up_spend_task
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -38,6 +39,7 @@ from tests.sessions_app.factories import (
     ToolInvocationFactory,
     UserFactory,
 )
+from wink_project import celery as celery_app
 
 D = Decimal
 S = AgentSession.Status
@@ -513,3 +515,24 @@ def test_whole_months_are_summed_from_their_days_and_read_as_months(people):
     assert not DailySpendDay.objects.filter(period="month", day=month).exists()
     assert not DailySpend.objects.filter(period="month", day=month).exists()
     assert_same_as_rows(people, 11, days=75)
+
+
+@pytest.mark.parametrize("sweeps", [True, False])
+def test_a_worker_that_sweeps_on_a_thread_rolls_up_beside_it(
+    settings, monkeypatch, sweeps
+):
+    settings.WINK_SPEND_ROLLUP_INTERVAL = 1234
+    started: list[float] = []
+    monkeypatch.setattr(
+        worker, "start_sweeper", lambda pool: threading.Thread() if sweeps else None
+    )
+    monkeypatch.setattr(rollup, "start_thread", started.append)
+
+    class Pool:
+        pass
+
+    class Worker:
+        pool = Pool()
+
+    celery_app._start_sweeper(sender=Worker())
+    assert started == ([1234.0] if sweeps else [])
