@@ -17,6 +17,12 @@ the cost page, its CSV export and ``GET /api/costs/`` show (docs/costs.md,
   as one "other" row without reading them. Day lists every day of the range
   (at most ``ranges.MAX_DAYS``).
 
+Rolled up (``sessions_app.costs.rollup``, ADR 0026): ``spend_report`` reads
+the days and months rolled up from their sums and the rest (today, a day not
+rolled up yet, a rolled-up day's sessions that had not ended) from the rows,
+with the queries above restricted to them; ``spend_from_rows`` is the answer
+from the rows alone, which the roll-ups are tested against.
+
 Money is ``Decimal``: on SQLite a ``SUM`` is computed in floating point, so
 every amount is rounded to the stored ten places here.
 """
@@ -461,8 +467,9 @@ class _Sealed:
 
 def _sealed(period: DateRange) -> _Sealed:
     """The range's days rolled up in the current time zone, less any with a
-    session not ended (which a roll-up would not have marked: a guard); the
-    months of the range summed whose days are all sealed."""
+    session not ended that its mark does not name (a guard: rows loaded into
+    the past); the sessions they name (pending); the months of the range whose
+    days are all sealed."""
     days: set[datetime.date] = set()
     months: set[datetime.date] = set()
     pending: dict[str, datetime.date] = {}
