@@ -16,6 +16,7 @@ from celery.exceptions import Reject
 
 from sessions_app import services
 from sessions_app.approvals import notifications
+from sessions_app.costs import rollup
 from sessions_app.models import ApprovalRequest
 from sessions_app.runs import dispatch, lifecycle, store
 from sessions_app.runs.sweeping import log_sweep
@@ -57,6 +58,16 @@ def sweep_stale_sessions_task() -> dict[str, Any]:
         store.release()
     log_sweep(report)
     return report.as_dict()
+
+
+@shared_task(name=rollup.ROLL_UP_TASK, ignore_result=True)
+def roll_up_spend_task() -> dict[str, Any]:
+    """Roll up the closed days' spend (``sessions_app.costs.rollup``)."""
+    report = rollup.roll_up()
+    return {
+        "rolled_up": [day.isoformat() for day in report.rolled_up],
+        "skipped": len(report.skipped),
+    }
 
 
 # Short limits: a notification waits at most a few seconds per mail server

@@ -47,4 +47,10 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
     # the pool this worker runs (the command line's or the settings'):
     # celery.concurrency.thread, .solo, .prefork, ...
     pool = type(getattr(sender, "pool", None)).__module__.rsplit(".", 1)[-1]
-    worker.start_sweeper(pool)
+    if worker.start_sweeper(pool) is not None:
+        # and the closed days' spend, beside it (ADR 0027)
+        from django.conf import settings
+
+        from sessions_app.costs import rollup
+
+        rollup.start_thread(float(settings.WINK_SPEND_ROLLUP_INTERVAL))

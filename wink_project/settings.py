@@ -345,6 +345,9 @@ WINK_DAILY_BUDGET_USD = env_usd("WINK_DAILY_BUDGET_USD")
 # The sweeper's period (Celery beat), and how long a queued session may wait
 # unclaimed before it is dispatched again.
 WINK_SWEEP_INTERVAL = env_number("WINK_SWEEP_INTERVAL", 30, minimum=1)
+# How often Celery beat rolls up the closed days' spend (sessions_app.costs.rollup,
+# ADR 0027): the cost page reads days not rolled up yet from the rows.
+WINK_SPEND_ROLLUP_INTERVAL = env_number("WINK_SPEND_ROLLUP_INTERVAL", 3600, minimum=60)
 WINK_QUEUED_REDISPATCH_SECONDS = env_number(
     "WINK_QUEUED_REDISPATCH_SECONDS", 600, minimum=1
 )
@@ -406,14 +409,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # worker that should sweep consumes it: `make worker` does (-Q celery,...).
 WINK_MAINTENANCE_QUEUE = "wink-maintenance"
 CELERY_TASK_ROUTES = {
-    "sessions_app.sweep_stale_sessions": {"queue": WINK_MAINTENANCE_QUEUE}
+    "sessions_app.sweep_stale_sessions": {"queue": WINK_MAINTENANCE_QUEUE},
+    "sessions_app.roll_up_spend": {"queue": WINK_MAINTENANCE_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-sessions": {
         "task": "sessions_app.sweep_stale_sessions",
         "schedule": WINK_SWEEP_INTERVAL,
         "options": {"expires": WINK_SWEEP_INTERVAL},
-    }
+    },
+    "roll-up-spend": {
+        "task": "sessions_app.roll_up_spend",
+        "schedule": WINK_SPEND_ROLLUP_INTERVAL,
+        "options": {"expires": WINK_SPEND_ROLLUP_INTERVAL},
+    },
 }
 
 # The model provider. The key stays in the environment: it is read when a client

@@ -101,10 +101,9 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
             error = f"{invalid} Showing the last {ranges.DEFAULT_DAYS} days instead."
             period = ranges.default_range()
         user = self.request.user
-        breakdowns = [
-            reports.spend_by(group, user=user, start=period.start, end=period.end)
-            for group in reports.GROUPS
-        ]
+        breakdowns = reports.spend_report(
+            reports.GROUPS, user=user, start=period.start, end=period.end
+        )
         dates = {"from": period.start.isoformat(), "to": period.end.isoformat()}
         context.update(
             range=period,

@@ -15,8 +15,8 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 (``sessions_app.approvals``).
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
-``state.py``, and datasets, graders and experiments in ``experiments.py``;
-import them from here.
+``state.py``, the daily spend roll-ups in ``spend.py``, and datasets, graders
+and experiments in ``experiments.py``; import them from here.
 """
 
 from sessions_app.models.approvals import ApprovalRequest, ApprovalRequestQuerySet
@@ -52,6 +52,7 @@ from sessions_app.models.sessions import (
     session_url,
     text_altered_field,
 )
+from sessions_app.models.spend import DailySpend, DailySpendDay
 from sessions_app.models.state import SessionStateEntry, VirtualFile
 
 __all__ = [
@@ -63,6 +64,8 @@ __all__ = [
     "AuditQuerySet",
     "Citation",
     "CitationQuerySet",
+    "DailySpend",
+    "DailySpendDay",
     "Dataset",
     "DatasetCase",
     "Experiment",

@@ -3,6 +3,7 @@ the audit rows share."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from decimal import Decimal
 from typing import Any, cast
@@ -14,6 +15,7 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 from sessions_app import access
+from sessions_app.models.spend import DAY, MONTH, DailySpend, DailySpendDay
 from tooling.append_only import (
     AppendOnlyError,
     AppendOnlyQuerySet,
@@ -138,6 +140,21 @@ class AgentSessionQuerySet(VisibleQuerySetMixin, models.QuerySet["AgentSession"]
         let through.
         """
         with transaction.atomic(using=self.db), purging(connections[self.db]):
+            span = self.aggregate(
+                first=models.Min("created_at"), last=models.Max("created_at")
+            )
+            if span["first"] is not None:
+                # The days these sessions were created on (in any time zone:
+                # a day's slack each side) are read from the rows again until
+                # they are rolled up anew (sessions_app.costs.rollup).
+                slack = datetime.timedelta(days=1)
+                first = (span["first"] - slack).date()
+                days = {"day__gte": first, "day__lte": (span["last"] + slack).date()}
+                months = {**days, "day__gte": first.replace(day=1)}
+                for model in (DailySpendDay, DailySpend):
+                    rows = model.objects.using(self.db)
+                    rows.filter(period=DAY, **days).delete()
+                    rows.filter(period=MONTH, **months).delete()
             return super().delete()
 
 

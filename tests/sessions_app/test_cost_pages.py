@@ -539,8 +539,10 @@ def test_cost_page_reads_one_query_per_breakdown(people, spent):
         for query in captured.captured_queries
         if "sessions_app_" in query["sql"]
     ]
-    # prompt, model, user, day; tool: native fees + provider calls.
-    assert len(spend_queries) == 6, spend_queries
+    # The days rolled up (none here); prompt, model, user, day; tool: native
+    # fees + provider calls (tests/sessions_app/test_spend_rollup.py: with
+    # days rolled up, two more, whatever the range).
+    assert len(spend_queries) == 7, spend_queries
 
 
 # -- a real run ------------------------------------------------------------------
