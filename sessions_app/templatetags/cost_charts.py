@@ -166,3 +166,28 @@ def spend_chart(spend: Spend) -> SafeString:
     if not spend.rows:
         return SafeString("")
     return _days(spend) if spend.group == "day" else _bars(spend)
+
+
+@register.simple_tag
+def day_rows(rows: list[tuple[SpendRow, str]]) -> SafeString:
+    """The day table's rows (days with sessions), built in one pass: a
+    year's 366 days through the template language cost a one-year page
+    several times a one-day one (issue #28)."""
+    return format_html_join(
+        "",
+        '<tr class="row-{}"><td>{}</td><td class="num">{}</td>'
+        '<td class="num">{}</td><td class="num">{}</td></tr>',
+        (
+            (
+                row.kind,
+                format_html('<a href="{}" title="Its sessions">{}</a>', link, row.label)
+                if link
+                else row.label,
+                format_usd(row.cost),
+                row.count,
+                row.unpriced or "",
+            )
+            for row, link in rows
+            if row.count
+        ),
+    )
