@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from types import SimpleNamespace
 from typing import Any
+
+from django.db.models.functions import Left
 
 from sessions_app.audit import timeline
 from sessions_app.audit.timings import (
@@ -28,7 +31,10 @@ from sessions_app.models import (
     ToolInvocation,
 )
 
-MAX_BARS = 120
+# A first screen's worth: an ordinary run has a few dozen steps.
+MAX_BARS = 60
+# A failed call's error, as much as its bar's tooltip shows.
+ERROR_SHOWN = 200
 _MS = datetime.timedelta(milliseconds=1)
 
 
@@ -57,10 +63,11 @@ class TurnOutline:
     turn: int
     model_ms: float
     failed: bool
-    tool_calls: int
+    #: ``None``: not counted (the waterfall's bound cut the turn's steps)
+    tool_calls: int | None
     tools_ms: float
-    native_calls: int
-    approvals: int
+    native_calls: int | None
+    approvals: int | None
     #: the timeline's page that starts at this turn (``None``: the first page)
     cursor: str | None
 
@@ -79,6 +86,13 @@ def _offset(moment: datetime.datetime, origin: datetime.datetime) -> float:
     return finite_ms((moment - origin) / _MS)
 
 
+def _status_label(status: str) -> str:
+    try:
+        return str(ApprovalRequest.Status(status).label).lower()
+    except ValueError:
+        return status
+
+
 def _turn_cursor(turn: int, first: int) -> str | None:
     """The cursor of the timeline's page starting at ``turn``: a position
     after every step of the turn before (steps are 0-2) and before this one's."""
@@ -88,9 +102,10 @@ def _turn_cursor(turn: int, first: int) -> str | None:
 
 
 def _bounded(queryset: Any) -> tuple[list[Any], int | None]:
-    """At most ``MAX_BARS`` rows, and the last turn read when there are more
-    (its rows may be cut)."""
-    rows = list(queryset[: MAX_BARS + 1])
+    """At most ``MAX_BARS`` rows (their values, as attributes: no model
+    instance is built), and the last turn read when there are more (its rows
+    may be cut)."""
+    rows = [SimpleNamespace(**values) for values in queryset[: MAX_BARS + 1]]
     if len(rows) > MAX_BARS:
         return rows[:MAX_BARS], rows[MAX_BARS - 1].turn
     return rows, None
@@ -101,12 +116,17 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
     calls, calls_cut = _bounded(
         ProviderCall.objects.filter(session=session)
         .order_by("turn")
-        .only("turn", "started_at", "latency_ms", "created_at", "error", "attempts")
+        .annotate(error_start=Left("error", ERROR_SHOWN))
+        .values(
+            "turn", "started_at", "latency_ms", "created_at", "attempts", "error_start"
+        )
     )
+    for call in calls:
+        call.error = call.error_start  # what provider_span and the bar read
     tools, tools_cut = _bounded(
         ToolInvocation.objects.filter(session=session)
         .order_by("turn", "sequence")
-        .only(
+        .values(
             "turn",
             "sequence",
             "name",
@@ -121,7 +141,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
     approvals, approvals_cut = _bounded(
         ApprovalRequest.objects.filter(session=session)
         .order_by("turn", "requested_at")
-        .only("turn", "tool_name", "status", "requested_at", "decided_at")
+        .values("turn", "tool_name", "status", "requested_at", "decided_at")
     )
     if not calls and not tools and not approvals:
         return None
@@ -148,7 +168,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
             "provider",
             f"turn {call.turn} · model",
             f"Turn {call.turn}: the provider call"
-            + (f" (failed: {call.error[:200]})" if call.error else ""),
+            + (f" (failed: {call.error})" if call.error else ""),
             _offset(span.start, origin),
             span.duration_ms,
             call.turn,
@@ -196,7 +216,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
                 "approval",
                 f"approval · {approval.tool_name}",
                 f"Waiting for a decision on {approval.tool_name}: "
-                f"{approval.get_status_display().lower()}",
+                f"{_status_label(approval.status)}",
                 _offset(span.start, origin),
                 span.duration_ms,
                 approval.turn,
@@ -228,21 +248,26 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
 def _outline(
     calls: list[Any], tools: list[Any], approvals: list[Any], last_turn: int | None
 ) -> list[TurnOutline]:
+    """Each turn read (its provider call), with its steps' counts while they
+    were read whole (``None`` from the turn the bound cut on)."""
     first = min((call.turn for call in calls), default=0)
     outline = []
     for call in calls:
-        if last_turn is not None and call.turn >= last_turn:
-            break
+        counted = last_turn is None or call.turn < last_turn
         local = [t for t in tools if t.turn == call.turn and not t.native]
         outline.append(
             TurnOutline(
                 turn=call.turn,
                 model_ms=provider_span(call).duration_ms,
                 failed=bool(call.error),
-                tool_calls=len(local),
-                tools_ms=sum(t.duration_ms or 0 for t in local),
-                native_calls=sum(1 for t in tools if t.turn == call.turn and t.native),
-                approvals=sum(1 for a in approvals if a.turn == call.turn),
+                tool_calls=len(local) if counted else None,
+                tools_ms=sum(finite_ms(t.duration_ms) for t in local),
+                native_calls=sum(1 for t in tools if t.turn == call.turn and t.native)
+                if counted
+                else None,
+                approvals=sum(1 for a in approvals if a.turn == call.turn)
+                if counted
+                else None,
                 cursor=_turn_cursor(call.turn, first),
             )
         )

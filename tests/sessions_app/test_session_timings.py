@@ -227,7 +227,9 @@ def test_the_waterfall_of_a_long_run_draws_its_first_turns(monkeypatch):
     assert len(drawn.bars) <= 6
     # turn 2's tool calls were cut at the bound: only turn 1 is drawn whole
     assert {bar.turn for bar in drawn.bars} == {1}
-    assert [turn.turn for turn in drawn.turns] == [1]
+    # the outline names every turn read; counts only where read whole
+    assert [turn.turn for turn in drawn.turns] == [1, 2, 3, 4, 5]
+    assert [turn.tool_calls for turn in drawn.turns] == [3, None, None, None, None]
 
 
 def test_nothing_recorded_draws_no_waterfall(admin_client):
