@@ -186,6 +186,37 @@ def test_inbox_page_costs_the_same_for_1_and_40_approvals(client, alice, url):
     assert counts[0] == counts[1]
 
 
+def test_inbox_pages_without_counting_every_request(client, alice):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    now = timezone.now()
+    for minutes in range(120):
+        ApprovalRequestFactory.create(
+            status=Decision.APPROVED,
+            decided_at=now,
+            requested_at=now - datetime.timedelta(minutes=minutes),
+        )
+    client = page(client, alice)
+    with CaptureQueriesContext(connection) as queries:
+        first = client.get("/audit/approvals/")
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+    html = first.content.decode()
+    assert len(first.context["approvals"]) == 50
+    assert 'page=2" rel="next"' in html and 'rel="prev"' not in html
+    third = client.get("/audit/approvals/", {"page": 3})
+    assert len(third.context["approvals"]) == 20
+    assert 'rel="next"' not in third.content.decode()
+    seen = [
+        a.pk
+        for number in (1, 2, 3)
+        for a in client.get("/audit/approvals/", {"page": number}).context["approvals"]
+    ]
+    assert len(seen) == len(set(seen)) == 120  # every request once
+    for bad in ("0", "x", "201", "-1", "1.5"):
+        assert client.get("/audit/approvals/", {"page": bad}).status_code == 404
+
+
 def test_inbox_hides_approvals_from_those_who_may_neither_decide_nor_see(
     client, paused, bystander
 ):
