@@ -286,7 +286,14 @@ def durations(session: AgentSession, now: Any) -> dict[str, float | None]:
 
 def final_plan(session: AgentSession) -> Any:
     """The plan as the run left it (its working state: one row by the
-    ``(session, key)`` unique index), or ``None``."""
+    ``(session, key)`` unique index), or ``None``; not read for a run that
+    was not offered the planning tools."""
+    tools = session.tools_payload if isinstance(session.tools_payload, list) else []
+    if not any(
+        isinstance(tool, dict) and str(tool.get("name", "")).startswith("planning_")
+        for tool in tools
+    ):
+        return None
     entry = (
         SessionStateEntry.objects.filter(session=session, key="plan")
         .only("value")

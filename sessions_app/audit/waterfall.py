@@ -138,11 +138,15 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
             "policy_ms",
         )
     )
-    approvals, approvals_cut = _bounded(
-        ApprovalRequest.objects.filter(session=session)
-        .order_by("turn", "requested_at")
-        .values("turn", "tool_name", "status", "requested_at", "decided_at")
-    )
+    approvals: list[Any] = []
+    approvals_cut = None
+    if session.pauses or session.status == AgentSession.Status.AWAITING_APPROVAL:
+        # every approval request pauses its run: none to read otherwise
+        approvals, approvals_cut = _bounded(
+            ApprovalRequest.objects.filter(session=session)
+            .order_by("turn", "requested_at")
+            .values("turn", "tool_name", "status", "requested_at", "decided_at")
+        )
     if not calls and not tools and not approvals:
         return None
     cuts = [cut for cut in (calls_cut, tools_cut, approvals_cut) if cut is not None]

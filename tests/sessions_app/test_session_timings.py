@@ -57,6 +57,7 @@ def timed_session(tool_name="lookup_order", **kwargs):
         "created_at": origin,
         "started_at": origin + 100 * MS,
         "finished_at": origin + 3000 * MS,
+        "pauses": 1,  # its approval paused it
         **kwargs,
     }
     session = AgentSessionFactory.create(**fields)
@@ -365,8 +366,11 @@ def test_long_json_is_folded_short_json_open(admin_client):
     )
 
 
+PLANNING_TOOLS = [{"type": "function", "name": "planning_setup_plan"}]
+
+
 def test_the_final_plan_is_shown(admin_client):
-    session = AgentSessionFactory.create()
+    session = AgentSessionFactory.create(tools_payload=PLANNING_TOOLS)
     SessionStateEntry.objects.create(
         session=session,
         key="plan",
@@ -387,9 +391,24 @@ def test_the_final_plan_is_shown(admin_client):
 
 
 def test_no_plan_no_panel(admin_client):
-    session = AgentSessionFactory.create()
+    session = AgentSessionFactory.create(tools_payload=PLANNING_TOOLS)
     html = admin_client.get(session.get_absolute_url()).content.decode()
     assert 'id="final-plan"' not in html
+
+
+def test_no_planning_tools_no_plan_read_and_no_pause_no_approvals_read(admin_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(session=session, turn=1)
+    admin_client.get(session.get_absolute_url())
+    with CaptureQueriesContext(connection) as queries:
+        admin_client.get(session.get_absolute_url())
+    tables = " ".join(q["sql"] for q in queries.captured_queries)
+    assert "sessionstateentry" not in tables
+    # the timeline's keyset query reads approvals; the waterfall's does not
+    assert tables.count('FROM "sessions_app_approvalrequest"') == 1
 
 
 def test_a_demo_run_with_planning_shows_its_final_plan(admin_client):
