@@ -247,7 +247,14 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
                 if len(shown) != len(asked)
                 else ""
             ),
-            waterfall=waterfall.build(session, now=now),
+            waterfall=waterfall.build(
+                session,
+                now=now,
+                # the whole timeline on its first page, unfiltered: its rows
+                everything=events
+                if after is None and next_position is None and not shown
+                else None,
+            ),
             **durations(session, now),
             final_plan=final_plan(session),
             citations=citations,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -111,8 +112,25 @@ def _bounded(queryset: Any) -> tuple[list[Any], int | None]:
     return rows, None
 
 
-def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
-    """The session's waterfall, or ``None`` when nothing ran yet."""
+def build(
+    session: AgentSession,
+    *,
+    now: datetime.datetime,
+    everything: Sequence[timeline.Event] | None = None,
+) -> Waterfall | None:
+    """The session's waterfall, or ``None`` when nothing ran yet.
+
+    ``everything``: the session's whole timeline when the page already read it
+    (an ordinary run fits on the timeline's first page): its rows, no query."""
+    if everything is not None:
+        return _drawn(
+            session,
+            now,
+            [e.row for e in everything if e.kind == "provider_call"],
+            [e.row for e in everything if e.kind == "tool_invocation"],
+            [e.row for e in everything if e.kind == "approval"],
+            None,
+        )
     calls, calls_cut = _bounded(
         ProviderCall.objects.filter(session=session)
         .order_by("turn")
@@ -147,10 +165,21 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
             .order_by("turn", "requested_at")
             .values("turn", "tool_name", "status", "requested_at", "decided_at")
         )
+    cuts = [cut for cut in (calls_cut, tools_cut, approvals_cut) if cut is not None]
+    return _drawn(session, now, calls, tools, approvals, min(cuts) if cuts else None)
+
+
+def _drawn(
+    session: AgentSession,
+    now: datetime.datetime,
+    calls: list[Any],
+    tools: list[Any],
+    approvals: list[Any],
+    last_turn: int | None,
+) -> Waterfall | None:
+    """The bars of the rows read (``last_turn``: the turn the bound cut on)."""
     if not calls and not tools and not approvals:
         return None
-    cuts = [cut for cut in (calls_cut, tools_cut, approvals_cut) if cut is not None]
-    last_turn = min(cuts) if cuts else None
     origin = session.created_at
     bars: list[Bar] = []
     if session.started_at is not None and session.started_at > origin:
@@ -172,7 +201,7 @@ def build(session: AgentSession, *, now: datetime.datetime) -> Waterfall | None:
             "provider",
             f"turn {call.turn} · model",
             f"Turn {call.turn}: the provider call"
-            + (f" (failed: {call.error})" if call.error else ""),
+            + (f" (failed: {call.error[:ERROR_SHOWN]})" if call.error else ""),
             _offset(span.start, origin),
             span.duration_ms,
             call.turn,

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from sessions_app import services
-from sessions_app.audit import waterfall
+from sessions_app.audit import timeline, waterfall
 from sessions_app.audit.timings import (
     finite_ms,
     humane_ms,
@@ -577,3 +577,19 @@ def test_non_finite_durations_read_as_nothing(value):
         turns=[],
     )
     assert 'x="230.0"' in waterfall_chart(drawn)
+
+
+def test_the_waterfall_from_the_timelines_rows_is_the_one_read_apart():
+    """An ordinary run's whole timeline is on its first page: the page draws
+    the waterfall from those rows, with no query of its own."""
+    session, _ = timed_session()
+    now = timezone.now()
+    events, more = timeline.events_page(session, after=None, limit=20)
+    assert more is None
+    from_rows = waterfall.build(session, now=now, everything=events)
+    read = waterfall.build(session, now=now)
+    assert from_rows is not None and read is not None
+    assert [(b.kind, b.label, b.start_ms, b.duration_ms) for b in from_rows.bars] == [
+        (b.kind, b.label, b.start_ms, b.duration_ms) for b in read.bars
+    ]
+    assert from_rows.turns == read.turns
