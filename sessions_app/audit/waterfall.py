@@ -33,7 +33,7 @@ from sessions_app.models import (
 )
 
 # A first screen's worth: an ordinary run has a few dozen steps.
-MAX_BARS = 60
+MAX_BARS = 30
 # A failed call's error, as much as its bar's tooltip shows.
 ERROR_SHOWN = 200
 _MS = datetime.timedelta(milliseconds=1)
