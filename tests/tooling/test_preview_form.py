@@ -23,7 +23,7 @@ from tests.tooling.factories import (
     add_sections,
     attach,
 )
-from tooling.assembly import ParameterSpec
+from tooling.assembly import ParameterSpec, freeze_template, prompt_parameters
 from tooling.demo import seed_demo_catalog
 from tooling.forms.preview import ParameterForm
 from tooling.governance import governance_of, policy_rules
@@ -64,9 +64,16 @@ def fields_of(response: Any) -> dict[str, Any]:
     return {field.label: field for field in form}
 
 
+def parameter_order() -> list[str]:
+    """The typed prompt's parameters in the form's order: the section's
+    declared order on SQLite, jsonb's key order on PostgreSQL."""
+    prompt = PromptTemplate.objects.with_catalog().get(namespace="tests", key="typed")
+    return [spec.name for spec in prompt_parameters(freeze_template(prompt))]
+
+
 def typed_post(**values: Any) -> dict[str, Any]:
     """The page's post: each typed field by its position, the JSON box empty."""
-    order = ["topic", "count", "verbose", "tags", "ratio", "note"]
+    order = parameter_order()
     data = {"params": "", "trust_level": "standard"}
     for index, name in enumerate(order):
         if name in values:
@@ -78,7 +85,8 @@ def test_the_form_has_a_typed_field_per_parameter(admin_client):
     prompt = typed_prompt()
     response = admin_client.get(preview_url(prompt))
     fields = fields_of(response)
-    assert list(fields) == ["topic", "count", "verbose", "tags", "ratio", "note"]
+    assert list(fields) == parameter_order()
+    assert set(fields) == {"topic", "count", "verbose", "tags", "ratio", "note"}
     assert fields["topic"].field.required
     assert not fields["count"].field.required
     assert type(fields["count"].field).__name__ == "IntegerField"
@@ -89,7 +97,7 @@ def test_the_form_has_a_typed_field_per_parameter(admin_client):
     assert "default 3" in fields["count"].help_text
     assert "used by typed" in fields["count"].help_text
     html = response.content.decode()
-    assert 'name="param-p0"' in html and 'name="param-p3"' in html
+    assert 'name="param-p0"' in html and 'name="param-p5"' in html
 
 
 def test_typed_values_render_with_their_types(admin_client):
