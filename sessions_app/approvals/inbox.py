@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import (
+    Exists,
     JSONField,
     OuterRef,
     QuerySet,
@@ -60,13 +61,16 @@ def pending_for(session: AgentSession) -> ApprovalRequest | None:
     return session.approvals.filter(status=PENDING).first()
 
 
-def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
+def with_context(
+    approvals: QuerySet[ApprovalRequest], user: Any
+) -> QuerySet[ApprovalRequest]:
     """``approvals`` with what tells one request from another, in the same
     query (no query per row): the run's parameters and author (joined), and
     the step recorded before the request (``step_before``): the session's
     last tool call and last provider call up to the request, as correlated
     subqueries. The session's large fields are not read, its parameters
-    are."""
+    are. ``run_visible``: whether ``user`` may open the session itself (an
+    approver may decide a call of a run they may not open)."""
     upto = {"session": OuterRef("session"), "created_at__lte": OuterRef("requested_at")}
     tools = ToolInvocation.objects.filter(**upto).order_by("-created_at", "-sequence")
     calls = ProviderCall.objects.filter(**upto).order_by("-created_at", "-turn")
@@ -80,6 +84,9 @@ def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalReque
             *(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "params")
         )
         .annotate(
+            run_visible=Exists(
+                AgentSession.objects.visible_to(user).filter(pk=OuterRef("session"))
+            ),
             before_tool_at=last(tools, "created_at"),
             before_tool_name=last(tools, "name"),
             before_tool_params=last(tools, "params", output_field=JSONField()),

@@ -65,7 +65,12 @@ def approval_url(approval_id: Any) -> str:
 def described(approval: ApprovalRequest) -> ApprovalRequest:
     """``approval`` with what the templates show of it beside its fields
     (``inbox.with_context`` read the rest): its status as a person reads it,
-    the step before it, its call and its run's parameters on one line each."""
+    the step before it, its call and its run's parameters on one line each.
+
+    Whoever sees a request sees this context: its run's author may see the
+    run, and an approver decides the call knowing what the run was asked
+    and did just before, even without the right to open the run's whole
+    record (docs/approvals.md, "Who sees what")."""
     approval.shown = inbox.shown_status(approval)  # type: ignore[attr-defined]
     approval.before = inbox.step_before(approval)  # type: ignore[attr-defined]
     call = (
@@ -104,7 +109,8 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
         return None, None, rows[:page_size], False
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        queryset = inbox.with_context(inbox.visible_to(self.request.user))
+        user = self.request.user
+        queryset = inbox.with_context(inbox.visible_to(user), user)
         self.filterset = ApprovalRequestFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
@@ -135,7 +141,9 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
 
     def _approval(self, request: HttpRequest, pk: Any) -> ApprovalRequest:
         approval = (
-            inbox.with_context(inbox.visible_to(request.user)).filter(pk=pk).first()
+            inbox.with_context(inbox.visible_to(request.user), request.user)
+            .filter(pk=pk)
+            .first()
         )
         if approval is None:
             raise Http404("No such approval.")
@@ -150,11 +158,7 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
         status: int = 200,
     ) -> HttpResponse:
         may_decide = access.may_decide(request.user, approval)
-        sees_session = (
-            AgentSession.objects.visible_to(request.user)
-            .filter(pk=approval.session_id)
-            .exists()
-        )
+        sees_session = approval.run_visible  # type: ignore[attr-defined]
         return render(
             request,
             "sessions_app/approval_detail.html",

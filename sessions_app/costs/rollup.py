@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Final
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
@@ -357,7 +357,13 @@ def roll_up(
     done: list[datetime.date] = []
     skipped: list[datetime.date] = []
     for day in chosen:
-        (done if roll_up_day(day) else skipped).append(day)
+        try:
+            rolled = roll_up_day(day)
+        except DatabaseError:
+            # that day stays read from the rows; the days after it go on
+            logger.exception("Rolling up the spend of %s failed", day)
+            rolled = False
+        (done if rolled else skipped).append(day)
     pending = tuple(
         DailySpendDay.objects.filter(
             zone=zone_name(), period=DAY, day__in=done, pending_count__gt=0

@@ -22,6 +22,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -31,6 +32,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
 logger = logging.getLogger(__name__)
+
+#: Spans the exporter queues before dropping: several long sessions' worth (a
+#: session exports at most 4 x ``rows.MAX_ROWS`` + 1 spans).
+QUEUE_SIZE = 16_384
 
 #: the instrumentation scope of every span the project exports
 SCOPE = "wink_catalog.sessions"
@@ -100,11 +105,21 @@ def tracer_provider() -> TracerProvider | None:
         # headers, timeout, compression and certificates: the exporter reads
         # the standard OTEL_EXPORTER_OTLP_* variables itself
         exporter = OTLPSpanExporter(endpoint=endpoint)
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        # room for a whole session's spans (4 kinds of MAX_ROWS rows and its
+        # root) and more: a full queue drops the oldest, other sessions' too
+        provider.add_span_processor(
+            BatchSpanProcessor(exporter, max_queue_size=QUEUE_SIZE)
+        )
         _built = (config, provider, exporter)
     if old is not None:
         _shut(old[1], old[2], drop=False)
-    logger.info("Exporting sessions as OpenTelemetry traces to %s", endpoint)
+    # scheme and host only: a URL may carry credentials (user:token@)
+    parts = urlsplit(endpoint)
+    logger.info(
+        "Exporting sessions as OpenTelemetry traces to %s://%s",
+        parts.scheme,
+        parts.hostname or "",
+    )
     return provider
 
 

@@ -428,3 +428,18 @@ def test_an_approvers_denial_is_an_event_whose_words_are_content(
     assert event["wink.policy.decision"] == "deny"
     assert "wink.policy.reason" not in event  # the approver's words: opt-in
     assert not any(b"not today" in body for body in receiver.bodies)
+
+
+def test_the_endpoint_is_logged_without_its_credentials(settings, caplog):
+    settings.WINK_OTEL_TRACES_ENDPOINT = (
+        "http://user:s3cr3t-token@127.0.0.1:9/v1/traces"
+    )
+    with caplog.at_level("INFO", logger="sessions_app.telemetry.provider"):
+        provider = telemetry.tracer_provider()
+    try:
+        assert provider is not None
+        logged = caplog.text
+        assert "http://127.0.0.1" in logged
+        assert "s3cr3t-token" not in logged and "user:" not in logged
+    finally:
+        telemetry.shutdown(drop=True)

@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -351,6 +351,31 @@ def test_rolling_up_again_is_idempotent(people):
     )
     assert after == before
     assert rollup.roll_up().rolled_up == ()  # nothing left to do
+
+
+def test_a_day_that_fails_is_left_to_the_rows_and_the_others_roll_up(
+    people, monkeypatch, caplog
+):
+    make_history(people, 5)
+    end_all()
+    days = rollup.days_to_roll_up()
+    assert len(days) >= 3
+    broken = days[1]
+    real = rollup.roll_up_day
+
+    def failing(day):
+        if day == broken:
+            raise DatabaseError("too many SQL variables")
+        return real(day)
+
+    monkeypatch.setattr(rollup, "roll_up_day", failing)
+    report = rollup.roll_up()
+    assert broken in report.skipped
+    assert set(report.rolled_up) == set(days) - {broken}
+    assert f"Rolling up the spend of {broken} failed" in caplog.text
+    # the day stays to be rolled up, and its spend is read from the rows
+    monkeypatch.setattr(rollup, "roll_up_day", real)
+    assert rollup.days_to_roll_up() == [broken]
 
 
 def test_a_user_deleted_after_the_roll_up_counts_as_no_user(people):
