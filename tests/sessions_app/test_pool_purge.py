@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.postgres.signals import register_type_handlers
 from django.db import OperationalError, connection
+from django.db.backends.signals import connection_created
 from django.db.utils import ConnectionHandler
 
 from sessions_app.runs.store import commits
@@ -69,9 +71,13 @@ def pooled(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
     )
     monkeypatch.setattr(commits, "connections", handler)
     wrapper: Any = handler[ALIAS]  # PostgreSQL's: close_pool()
+    # django.contrib.postgres looks each new connection's alias up in the
+    # global handler (its type handlers), which does not know this one
+    connection_created.disconnect(register_type_handlers)
     try:
         yield wrapper, application
     finally:
+        connection_created.connect(register_type_handlers)
         wrapper.close()
         wrapper.close_pool()
 
