@@ -19,17 +19,18 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import MinLengthValidator, RegexValidator
 from django.db import connection
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django_filters import fields as filter_fields
 
 from sessions_app.models import (
     AgentSession,
     Citation,
+    SessionSearchText,
     ToolInvocation,
     session_duration,
-    session_search_text,
     tool_search_text,
 )
+from sessions_app.models.search import fold
 from tooling.api.input import (
     IsoDateTimeFromToRangeFilter,
     StrictBooleanFilter,
@@ -43,11 +44,23 @@ SEARCH_MIN_LENGTH = 3
 SEARCH_MAX_LENGTH = 200
 
 
-# Up to this many matching rows (tool calls and sessions, as PostgreSQL
-# estimates them), a search reads them from the trigram indexes; more, and it
-# reads sessions newest first (``filter_search``). About where both cost the
-# same at 100,000 sessions (docs/benchmarks.md).
-SEARCH_INDEX_ROWS = 5_000
+# Up to this many matching search texts (as PostgreSQL estimates them), a
+# search reads them from the trigram index; more, and it reads sessions newest
+# first (``filter_search``). About where both cost the same at 100,000
+# sessions when the matches are the oldest sessions (ADR 0028).
+SEARCH_INDEX_ROWS = 15_000
+
+# A search that reads the trigram index orders its matches by this
+# annotation (the search text's copy of ``created_at``), so PostgreSQL sorts
+# them before it reads a session; the pages order by it when it is there
+# (``search_order``).
+SEARCH_ORDER = "search_created_at"
+
+
+def search_order(queryset: QuerySet[Any]) -> str:
+    """The field a list of sessions is ordered by, newest first:
+    ``created_at``, or its copy a search sorts by."""
+    return SEARCH_ORDER if SEARCH_ORDER in queryset.query.annotations else "created_at"
 
 
 def expected_rows(queryset: QuerySet[Any]) -> float:
@@ -190,39 +203,58 @@ class AgentSessionFilterSet(StrictFilterSet):
         """Sessions whose parameters or output hold ``value``, or one of
         whose tool calls' arguments do (case-insensitive, literally).
 
-        Two plans, chosen by how many rows the database expects to match:
-        few, and both trigram indexes (PostgreSQL, migration 0020) name the
-        sessions, which are then looked up and sorted (one ``IN`` of a
-        ``UNION ALL``); many, and the page is read newest first, each
-        session tested until the page is full (a per-row subquery of its
-        tool calls), which stops early because matches are frequent. An
-        ``OR`` of the two conditions would leave the choice to PostgreSQL,
-        which then reads every match (a hashed subplan) whatever their
-        number. SQLite has no trigram index: it always reads newest first.
+        Each session's search text (``SessionSearchText``) is tested; while
+        a session is in flight its text holds only its parameters and its
+        tool calls are tested by their rows. Two plans, chosen by how many
+        texts the database expects to match (ADR 0028): few, and the trigram
+        index of the texts (PostgreSQL) names them, they are sorted by their
+        copy of ``created_at`` (``SEARCH_ORDER``, which the pages order by)
+        and only the page's sessions are read; many, and the page is read
+        newest first, each session's text tested until the page is full,
+        which stops early because matches are frequent. SQLite has no
+        trigram index: it always reads newest first.
         """
         value = value.strip()
         if not value:
             return queryset
-        tools = ToolInvocation.objects.alias(text=tool_search_text()).filter(
-            text__icontains=value
-        )
-        sessions = AgentSession.objects.alias(text=session_search_text()).filter(
-            text__icontains=value
-        )
-        either = (
-            tools.order_by()
-            .values("session_id")
-            .union(sessions.order_by().values("id"), all=True)
-        )
-        if (
-            connection.vendor == "postgresql"
-            and expected_rows(either) <= SEARCH_INDEX_ROWS
+        folded = fold(value)
+
+        # Correlated subqueries with LIMIT 1: a test of each row read, which
+        # PostgreSQL cannot turn into a hashed subplan of every match (as it
+        # does an EXISTS under an OR: every tool call of every session read).
+        def tool_match(session: Any) -> Subquery:
+            return Subquery(
+                ToolInvocation.objects.alias(text=tool_search_text())
+                .filter(session=session, text__icontains=value)
+                .order_by()
+                .values("pk")[:1]
+            )
+
+        if connection.vendor == "postgresql" and (
+            expected_rows(SessionSearchText.objects.filter(text__contains=folded))
+            <= SEARCH_INDEX_ROWS
         ):
-            return queryset.filter(pk__in=either)
-        tool_match = tools.filter(session=OuterRef("pk")).order_by().values("pk")[:1]
-        return queryset.alias(
-            search_text=session_search_text(), search_tool=Subquery(tool_match)
-        ).filter(Q(search_text__icontains=value) | Q(search_tool__isnull=False))
+            return (
+                queryset.alias(search_tool=tool_match(OuterRef("pk")))
+                .filter(
+                    Q(search_text__text__contains=folded)
+                    | Q(search_text__ended=False, search_tool__isnull=False)
+                )
+                .annotate(**{SEARCH_ORDER: F("search_text__created_at")})
+            )
+        text_match = (
+            SessionSearchText.objects.alias(
+                search_tool=tool_match(OuterRef("session_id"))
+            )
+            .filter(
+                Q(text__contains=folded) | Q(ended=False, search_tool__isnull=False),
+                session=OuterRef("pk"),
+            )
+            .values("pk")[:1]
+        )
+        return queryset.alias(search_text_match=Subquery(text_match)).filter(
+            search_text_match__isnull=False
+        )
 
     def filter_duration_gte(self, queryset: Any, name: str, value: Any) -> Any:
         return self._duration(queryset, "gte", value)

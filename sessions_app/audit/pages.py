@@ -34,7 +34,11 @@ from sessions_app import access, services
 from sessions_app.approvals import inbox
 from sessions_app.audit import paging, timeline, waterfall
 from sessions_app.audit.bidi import NeutraliseBidiMixin
-from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
+from sessions_app.audit.filters import (
+    AgentSessionFilterSet,
+    CitationFilterSet,
+    search_order,
+)
 from sessions_app.experiments import pages as experiment_pages
 from sessions_app.models import (
     AgentSession,
@@ -140,10 +144,12 @@ class KeysetListMixin:
     request: HttpRequest
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        rows = self.object_list  # type: ignore[attr-defined]
         page = paging.keyset_page(
-            self.object_list,  # type: ignore[attr-defined]
+            rows,
             query=self.request.GET,
             size=self.page_size,
+            field=search_order(rows),  # a search's matches by their copy of it
         )
         context: dict[str, Any] = super().get_context_data(  # type: ignore[misc]
             object_list=page.rows, **kwargs

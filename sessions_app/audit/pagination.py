@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
+
+from sessions_app.audit.filters import search_order
 
 MAX_PAGE_SIZE = 500
 
@@ -59,9 +62,16 @@ class StrictCursorPagination(CursorPagination):
 
 
 class CreatedAtCursorPagination(StrictCursorPagination):
-    """Newest first on the indexed ``created_at`` (rows are append-only)."""
+    """Newest first on the indexed ``created_at`` (rows are append-only), or
+    on the copy of it a text search sorts its matches by
+    (``filters.search_order``)."""
 
     ordering = "-created_at"
+
+    def get_ordering(
+        self, request: Request, queryset: QuerySet[Any], view: Any
+    ) -> tuple[str, ...]:
+        return (f"-{search_order(queryset)}",)
 
 
 class SequenceCursorPagination(StrictCursorPagination):

@@ -64,25 +64,34 @@ def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
     return created_at, pk
 
 
-def _position(row: Any) -> Position:
-    return row.created_at, row.pk
-
-
 def keyset_page(
-    queryset: QuerySet[Any], *, query: Mapping[str, str], size: int
+    queryset: QuerySet[Any],
+    *,
+    query: Mapping[str, str],
+    size: int,
+    field: str = "created_at",
 ) -> Page:
-    """The page of ``queryset`` (newest first) that ``query``'s ``after`` or
-    ``before`` cursor names, or the first one. A bad cursor is a 404."""
+    """The page of ``queryset`` (newest first by ``field``, a creation time:
+    ``created_at`` or an annotation equal to it) that ``query``'s ``after``
+    or ``before`` cursor names, or the first one. A bad cursor is a 404."""
     after, before = query.get("after"), query.get("before")
+
+    def _position(row: Any) -> Position:
+        return getattr(row, field), row.pk
+
+    def since(created_at: datetime.datetime, pk: Any, newer: bool) -> Q:
+        side = "gt" if newer else "lt"
+        return Q(**{f"{field}__{side}": created_at}) | Q(
+            **{field: created_at, f"pk__{side}": pk}
+        )
+
     try:
         if before:
             created_at, pk = decode_position(before, queryset)
             newer_rows = list(
-                queryset.filter(created_at__gte=created_at)
-                .filter(
-                    Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk)
-                )
-                .order_by("created_at", "pk")[: size + 1]
+                queryset.filter(**{f"{field}__gte": created_at})
+                .filter(since(created_at, pk, newer=True))
+                .order_by(field, "pk")[: size + 1]
             )
             more = len(newer_rows) > size
             rows = newer_rows[:size][::-1]
@@ -94,12 +103,12 @@ def keyset_page(
             )
         if after:
             created_at, pk = decode_position(after, queryset)
-            queryset = queryset.filter(created_at__lte=created_at).filter(
-                Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk)
+            queryset = queryset.filter(**{f"{field}__lte": created_at}).filter(
+                since(created_at, pk, newer=False)
             )
     except InvalidCursor as error:
         raise Http404(str(error)) from error
-    rows = list(queryset.order_by("-created_at", "-pk")[: size + 1])
+    rows = list(queryset.order_by(f"-{field}", "-pk")[: size + 1])
     more = len(rows) > size
     rows = rows[:size]
     return Page(

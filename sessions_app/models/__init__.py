@@ -15,7 +15,8 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 (``sessions_app.approvals``).
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
-``state.py``, the daily spend roll-ups in ``spend.py``, and datasets, graders
+``state.py``, the daily spend roll-ups in ``spend.py``, the search text of an ended
+session in ``search.py``, and datasets, graders
 and experiments in ``experiments.py``; import them from here.
 """
 
@@ -38,6 +39,7 @@ from sessions_app.models.experiments import (
     ExperimentRun,
     Grader,
 )
+from sessions_app.models.search import SessionSearchText
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
     AgentSession,
@@ -75,6 +77,7 @@ __all__ = [
     "ProviderCall",
     "QuotaDecision",
     "SessionPurge",
+    "SessionSearchText",
     "SessionStateEntry",
     "StateChange",
     "ToolInvocation",

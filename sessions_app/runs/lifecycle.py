@@ -184,13 +184,14 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
         session_id=session_id,
         now=now,
     )
-    if (
-        AgentSession.objects.filter(stale, pk=session_id)
-        .filter(cancel_requested_at__isnull=False)
-        .update(**fields)
-    ):
-        announce(session_id)
-        return Status.CANCELLED
+    with transaction.atomic():  # the end and its search text, or neither
+        if (
+            AgentSession.objects.filter(stale, pk=session_id)
+            .filter(cancel_requested_at__isnull=False)
+            .update(**fields)
+        ):
+            announce(session_id)
+            return Status.CANCELLED
     attempts = row["attempts"]
     fields = ending_fields(
         status=Status.FAILED,
@@ -202,13 +203,14 @@ def settle(session_id: Any, *, now: datetime | None = None) -> str | None:
         session_id=session_id,
         now=now,
     )
-    if (
-        AgentSession.objects.filter(stale, pk=session_id)
-        .filter(attempts__gte=settings.WINK_RUN_MAX_ATTEMPTS)
-        .update(**fields)
-    ):
-        announce(session_id)
-        return Status.FAILED
+    with transaction.atomic():
+        if (
+            AgentSession.objects.filter(stale, pk=session_id)
+            .filter(attempts__gte=settings.WINK_RUN_MAX_ATTEMPTS)
+            .update(**fields)
+        ):
+            announce(session_id)
+            return Status.FAILED
     return None
 
 

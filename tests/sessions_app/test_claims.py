@@ -486,9 +486,14 @@ def test_a_finish_is_one_durable_transaction(transactions) -> None:
     store.finish(claim, status=Status.SUCCEEDED)
 
     (end,) = transactions
-    *sums, update = one_durable_transaction(end)  # the totals, then the end
+    # the totals, the end, then the session's search text (its tool calls
+    # read, the text written)
+    *sums, update, calls, text = one_durable_transaction(end)
     assert all(sql.startswith("SELECT") for sql in sums)
     assert update.startswith(f"UPDATE {TABLE} SET")
+    assert calls.startswith("SELECT") and "sessions_app_toolinvocation" in calls
+    assert text.startswith('INSERT INTO "sessions_app_sessionsearchtext"')
+    assert "ON CONFLICT" in text  # over the text written with the session
     assert row(session.pk).status == Status.SUCCEEDED
 
 

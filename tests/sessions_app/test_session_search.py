@@ -4,22 +4,28 @@ the page as the API refuses them. Runs on SQLite and on PostgreSQL (with
 ``DATABASE_URL=postgres://...``: the trigram and duration indexes too)."""
 
 import datetime
+import io
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.http import QueryDict
 from django.utils import timezone
 
+from sessions_app import services
 from sessions_app.audit import filters
-from sessions_app.audit.filters import AgentSessionFilterSet
-from sessions_app.models import AgentSession
+from sessions_app.audit.filters import AgentSessionFilterSet, search_order
+from sessions_app.models import AgentSession, SessionSearchText
+from sessions_app.models.search import index_missing, tool_text
+from sessions_app.runs import lifecycle
 from sessions_app.templatetags.audit_tags import seconds
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ToolInvocationFactory,
     UserFactory,
 )
+from tooling.demo import seed_demo_catalog
 
 pytestmark = pytest.mark.django_db
 
@@ -27,13 +33,21 @@ LIST_URL = "/audit/sessions/"
 API_URL = "/api/sessions/"
 
 
+def ended():
+    """Write the search text of the sessions the factories made (a session
+    writes its own when it is created and when it ends)."""
+    index_missing()
+
+
 def api_ids(client, **query):
+    ended()
     response = client.get(API_URL, query)
     assert response.status_code == 200, response.content
     return {row["id"] for row in response.json()["results"]}
 
 
 def page_ids(client, **query):
+    ended()
     response = client.get(LIST_URL, query)
     assert response.status_code == 200, response.content
     return {str(session.pk) for session in response.context["sessions"]}
@@ -108,6 +122,7 @@ def test_search_reads_parameters_and_output_once_per_session(admin_client):
     ToolInvocationFactory.create(session=both, params={"q": "zeppelins"})
     ToolInvocationFactory.create(session=both, params={"q": "more zeppelins"})
     AgentSessionFactory.create(params={"topic": "tides"}, output_text="Tides.")
+    ended()
 
     response = admin_client.get(API_URL, {"q": "zeppelin"})
 
@@ -147,6 +162,7 @@ def test_search_pages_newest_first(admin_client):
         for n in range(30)
     ]
     AgentSessionFactory.create(output_text="puffin")
+    ended()
 
     first = admin_client.get(LIST_URL, {"q": "gannet"})
     second = admin_client.get(
@@ -157,6 +173,91 @@ def test_search_pages_newest_first(admin_client):
         s.pk for s in second.context["sessions"]
     ]
     assert shown == [s.pk for s in sessions]
+    back = admin_client.get(
+        LIST_URL, {"q": "gannet", "before": second.context["page"].newer}
+    )
+    assert [s.pk for s in back.context["sessions"]] == shown[:25]
+
+    # the API's cursor pages too, newest first, each session once
+    listed, url, query = [], API_URL, {"q": "gannet", "page_size": 7}
+    while url:
+        page = admin_client.get(url, query).json()
+        listed += [row["id"] for row in page["results"]]
+        url, query = page["next"], {}
+    assert listed == [str(s.pk) for s in sessions]
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_a_session_in_flight_is_found_by_its_rows(admin_client):
+    running = AgentSessionFactory.create(status=AgentSession.Status.RUNNING)
+    ToolInvocationFactory.create(session=running, params={"path": "Albatross.md"})
+    waiting = AgentSessionFactory.create(
+        status=AgentSession.Status.AWAITING_APPROVAL, params={"bird": "albatross"}
+    )
+    queued = AgentSessionFactory.create(
+        status=AgentSession.Status.QUEUED, params={"bird": "petrel"}
+    )
+
+    assert api_ids(admin_client, q="ALBATROSS") == {
+        str(running.pk),
+        str(waiting.pk),
+    }
+    assert page_ids(admin_client, q="petrel") == {str(queued.pk)}
+    texts = SessionSearchText.objects.filter(session__in=[running, waiting, queued])
+    assert [text.ended for text in texts] == [False] * 3  # their parameters only
+    assert "albatross" not in SessionSearchText.objects.get(session=running).text
+
+
+def test_a_session_writes_its_search_text_when_it_ends(
+    admin_client, django_capture_on_commit_callbacks
+):
+    session = AgentSessionFactory.create(
+        status=AgentSession.Status.QUEUED, params={"city": "Straße 7"}
+    )
+    ToolInvocationFactory.create(session=session, params={"path": "Kittiwake.md"})
+    assert api_ids(admin_client, q="kittiwake") == {str(session.pk)}  # in flight
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lifecycle.cancel_queued(session.pk, user=None, now=timezone.now())
+
+    text = SessionSearchText.objects.get(session=session).text
+    assert "kittiwake.md" in text and "strasse 7" in text  # case-folded
+    assert api_ids(admin_client, q="KITTIWAKE") == {str(session.pk)}
+    assert api_ids(admin_client, q="STRASSE") == {str(session.pk)}
+    assert api_ids(admin_client, q="straße") == {str(session.pk)}
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_a_search_does_not_match_across_two_calls(admin_client):
+    session = AgentSessionFactory.create(params={}, output_text="")
+    ToolInvocationFactory.create(session=session, params=None, raw_arguments="puf")
+    ToolInvocationFactory.create(session=session, params=None, raw_arguments="fin")
+
+    assert api_ids(admin_client, q="puf") == {str(session.pk)}
+    assert api_ids(admin_client, q="puffin") == set()
+
+
+def test_index_sessions_writes_the_missing_texts_once(admin_client):
+    old = AgentSessionFactory.create(output_text="Cormorant")
+    ToolInvocationFactory.create(session=old, params={"bird": "shag"})
+    running = AgentSessionFactory.create(
+        status=AgentSession.Status.RUNNING, params={"bird": "gull"}
+    )
+    ToolInvocationFactory.create(session=running, params={"bird": "tern"})
+    out = io.StringIO()
+
+    call_command("index_sessions", stdout=out)
+    call_command("index_sessions", stdout=out)
+
+    assert out.getvalue().splitlines() == [
+        "Wrote the search text of 2 session(s).",
+        "Wrote the search text of 0 session(s).",
+    ]
+    texts = {text.session: text for text in SessionSearchText.objects.all()}
+    assert texts[old].ended and "shag" in texts[old].text
+    assert "cormorant" in texts[old].text
+    assert not texts[running].ended and texts[running].text == '{"bird": "gull"}'
+    assert texts[old].created_at == old.created_at
 
 
 # Filters
@@ -330,18 +431,24 @@ def test_postgresql_reads_search_and_duration_from_their_indexes():
         pytest.skip("trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
     session = AgentSessionFactory.create()
     ToolInvocationFactory.create(session=session, params={"path": "kraken.md"})
+    ended()
 
     def plan(query):
         filterset = AgentSessionFilterSet(
             QueryDict(query), queryset=AgentSession.objects.summaries()
         )
         assert filterset.is_valid(), filterset.errors
+        rows = filterset.qs
         with connection.cursor() as cursor:  # a tiny table: make indexes win
             cursor.execute("SET LOCAL enable_seqscan = off")
-            return filterset.qs.explain()
+            cursor.execute("SET LOCAL enable_indexscan = off")  # bitmaps
+            return rows.order_by(f"-{search_order(rows)}")[:26].explain()
 
-    search = plan("q=kraken")  # few rows expected: from the indexes
-    assert "tool_search_trgm" in search and "session_search_trgm" in search
+    # few rows expected: from the index, sorted by the texts' copy of the
+    # creation time before a session is read
+    search = plan("q=kraken")
+    assert "session_search_text_trgm" in search
+    assert "Sort Key: sessions_app_sessionsearchtext.created_at DESC" in search
     assert "session_duration" in plan("duration_min=5")
     assert "session_cost" in plan("cost_min=5")
     assert (
@@ -350,3 +457,22 @@ def test_postgresql_reads_search_and_duration_from_their_indexes():
         ).qs.get()
         == session
     )
+
+
+def test_a_run_that_ends_writes_its_search_text_with_its_calls(
+    admin_client, settings, django_capture_on_commit_callbacks
+):
+    settings.WINK_PROVIDER = "offline"
+    seed_demo_catalog()
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.start_session(prompt_ref="demo/notes")
+    assert session.status == AgentSession.Status.SUCCEEDED
+
+    text = SessionSearchText.objects.get(session=session).text
+    calls = list(session.tool_invocations.values_list("params", flat=True))
+    assert calls
+    for params in calls:
+        assert tool_text(params, "").casefold() in text
+    assert session.output_text.casefold() in text
+    response = admin_client.get(API_URL, {"q": tool_text(calls[-1], "")[:40]})
+    assert [row["id"] for row in response.json()["results"]] == [str(session.pk)]

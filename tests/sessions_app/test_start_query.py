@@ -83,6 +83,7 @@ def test_a_queued_start_writes_the_revision_and_the_session_together(
         assert [sql.split('"')[1] for sql in writes] == [
             "tooling_catalogrevision",
             "sessions_app_agentsession",
+            "sessions_app_sessionsearchtext",  # its parameters, for now
         ]
         assert not any("synchronous_commit" in sql for sql in sqls)  # durable
     assert AgentSession.objects.filter(status="queued").count() == 2

@@ -120,7 +120,10 @@ def kinds(sqls: list[str]) -> dict[str, int]:
 #   worker's token, first in the commit's transaction) only once half the
 #   lease has passed since it was last set: never in these short runs
 #   (``test_a_commit_after_half_the_lease_is_fenced``).
-FIXED_STATEMENTS = {"sqlite": 6, "postgresql": 7}
+# - the session's search text (ADR 0028): its INSERT with the session's, and
+#   in the end's transaction its tool calls' arguments read (one SELECT) and
+#   the whole text written over it (an INSERT ... ON CONFLICT DO UPDATE).
+FIXED_STATEMENTS = {"sqlite": 9, "postgresql": 10}
 FIXED_TRANSACTIONS = 2
 
 
@@ -146,8 +149,8 @@ def test_the_statements_of_a_conversation_are_counted_exactly(lookup_and_act):
     }
     postgresql = connection.vendor == "postgresql"
     assert measured == {
-        "small": (10, 2) if postgresql else (9, 2),
-        "large": (24, 2) if postgresql else (23, 2),
+        "small": (13, 2) if postgresql else (12, 2),
+        "large": (27, 2) if postgresql else (26, 2),
     }, kinds(large.statements)
     assert measured == {"small": expected(1, 1), "large": expected(4, 3)}
     # which statements: every extra provider call and tool call is one INSERT
@@ -159,6 +162,8 @@ def test_the_statements_of_a_conversation_are_counted_exactly(lookup_and_act):
         "INSERT sessions_app_agentsession": 1,
         "UPDATE sessions_app_agentsession": 2,  # the claim, the end
         "SELECT sessions_app_agentsession": 1,
+        "SELECT sessions_app_toolinvocation": 1,  # the search text's
+        "INSERT sessions_app_sessionsearchtext": 2,  # created; ended
         **({"SET": 1} if postgresql else {}),
     }
     assert kinds(small.statements) == {
@@ -190,7 +195,10 @@ def test_the_end_commits_durably_in_its_own_transaction(lookup_and_act):
     assert sqls[at - 1].startswith("SAVEPOINT")  # first in the end's atomic
     assert sqls[at + 1].startswith('UPDATE "sessions_app_agentsession"')
     assert '"finished_at" = ' in sqls[at + 1]
-    assert sqls[at + 2].startswith("RELEASE")
+    # then the session's search text: its tool calls read, the text written
+    assert sqls[at + 2].startswith('SELECT "sessions_app_toolinvocation"')
+    assert sqls[at + 3].startswith('INSERT INTO "sessions_app_sessionsearchtext"')
+    assert sqls[at + 4].startswith("RELEASE")
 
 
 def test_a_runs_statements_do_not_depend_on_other_sessions(lookup_and_act):

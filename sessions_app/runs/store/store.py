@@ -36,6 +36,7 @@ from sessions_app.models import (
     SessionStateEntry,
     VirtualFile,
 )
+from sessions_app.models.search import begun
 from sessions_app.runs.totals import ending_fields, totals
 from tooling.models import CatalogRevision
 
@@ -48,11 +49,12 @@ Status = AgentSession.Status
 
 
 def create(revision: CatalogRevision, session: AgentSession) -> None:
-    """Store a new session and the catalog revision it runs (an identical
-    revision already stored is left as it is), together."""
+    """Store a new session, its search text and the catalog revision it runs
+    (an identical revision already stored is left as it is), together."""
     with transaction.atomic():
         CatalogRevision.objects.bulk_create([revision], ignore_conflicts=True)
         session.save(force_insert=True)
+        begun(session)  # its search text: the parameters, for now
 
 
 class RunStore:
@@ -304,7 +306,7 @@ def finish(claim: Claim, *, status: str, **ending: Any) -> None:
             pk=claim.session_id, status=Status.RUNNING, claim_token=claim.token
         ).update(**fields)
         if ended:
-            announce(claim.session_id)  # once this transaction commits
+            announce(claim.session_id, claim.session, fields.get("output_text"))
         return ended
 
     if not commit(write):

@@ -1,0 +1,24 @@
+"""Write the search text of every session without one
+(``sessions_app.models.search``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from sessions_app.models.search import index_missing
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the search text of every session that has none (its parameters, "
+        "output and tool calls' arguments, which ?q= reads; a session in flight "
+        "its parameters): after a restore or a bulk load; a session writes its "
+        "own when it is created and when it ends. Safe to run beside workers, "
+        "and again."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        written = index_missing()
+        self.stdout.write(f"Wrote the search text of {written} session(s).")

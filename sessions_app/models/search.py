@@ -1,0 +1,189 @@
+"""The text a search reads of a session (``SessionSearchText``, ADR 0028).
+
+One row per session. Written with the session (``begun``: its parameters) and
+written again in the transaction that ends it (``index_ended``: its
+parameters, its output and the arguments of its tool calls), case-folded
+(``str.casefold``: "Straße" is found by "STRASSE") in one text, with a copy of
+the session's ``created_at``: a search tests one text per session, and on
+PostgreSQL reads one trigram index of it and sorts its matches before it
+reads a session (``sessions_app.audit.filters``). While a session is in flight
+(``ended`` false) its tool calls are tested by their rows.
+
+The row is derived: ``manage.py index_sessions`` writes any that are missing
+(sessions older than migration 0025 get theirs from it; a database restored
+from elsewhere, a bulk load), and it goes with its session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.apps import apps
+from django.db import models
+
+from sessions_app.models.sessions import AgentSession
+
+# The statuses of an ended session (``AgentSession.TERMINAL``, as values a
+# migration's historical model can compare).
+ENDED = tuple(str(status) for status in AgentSession.TERMINAL)
+
+# Between the texts of one session: a search for text spanning two of them
+# (one tool call's end and the next one's start) must not match.
+SEPARATOR = "\n\x1e\n"
+
+# What ``index_ended`` writes over the text ``begun`` wrote.
+REWRITTEN = ["text", "ended"]
+
+
+def fold(text: str) -> str:
+    """``text`` as a search compares it (the search's words too)."""
+    return text.casefold()
+
+
+def tool_text(params: Any, raw_arguments: str) -> str:
+    """A tool call's arguments as a search reads them: parsed, as JSON text
+    with its characters as they are (not ``\\u`` escapes); the text the model
+    sent when it could not be parsed."""
+    if params is None:
+        return raw_arguments
+    return json.dumps(params, ensure_ascii=False)
+
+
+def document(params: Any, output_text: str, tools: Iterable[str]) -> str:
+    """The folded text of a session: its parameters, its output and its tool
+    calls' arguments (``tool_text``)."""
+    parts = [json.dumps(params, ensure_ascii=False) if params else "", output_text]
+    parts.extend(tools)
+    return fold(SEPARATOR.join(part for part in parts if part))
+
+
+class SessionSearchText(models.Model):
+    """The text a search reads of a session (the module's docstring)."""
+
+    session = models.OneToOneField(
+        AgentSession,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="search_text",
+    )
+    # The session's: a search sorts the matching texts by it, then reads
+    # only the sessions of the page.
+    created_at = models.DateTimeField()
+    ended = models.BooleanField(
+        default=False,
+        help_text="The text holds the whole session (written when it ended); "
+        "until then only its parameters, and its tool calls are read from "
+        "their rows.",
+    )
+    text = models.TextField()
+
+    class Meta:
+        verbose_name = "session search text"
+        indexes = [
+            models.Index(
+                fields=["session"],
+                condition=models.Q(ended=False),
+                name="search_text_in_flight",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"search text of {self.session_id}"
+
+
+def begun(session: AgentSession) -> None:
+    """Write the search text of a session being created (its parameters)."""
+    SessionSearchText.objects.create(
+        session=session,
+        created_at=session.created_at,
+        text=document(session.params, "", ()),
+    )
+
+
+def tool_texts(session_ids: list[Any], registry: Any = apps) -> dict[Any, list[str]]:
+    """Each session's tool calls' arguments (``tool_text``), in the order they
+    ran: one query."""
+    calls = registry.get_model("sessions_app", "ToolInvocation")
+    tools: dict[Any, list[str]] = {pk: [] for pk in session_ids}
+    rows = (
+        calls.objects.filter(session_id__in=session_ids)
+        .order_by("session_id", "sequence")
+        .values_list("session_id", "params", "raw_arguments")
+    )
+    for session_id, params, raw_arguments in rows:
+        tools[session_id].append(tool_text(params, raw_arguments))
+    return tools
+
+
+def texts_of(session_ids: list[Any], registry: Any = apps) -> list[Any]:
+    """The search texts of these sessions, built from their rows (two
+    queries): whole for an ended session, its parameters for one in flight.
+    ``registry``: where the models come from (a migration's ``apps``)."""
+    sessions = registry.get_model("sessions_app", "AgentSession")
+    texts = registry.get_model("sessions_app", "SessionSearchText")
+    tools = tool_texts(session_ids, registry)
+    rows = sessions.objects.filter(pk__in=session_ids).values_list(
+        "pk", "created_at", "status", "params", "output_text"
+    )
+    return [
+        texts(
+            session_id=pk,
+            created_at=created_at,
+            ended=status in ENDED,
+            text=(
+                document(params, output, tools[pk])
+                if status in ENDED
+                else document(params, "", ())
+            ),
+        )
+        for pk, created_at, status, params, output in rows
+    ]
+
+
+def index_ended(
+    session_id: Any,
+    session: AgentSession | None = None,
+    output_text: str | None = None,
+) -> None:
+    """Write the whole search text of a session that ends (inside the
+    transaction that ends it; over the one ``begun`` wrote). ``session``: the
+    session as the caller holds it (the run's end), so only its tool calls
+    are read; ``output_text``: its output, when the end sets it."""
+    if session is None:
+        session = AgentSession.objects.only("created_at", "params", "output_text").get(
+            pk=session_id
+        )
+    output = session.output_text if output_text is None else output_text
+    row = SessionSearchText(
+        session_id=session_id,
+        created_at=session.created_at,
+        ended=True,
+        text=document(session.params, output, tool_texts([session_id])[session_id]),
+    )
+    SessionSearchText.objects.bulk_create(
+        [row],
+        update_conflicts=True,
+        unique_fields=["session"],
+        update_fields=REWRITTEN,
+    )
+
+
+def index_missing(batch: int = 500, registry: Any = apps) -> int:
+    """Write the search text of every session without one; how many. Safe
+    beside running workers (a text written meanwhile is kept)."""
+    sessions = registry.get_model("sessions_app", "AgentSession")
+    texts = registry.get_model("sessions_app", "SessionSearchText")
+    written = 0
+    while True:
+        ids = list(
+            sessions.objects.filter(search_text__isnull=True)
+            .order_by()
+            .values_list("pk", flat=True)[:batch]
+        )
+        if not ids:
+            break
+        texts.objects.bulk_create(texts_of(ids, registry), ignore_conflicts=True)
+        written += len(ids)
+    return written
