@@ -67,7 +67,9 @@ DEFAULT_DATABASE = "wink_bench_scale"
 DATASET_VERSION = 3
 END = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)  # the newest session, about
 SPAN_DAYS = 365
-AUDITOR = "bench-auditor"
+# Each run logs in as an auditor of its own (removed at its end): a new
+# password for a shared one would log out another run timing beside it.
+AUDITOR = f"bench-auditor-{os.getpid()}"
 
 # Targets of issue #11.
 LIST_P95_MS = 30.0  # every list and filter
@@ -1191,6 +1193,13 @@ def auditor_client(base: str) -> httpx.Client:
     return client
 
 
+def forget_auditor() -> None:
+    """Remove this run's auditor (``auditor_client``)."""
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(username=AUDITOR).delete()
+
+
 @dataclasses.dataclass
 class Endpoint:
     name: str
@@ -1758,6 +1767,7 @@ def main() -> None:
     finally:
         process.terminate()
         process.wait(timeout=30)
+        forget_auditor()
     rows = report(results)
     if args.json:
         args.json.write_text(
