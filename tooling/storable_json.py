@@ -8,7 +8,8 @@ operator or a client types is *refused*, naming where it is: by the API's
 strict input (``tooling.api.input``), and by ``StorableJSONField`` on the
 catalog models, whose form field refuses it on every admin form. So is nesting
 deeper than ``MAX_DEPTH``: no catalog value or parameter needs it, and
-Python's JSON encoder and decoder recurse.
+Python's JSON encoder and decoder recurse; and so are NaN and the infinities,
+which Python's decoder reads (``NaN``, ``1e400``) and no JSON column stores.
 """
 
 from __future__ import annotations

@@ -164,3 +164,50 @@ def test_the_tool_form_describes_parameters_and_examples_in_place(
     ui.go(f"/admin/tooling/tooldefinition/{tool.pk}/change/")
     assert ui.field(box).get_attribute("value") == "The draft to count."
     shot("issue28-editors-06-tool-form-saved")
+
+
+def test_a_config_the_fields_cannot_show_opens_as_json(ui: UI, shot: Any) -> None:
+    config = {"dependencies": {"deploy": ["build"]}, "note": "kept"}
+    policy = PolicyDefinition.objects.create(
+        name="order", kind=PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY, config=config
+    )
+    ui.go(f"/admin/tooling/policydefinition/{policy.pk}/change/")
+    assert shown_fieldsets(ui) == ["Configuration as JSON"]
+    assert "cannot be shown as fields (unknown key(s): 'note')" in ui.text(
+        ".field-config_source"
+    )
+    shot("issue28-editors-07-unknown-key-kept-as-json")
+    ui.pick_radio("config_source", "fields")
+    ui.submit()
+    assert ui.field_errors("config_source") == [
+        "The saved configuration cannot be shown as fields (unknown key(s): "
+        "'note'): saving the fields would lose it. Edit it as JSON."
+    ]
+    policy.refresh_from_db()
+    assert policy.config == config
+
+
+def test_without_javascript_every_kind_is_shown_labelled(ui: UI, shot: Any) -> None:
+    release_tools()
+    ui.driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        ui.go("/admin/tooling/policydefinition/add/")
+        assert shown_fieldsets(ui) == [
+            *(str(label) for _, label in PolicyDefinition.Kind.choices),
+            "Configuration as JSON",
+        ]
+        assert not ui.find(".rows-editor-add").is_displayed()
+        shot("issue28-editors-08-without-javascript")
+        ui.fill("name", "deploy-once")
+        ui.select("kind", PolicyDefinition.Kind.CALL_LIMIT)
+        ui.select("limits-0-tool", "deploy")
+        ui.fill("limits-0-limit", "1")
+        ui.select("rules-0-tool", "lint")  # another kind's: ignored
+        ui.save_and_expect_success()
+    finally:
+        ui.driver.execute_cdp_cmd(
+            "Emulation.setScriptExecutionDisabled", {"value": False}
+        )
+    assert PolicyDefinition.objects.get(name="deploy-once").config == {
+        "limits": {"deploy": 1}
+    }

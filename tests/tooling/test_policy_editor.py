@@ -224,6 +224,8 @@ def test_saving_a_policy_untouched_keeps_its_config_exactly(
     response = admin_client.post(url, change_form_data(admin_client, url))
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert json.dumps(PolicyDefinition.objects.get().config) == before
+    entry = LogEntry.objects.get(object_id=str(policy.pk))
+    assert entry.get_change_message() == "No fields changed."
 
 
 def test_a_config_the_fields_cannot_show_opens_as_json_saying_why(

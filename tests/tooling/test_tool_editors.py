@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
 from tests.tooling.admin_forms import change_form_data
@@ -221,7 +222,7 @@ def test_saving_a_tool_untouched_keeps_its_json_exactly(
 ) -> None:
     tool = ToolDefinitionFactory.create(
         handler_key="demo.count_words",
-        param_descriptions={"text": "The draft."},
+        param_descriptions={"text": " The draft. "},
         examples=saved,
     )
     before = json.dumps(ToolDefinition.objects.get().examples)
@@ -230,7 +231,9 @@ def test_saving_a_tool_untouched_keeps_its_json_exactly(
     assert response.status_code == 302, response.context["adminform"].form.errors
     tool = ToolDefinition.objects.get()
     assert json.dumps(tool.examples) == before
-    assert tool.param_descriptions == {"text": "The draft."}
+    assert tool.param_descriptions == {"text": " The draft. "}
+    entry = LogEntry.objects.get(object_id=str(tool.pk))
+    assert entry.get_change_message() == "No fields changed."
 
 
 def test_examples_rows_cannot_show_are_edited_as_json(admin_client: Any) -> None:

@@ -26,7 +26,7 @@ from .editors import (
     rows_to_read,
     text_problem,
 )
-from .policy_configs import condition_lines, parse_conditions
+from .policy_configs import condition_lines, parse_conditions, same
 
 NOT_A_TOOL = (
     "{value} is not a tool of the catalog (a function, hosted or planning tool); "
@@ -147,7 +147,7 @@ class PolicyRowsField(forms.Field):
             value = self.to_python(data)
         except ValidationError:
             return True
-        return value != (initial or self.value_of([]))
+        return not same(value, initial or self.value_of([]))
 
 
 def _tool_select() -> forms.Select:

@@ -37,6 +37,7 @@ from .editors import (
     validate_no_bidi,
 )
 from .handler_params import handler_parameters
+from .policy_configs import same
 
 _EXAMPLE_KEYS = ("description", "input", "output")
 _TOO_LONG = "Enter valid JSON: a number has too many digits."
@@ -202,12 +203,32 @@ class ParamDescriptionsField(StorableJSONFormField):
             return data
         return super().bound_data(data, initial)
 
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            value = self.to_python(data)
+        except ValidationError:
+            return True
+        return not same_overrides(initial or {}, value or {})
+
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, Mapping) and overrides_shown(value):
             return value
         if value is None:
             return {}
         return super().prepare_value(value)
+
+
+def same_overrides(before: Any, after: Any) -> bool:
+    """Whether two descriptions say the same (the boxes strip what is typed:
+    surrounding spaces aside)."""
+    if same(before, after):
+        return True
+    if not overrides_shown(before) or not overrides_shown(after):
+        return False
+    return same(
+        {key: text.strip() for key, text in before.items()},
+        {key: text.strip() for key, text in after.items()},
+    )
 
 
 # -- examples -------------------------------------------------------------------
@@ -244,6 +265,14 @@ def canonical_examples(value: Any) -> list[dict[str, Any]] | None:
         }
         for item in value
     ]
+
+
+def same_examples(before: Any, after: Any) -> bool:
+    """Whether two example lists say the same (``canonical_examples``)."""
+    if same(before, after):
+        return True
+    shown = canonical_examples(before)
+    return shown is not None and same(shown, canonical_examples(after))
 
 
 def _pretty(value: Any) -> str:
@@ -333,6 +362,13 @@ class ExamplesField(StorableJSONFormField):
         if isinstance(data, PostedRows):
             return data
         return super().bound_data(data, initial)
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            value = self.to_python(data)
+        except ValidationError:
+            return True
+        return not same_examples(initial or [], value or [])
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, PostedRows):

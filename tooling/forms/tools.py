@@ -16,13 +16,14 @@ from tooling.runtime import PromptError
 
 from .editors import quoted
 from .handler_params import handler_parameters
-from .policy_configs import same
 from .tool_editors import (
     ExamplesField,
     ParamDescriptionsField,
     ParamDescriptionsWidget,
     canonical_examples,
     numbered,
+    same_examples,
+    same_overrides,
 )
 from .validation import field_of, refuse_breaking
 
@@ -122,22 +123,17 @@ class ToolDefinitionForm(forms.ModelForm):
         they wrote is stored in their order (the same JSON for one meaning)."""
         stored = self.instance if self.instance.pk is not None else None
         examples = cleaned.get("examples") or []
-        shown = canonical_examples(examples)
-        before = canonical_examples(stored.examples) if stored else None
-        if stored is not None and (
-            same(stored.examples, examples)
-            or (before is not None and same(before, shown))
-        ):
+        if stored is not None and same_examples(stored.examples, examples):
             cleaned["examples"] = stored.examples
         else:
+            shown = canonical_examples(examples)
             cleaned["examples"] = list(examples) if shown is None else shown
         overrides = cleaned.get("param_descriptions") or {}
-        if stored is not None and same(stored.param_descriptions, overrides):
+        if stored is not None and same_overrides(stored.param_descriptions, overrides):
             cleaned["param_descriptions"] = stored.param_descriptions
         else:
-            order = [
-                p.name for p in handler_parameters(registry.get(cleaned["handler_key"]))
-            ]
+            tool = registry.get(cleaned["handler_key"])
+            order = [parameter.name for parameter in handler_parameters(tool)]
             cleaned["param_descriptions"] = {
                 name: overrides[name]
                 for name in [*order, *overrides]
