@@ -67,6 +67,25 @@ def test_a_box_per_parameter_of_the_chosen_handler(admin_client: Any) -> None:
     assert 'data-handler="" hidden>Pick a handler to describe its parameters.' in page
 
 
+def test_picking_another_handler_keeps_the_shared_parameters_descriptions(
+    admin_client: Any,
+) -> None:
+    tool = ToolDefinitionFactory.create(
+        handler_key="demo.build", param_descriptions={"target": "What to build."}
+    )
+    url = change_url(tool)
+    page = admin_client.get(url).content.decode()
+    assert 'name="param_descriptions:demo.lint:target" id=' in page
+    lint = page.split('name="param_descriptions:demo.lint:target"')[1].split(">")[0]
+    assert 'value="What to build."' in lint
+    data = change_form_data(admin_client, url)
+    data["handler_key"] = "demo.lint"
+    assert admin_client.post(url, data).status_code == 302
+    tool.refresh_from_db()
+    assert tool.handler_key == "demo.lint"
+    assert tool.param_descriptions == {"target": "What to build."}
+
+
 def test_the_boxes_write_the_descriptions_given() -> None:
     form = tool_form(
         **{BOX: "  The draft to count.  ", "param_descriptions:demo.deploy:x": "no"}

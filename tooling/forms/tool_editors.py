@@ -98,16 +98,20 @@ class ParamDescriptionsWidget(forms.Widget):
         tool = registry.get(key)
         parameters = handler_parameters(tool)
         known = {parameter.name for parameter in parameters}
+        chosen = key == self.selected
+        # Another handler's boxes show the descriptions of the parameters it
+        # shares with the chosen one: picking it keeps them, as the JSON did.
+        shown = tool.accepts_overrides or chosen
         rows = [
-            (p.name, p.type, p.description, overrides.get(p.name, ""))
+            (p.name, p.type, p.description, overrides.get(p.name, "") if shown else "")
             for p in parameters
         ]
+        stale = {k: v for k, v in overrides.items() if k not in known} if chosen else {}
         rows += [
-            (stale, "not a parameter of this handler: clear it", "", text)
-            for stale, text in overrides.items()
-            if stale not in known
+            (name, "not a parameter of this handler: clear it", "", text)
+            for name, text in stale.items()
         ]
-        if not tool.accepts_overrides and not overrides:
+        if not tool.accepts_overrides and not (chosen and overrides):
             body = format_html(
                 "<p>{}</p>", f"Handler '{key}' does not accept overrides."
             )
@@ -164,14 +168,7 @@ class ParamDescriptionsWidget(forms.Widget):
         groups = format_html_join(
             "",
             "{}",
-            (
-                (
-                    self._group(
-                        name, base_id, key, value if key == self.selected else {}
-                    ),
-                )
-                for key in registry
-            ),
+            ((self._group(name, base_id, key, value),) for key in registry),
         )
         none = format_html(
             '<p class="param-overrides" data-handler=""{}>{}</p>',
