@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from tooling.forms.policies import config_from_fields, fields_initial
-from tooling.forms.policy_configs import (
-    canonical,
+from tooling.forms.policy_conditions import (
     condition_lines,
     parse_conditions,
     parse_value,
+)
+from tooling.forms.policy_configs import (
+    canonical,
+    config_from_fields,
+    fields_initial,
     same,
     unexpressible,
 )

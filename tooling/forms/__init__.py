@@ -3,9 +3,10 @@ an operator sees the rule and message the runtime enforces.
 
 ``validation`` maps runtime errors to form fields; ``hosted`` holds the hosted
 tool and model capability forms; ``policies`` the policy form (its typed
-fields: ``policy_fields``, ``policy_configs``); ``tool_editors`` the function
-tool form's parameter descriptions and examples; ``editors`` what the
-structured editors share; ``catalog`` the other catalog forms and the preview
+fields: ``policy_fields``; configs as the fields see them: ``policy_configs``,
+``policy_conditions``); ``tools`` the function tool form and ``tool_editors``
+its parameter descriptions and examples; ``editors`` what the structured
+editors share; ``catalog`` the other catalog forms and the preview
 form.
 """
 
@@ -27,7 +28,8 @@ from .handler_params import (
     handler_parameters_panel,
 )
 from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
-from .policies import PolicyDefinitionForm, policy_fieldsets
+from .policies import PolicyDefinitionForm
+from .policy_fields import policy_fieldsets
 from .tools import ToolDefinitionForm
 from .validation import refuse_breaking, runtime_error, validated
 

@@ -25,7 +25,16 @@ from tooling.runtime import PromptError
 
 from .editors import bidi_problem, validate_text
 from .fields import DatalistInput
-from .policy_configs import canonical, referenced_names, same, unexpressible
+from .policy_configs import (
+    EDITOR_FIELDS,
+    KIND_FIELDS,
+    canonical,
+    config_from_fields,
+    fields_initial,
+    referenced_names,
+    same,
+    unexpressible,
+)
 from .policy_fields import (
     DependencyRowsField,
     LimitRowsField,
@@ -38,34 +47,6 @@ from .validation import refuse_breaking
 
 Kind = PolicyDefinition.Kind
 FIELDS, JSON = "fields", "json"
-
-#: Each kind's fields, in the order shown.
-KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    Kind.SEQUENTIAL_DEPENDENCY: ("dependencies",),
-    Kind.READ_BEFORE_WRITE: ("read_tools", "write_tools", "mount_point"),
-    Kind.CALL_LIMIT: ("limits",),
-    Kind.APPROVAL: (
-        "rules",
-        "approvers_permission",
-        "approvers_group",
-        "deadline_seconds",
-        "four_eyes",
-    ),
-}
-EDITOR_FIELDS = frozenset(name for names in KIND_FIELDS.values() for name in names)
-
-KIND_DESCRIPTIONS = {
-    Kind.SEQUENTIAL_DEPENDENCY: "A tool runs only after each tool of its row has "
-    "succeeded in the run.",
-    Kind.READ_BEFORE_WRITE: "A write tool may overwrite an existing file only "
-    "after a read tool has read it. No tools picked: read_file reads, write_file "
-    "and edit_file write.",
-    Kind.CALL_LIMIT: "The most calls a run may make to each tool (0: never). Only "
-    "tools the product runs: function tools, apply_patch, a local shell "
-    "(a prompt's hosted tool limits limit the others).",
-    Kind.APPROVAL: "Calls that match a rule wait for a human decision before they "
-    "run (docs/approvals.md).",
-}
 
 #: Stand-ins while the rest of an approval config is checked: a refused part
 #: must not hide the other parts' errors.
@@ -371,59 +352,6 @@ class PolicyDefinitionForm(forms.ModelForm):
         return names
 
 
-def fields_initial(kind: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``kind`` showing the canonical ``config``."""
-    if kind == Kind.SEQUENTIAL_DEPENDENCY:
-        return {"dependencies": config["dependencies"]}
-    if kind == Kind.READ_BEFORE_WRITE:
-        return {
-            "read_tools": config.get("read_tools", []),
-            "write_tools": config.get("write_tools", []),
-            "mount_point": config.get("mount_point", ""),
-        }
-    if kind == Kind.CALL_LIMIT:
-        return {"limits": config["limits"]}
-    approvers = config.get("approvers", {})
-    return {
-        "rules": config["rules"],
-        "approvers_permission": approvers.get("permission", ""),
-        "approvers_group": approvers.get("group", ""),
-        "deadline_seconds": config.get("deadline_seconds"),
-        "four_eyes": config.get("four_eyes"),
-    }
-
-
-def config_from_fields(kind: str, parts: dict[str, Any]) -> dict[str, Any]:
-    """The canonical config of ``kind`` that its fields' values write (a part
-    left out: its default)."""
-    if kind == Kind.SEQUENTIAL_DEPENDENCY:
-        return {"dependencies": parts.get("dependencies") or {}}
-    if kind == Kind.READ_BEFORE_WRITE:
-        config: dict[str, Any] = {}
-        for key in ("read_tools", "write_tools"):
-            if parts.get(key):
-                config[key] = sorted(set(parts[key]))
-        mount_point = (parts.get("mount_point") or "").strip("/")
-        if mount_point:
-            config["mount_point"] = mount_point
-        return config
-    if kind == Kind.CALL_LIMIT:
-        return {"limits": parts.get("limits") or {}}
-    config = {"rules": parts.get("rules") or []}
-    approvers = {
-        key: parts[f"approvers_{key}"].strip()
-        for key in ("permission", "group")
-        if (parts.get(f"approvers_{key}") or "").strip()
-    }
-    if approvers:
-        config["approvers"] = approvers
-    if parts.get("deadline_seconds") is not None:
-        config["deadline_seconds"] = parts["deadline_seconds"]
-    if parts.get("four_eyes") is not None:
-        config["four_eyes"] = parts["four_eyes"]
-    return config
-
-
 def _field_of(kind: str, error: PromptError) -> str:
     """The field of ``kind`` a runtime error concerns."""
     placeholder = error.placeholder or ""
@@ -462,32 +390,3 @@ def _permission_problem(policy: Any) -> str | None:
     ).exists():
         return None
     return f"approvers.permission '{permission}' is not a permission of this site."
-
-
-def policy_fieldsets() -> list[tuple[str | None, dict[str, Any]]]:
-    """The policy admin's fieldsets: the policy, each kind's fields (shown by
-    ``policy_kind.js`` only while that kind is chosen), the JSON."""
-    kinds = [
-        (
-            str(label),
-            {
-                "classes": ["policy-kind", f"kind-{kind}"],
-                "fields": list(KIND_FIELDS[kind]),
-                "description": KIND_DESCRIPTIONS[Kind(kind)],
-            },
-        )
-        for kind, label in Kind.choices
-    ]
-    return [
-        (None, {"fields": ["name", "kind", "description", "config_source"]}),
-        *kinds,
-        (
-            "Configuration as JSON",
-            {
-                "classes": ["policy-json"],
-                "fields": ["config"],
-                "description": "Read only when the configuration is edited as "
-                "JSON: for what the fields cannot show.",
-            },
-        ),
-    ]

@@ -11,26 +11,39 @@ losing something (an unknown key, a value of another type); ``unexpressible``
 says what, and such a config is edited as JSON.
 
 Conditions of approval rules are lines ``argument = value``
-(``condition_lines``, ``parse_conditions``).
+(``policy_conditions``). ``fields_initial`` and ``config_from_fields`` turn a
+canonical config into the values of its kind's fields and back.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
-
-from django.core.exceptions import ValidationError
 
 from tooling.models import PolicyDefinition
 
 from .editors import quoted
+from .policy_conditions import HUGE, condition_key_problem
 
 Kind = PolicyDefinition.Kind
-#: A whole number too long to show (``str()`` refuses past 4300 digits).
-_HUGE = 10**18
+
+
+#: Each kind's fields, in the order shown.
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    Kind.SEQUENTIAL_DEPENDENCY: ("dependencies",),
+    Kind.READ_BEFORE_WRITE: ("read_tools", "write_tools", "mount_point"),
+    Kind.CALL_LIMIT: ("limits",),
+    Kind.APPROVAL: (
+        "rules",
+        "approvers_permission",
+        "approvers_group",
+        "deadline_seconds",
+        "four_eyes",
+    ),
+}
+EDITOR_FIELDS = frozenset(name for names in KIND_FIELDS.values() for name in names)
 
 
 class Unexpressible(Exception):
@@ -64,7 +77,7 @@ def _tool_names(value: Any, where: str) -> list[str]:
 
 
 def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < _HUGE
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < HUGE
 
 
 def _sequential(config: Any) -> dict[str, Any]:
@@ -118,7 +131,7 @@ def _condition_value(value: Any, where: str) -> Any:
         isinstance(value, float) and not math.isfinite(value)
     ):
         raise Unexpressible(f"{where} is not a string, number, boolean or null")
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _HUGE:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= HUGE:
         raise Unexpressible(f"{where} is too long a number")
     return value
 
@@ -234,120 +247,54 @@ def referenced_names(config: Any) -> set[str]:
     return {name for name in names if name}
 
 
-# -- conditions as lines ------------------------------------------------------
-
-
-def condition_key_problem(key: str) -> str | None:
-    """What is wrong with ``key`` as a condition's argument name (the
-    runtime's rule, and what a line can hold), or ``None``."""
-    if not key or any(not part.strip() for part in key.split(".")):
-        return (
-            f"{quoted(key)} is not an argument name (dotted for nested arguments, "
-            "such as target.region)"
-        )
-    if "=" in key or "\n" in key or "\r" in key:
-        return f"{quoted(key)} is not an argument name"
-    return None
-
-
-class _NotAScalar(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotAScalar(name)
-
-
-_NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
-
-
-def parse_value(text: str) -> Any:
-    """A condition's value as typed: JSON text of a string, number, boolean
-    or null (``3``, ``true``, ``"3"``), else the text itself as a string.
-    Refused (``ValueError``): a list or an object, a number out of range."""
-    text = text.strip()
-    try:
-        value = json.loads(text, parse_constant=_refuse_constant)
-    except _NotAScalar:
-        return text  # NaN, Infinity: text
-    except ValueError:
-        if _NUMBER.fullmatch(text):
-            raise ValueError(f"{quoted(text)} is too long a number") from None
-        if text.startswith('"'):
-            raise ValueError(
-                f"{quoted(text)} starts a quoted text that does not end: close it "
-                'with a " (write \\" for a quote inside)'
-            ) from None
-        return text
-    except RecursionError:
-        raise ValueError("a value is one string, number, true, false or null") from None
-    if isinstance(value, list | dict):
-        raise ValueError(
-            f"{quoted(text)} is a list or an object: a value is one string, number, "
-            'true, false or null (several values: a line each; a text like this: "...")'
-        )
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{quoted(text)} is not a finite number")
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _HUGE:
-        raise ValueError(f"{quoted(text)} is too long a number")
-    return value
-
-
-def show_value(value: Any) -> str:
-    """A condition's value as a line shows it: text as it is when that reads
-    back as the same text, else JSON (``"3"``, ``true``, ``null``)."""
-    if (
-        isinstance(value, str)
-        and value
-        and value == value.strip()
-        and "\n" not in value
-        and "\r" not in value
-    ):
-        try:
-            if parse_value(value) == value:
-                return value
-        except ValueError:
-            pass
-    return json.dumps(value, ensure_ascii=False)
-
-
-def condition_lines(when: Mapping[str, Any]) -> str:
-    """``{"environment": ["production", "dr"]}`` as ``environment = production``
-    and ``environment = dr``, a line each."""
-    lines = []
-    for key, value in when.items():
-        for item in value if isinstance(value, list) else [value]:
-            lines.append(f"{key} = {show_value(item)}")
-    return "\n".join(lines)
-
-
-def parse_conditions(text: str, where: str) -> dict[str, Any]:
-    """The lines of ``condition_lines`` read back; every line's mistake at
-    once (``ValidationError``, each naming ``where`` and the line)."""
-    values: dict[str, list[Any]] = {}
-    problems = []
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        key, sep, rest = line.partition("=")
-        key = key.strip()
-        if not sep:
-            problems.append(
-                f"{where}, line {number}: write a condition as argument = value "
-                f"(for example environment = production), not {quoted(line.strip())}."
-            )
-            continue
-        problem = condition_key_problem(key)
-        if problem:
-            problems.append(f"{where}, line {number}: {problem}.")
-            continue
-        try:
-            values.setdefault(key, []).append(parse_value(rest))
-        except ValueError as error:
-            problems.append(f"{where}, line {number}: {error}.")
-    if problems:
-        raise ValidationError(problems)
+def fields_initial(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``kind`` showing the canonical ``config``."""
+    if kind == Kind.SEQUENTIAL_DEPENDENCY:
+        return {"dependencies": config["dependencies"]}
+    if kind == Kind.READ_BEFORE_WRITE:
+        return {
+            "read_tools": config.get("read_tools", []),
+            "write_tools": config.get("write_tools", []),
+            "mount_point": config.get("mount_point", ""),
+        }
+    if kind == Kind.CALL_LIMIT:
+        return {"limits": config["limits"]}
+    approvers = config.get("approvers", {})
     return {
-        key: items[0] if len(items) == 1 else items for key, items in values.items()
+        "rules": config["rules"],
+        "approvers_permission": approvers.get("permission", ""),
+        "approvers_group": approvers.get("group", ""),
+        "deadline_seconds": config.get("deadline_seconds"),
+        "four_eyes": config.get("four_eyes"),
     }
+
+
+def config_from_fields(kind: str, parts: dict[str, Any]) -> dict[str, Any]:
+    """The canonical config of ``kind`` that its fields' values write (a part
+    left out: its default)."""
+    if kind == Kind.SEQUENTIAL_DEPENDENCY:
+        return {"dependencies": parts.get("dependencies") or {}}
+    if kind == Kind.READ_BEFORE_WRITE:
+        config: dict[str, Any] = {}
+        for key in ("read_tools", "write_tools"):
+            if parts.get(key):
+                config[key] = sorted(set(parts[key]))
+        mount_point = (parts.get("mount_point") or "").strip("/")
+        if mount_point:
+            config["mount_point"] = mount_point
+        return config
+    if kind == Kind.CALL_LIMIT:
+        return {"limits": parts.get("limits") or {}}
+    config = {"rules": parts.get("rules") or []}
+    approvers = {
+        key: parts[f"approvers_{key}"].strip()
+        for key in ("permission", "group")
+        if (parts.get(f"approvers_{key}") or "").strip()
+    }
+    if approvers:
+        config["approvers"] = approvers
+    if parts.get("deadline_seconds") is not None:
+        config["deadline_seconds"] = parts["deadline_seconds"]
+    if parts.get("four_eyes") is not None:
+        config["four_eyes"] = parts["four_eyes"]
+    return config

@@ -1,5 +1,6 @@
 """The typed fields of the policy form: tools picked from the catalog's, and
-the rows of dependencies, call limits and approval rules. Each field's value
+the rows of dependencies, call limits and approval rules; and the fieldsets
+that show them, one per kind (``policy_fieldsets``). Each field's value
 is the part of the config it writes, canonical (``policy_configs``); its
 errors name the row (and line) they concern, every row's at once."""
 
@@ -12,7 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from tooling.models import HostedToolDefinition, ToolDefinition
+from tooling.models import HostedToolDefinition, PolicyDefinition, ToolDefinition
 from tooling.runtime.limits import MAX_CALLS_PER_RUN
 from tooling.runtime.planning import planning_tools
 
@@ -26,7 +27,8 @@ from .editors import (
     rows_to_read,
     text_problem,
 )
-from .policy_configs import condition_lines, parse_conditions, same
+from .policy_conditions import condition_lines, parse_conditions
+from .policy_configs import KIND_FIELDS, same
 
 NOT_A_TOOL = (
     "{value} is not a tool of the catalog (a function, hosted or planning tool); "
@@ -35,6 +37,7 @@ NOT_A_TOOL = (
 )
 
 ChoiceList = list[tuple[str, Any]]
+Kind = PolicyDefinition.Kind
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 
 
@@ -289,3 +292,46 @@ class RuleRowsField(PolicyRowsField):
 
     def value_of(self, items: list[Any]) -> Any:
         return list(items)
+
+
+KIND_DESCRIPTIONS = {
+    Kind.SEQUENTIAL_DEPENDENCY: "A tool runs only after each tool of its row has "
+    "succeeded in the run.",
+    Kind.READ_BEFORE_WRITE: "A write tool may overwrite an existing file only "
+    "after a read tool has read it. No tools picked: read_file reads, write_file "
+    "and edit_file write.",
+    Kind.CALL_LIMIT: "The most calls a run may make to each tool (0: never). Only "
+    "tools the product runs: function tools, apply_patch, a local shell "
+    "(a prompt's hosted tool limits limit the others).",
+    Kind.APPROVAL: "Calls that match a rule wait for a human decision before they "
+    "run (docs/approvals.md).",
+}
+
+
+def policy_fieldsets() -> list[tuple[str | None, dict[str, Any]]]:
+    """The policy admin's fieldsets: the policy, each kind's fields (shown by
+    ``policy_kind.js`` only while that kind is chosen), the JSON."""
+    kinds = [
+        (
+            str(label),
+            {
+                "classes": ["policy-kind", f"kind-{kind}"],
+                "fields": list(KIND_FIELDS[kind]),
+                "description": KIND_DESCRIPTIONS[Kind(kind)],
+            },
+        )
+        for kind, label in Kind.choices
+    ]
+    return [
+        (None, {"fields": ["name", "kind", "description", "config_source"]}),
+        *kinds,
+        (
+            "Configuration as JSON",
+            {
+                "classes": ["policy-json"],
+                "fields": ["config"],
+                "description": "Read only when the configuration is edited as "
+                "JSON: for what the fields cannot show.",
+            },
+        ),
+    ]
