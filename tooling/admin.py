@@ -33,6 +33,7 @@ from tooling.forms import (
     ToolDefinitionForm,
     handler_parameters_panel,
     model_warnings,
+    policy_fieldsets,
     pretty,
 )
 from tooling.forms.hosted import hosted_tool_form
@@ -107,7 +108,7 @@ class ToolDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmi
     ]
 
     class Media:
-        js = ["tooling/handler_params.js"]
+        js = ["tooling/handler_params.js", "tooling/rows_editor.js"]
         css = {"all": ["tooling/catalog_forms.css"]}
 
     @admin.display(description="Parameters")
@@ -203,10 +204,21 @@ class HostedToolDefinitionAdmin(
 
 @admin.register(PolicyDefinition)
 class PolicyDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAdmin):
+    """One fieldset per kind (its config as typed fields, shown by
+    ``policy_kind.js`` only while that kind is chosen), and the config as
+    JSON for what the fields cannot show (``tooling/forms/policies.py``)."""
+
     form = PolicyDefinitionForm
     list_display = ["name", "kind", "updated_at"]
     list_filter = ["kind"]
     search_fields = ["name", "description"]
+
+    class Media:
+        js = ["tooling/policy_kind.js", "tooling/rows_editor.js"]
+        css = {"all": ["tooling/catalog_forms.css"]}
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        return with_change_record(policy_fieldsets())
 
 
 class SectionToolInline(admin.TabularInline):

@@ -8,12 +8,14 @@ operator or a client types is *refused*, naming where it is: by the API's
 strict input (``tooling.api.input``), and by ``StorableJSONField`` on the
 catalog models, whose form field refuses it on every admin form. So is nesting
 deeper than ``MAX_DEPTH``: no catalog value or parameter needs it, and
-Python's JSON encoder and decoder recurse.
+Python's JSON encoder and decoder recurse; and so are NaN and the infinities,
+which Python's decoder reads (``NaN``, ``1e400``) and no JSON column stores.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +27,7 @@ from django.utils.deconstruct import deconstructible
 from tooling.runtime.text import storable_text
 
 UNSTORABLE = "Must not contain NUL bytes or lone surrogates."
+NOT_FINITE = "Must not contain NaN or Infinity (not JSON; PostgreSQL refuses them)"
 MAX_DEPTH = 64
 TOO_DEEP = f"Must not be nested more than {MAX_DEPTH} levels deep."
 
@@ -55,6 +58,29 @@ def unstorable_paths(value: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def nonfinite_paths(value: Any) -> list[str]:
+    """The dotted paths in ``value`` that hold NaN or an infinity (Python's
+    JSON decoder reads ``NaN``, ``Infinity`` and ``1e400``; no JSON column
+    stores them)."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            found.append(path or "the value itself")
+        elif isinstance(item, Mapping):
+            stack.extend(
+                (inner, _join(path, storable_text(str(key))[0]))
+                for key, inner in reversed(list(item.items()))
+            )
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (inner, _join(path, str(index)))
+                for index, inner in reversed(list(enumerate(item)))
+            )
+    return found
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -76,7 +102,7 @@ def depth(value: Any) -> int:
 @deconstructible
 class StorableJSONValidator:
     """Refuses a JSON value holding a NUL byte or a lone surrogate anywhere,
-    or nested more than ``MAX_DEPTH`` levels."""
+    NaN or an infinity, or nested more than ``MAX_DEPTH`` levels."""
 
     code = "unstorable"
 
@@ -89,6 +115,10 @@ class StorableJSONValidator:
             raise ValidationError(
                 f"{UNSTORABLE.removesuffix('.')} (at {where}).", code=self.code
             )
+        nonfinite = nonfinite_paths(value)
+        if nonfinite:
+            where = ", ".join(nonfinite[:5])
+            raise ValidationError(f"{NOT_FINITE} (at {where}).", code=self.code)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StorableJSONValidator)

@@ -36,6 +36,7 @@ def add_policy(ui: UI, name: str, kind: str, config: dict[str, Any]) -> None:
     ui.go("/admin/tooling/policydefinition/add/")
     ui.fill("name", name)
     ui.select("kind", kind)
+    ui.pick_radio("config_source", "json")
     ui.fill("config", json.dumps(config))
     ui.save_and_expect_success()
 

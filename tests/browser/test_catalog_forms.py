@@ -92,6 +92,7 @@ def test_bad_json_names_its_line_and_column_and_stays_as_typed(
     ui.go("/admin/tooling/policydefinition/add/")
     ui.fill("name", "deploy_order")
     ui.select("kind", PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY)
+    ui.pick_radio("config_source", "json")
     ui.fill("config", typed)
     ui.submit()
     assert ui.field_errors("config") == [

@@ -317,6 +317,8 @@ def test_prompt_whose_sequential_policy_names_a_missing_tool_is_refused(
     ui.go("/admin/tooling/policydefinition/add/")
     ui.fill("name", "ship-order")
     ui.select("kind", "sequential_dependency")
+    # a tool not in the catalog (yet) is named in the JSON
+    ui.pick_radio("config_source", "json")
     ui.fill("config", json.dumps({"dependencies": {"deploy": ["build", "compile"]}}))
     ui.save_and_expect_success()
     policy = PolicyDefinition.objects.get(name="ship-order")

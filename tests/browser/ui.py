@@ -104,6 +104,16 @@ class UI:
     def select(self, name: str, value: str) -> None:
         Select(self.field(name)).select_by_value(value)
 
+    def select_many(self, name: str, *values: str) -> None:
+        """Pick exactly ``values`` in a multiple select."""
+        select = Select(self.field(name))
+        select.deselect_all()
+        for value in values:
+            select.select_by_value(value)
+
+    def pick_radio(self, name: str, value: str) -> None:
+        self.find(f'input[name="{name}"][value="{value}"]').click()
+
     def check(self, name: str, checked: bool = True) -> None:
         box = self.field(name)
         if box.is_selected() != checked:

@@ -384,7 +384,7 @@ def test_an_mcp_request_takes_the_global_default(settings: Any, default: bool) -
     [("true", True), ("false", True), ('"yes"', False), ("1", False)],
 )
 def test_the_policy_form_validates_four_eyes(value: str, valid: bool) -> None:
-    from tooling.forms.catalog import PolicyDefinitionForm
+    from tooling.forms import PolicyDefinitionForm
 
     form = PolicyDefinitionForm(
         data={

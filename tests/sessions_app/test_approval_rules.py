@@ -110,7 +110,7 @@ def test_default_approvers_hold_decide_any_approval(paused: AgentSession) -> Non
 
 
 def test_policy_form_accepts_an_approval_policy() -> None:
-    from tooling.forms.catalog import PolicyDefinitionForm
+    from tooling.forms import PolicyDefinitionForm
 
     form = PolicyDefinitionForm(
         data={
@@ -144,7 +144,7 @@ def test_policy_form_accepts_an_approval_policy() -> None:
 def test_policy_form_refuses_malformed_approval_configs(
     config: str, message: str
 ) -> None:
-    from tooling.forms.catalog import PolicyDefinitionForm
+    from tooling.forms import PolicyDefinitionForm
 
     form = PolicyDefinitionForm(
         data={"name": "prod-approval", "kind": "approval", "config": config}

@@ -45,6 +45,8 @@ CASES = [
     (SectionDefinition, "default_params", lambda value: value),
     (PromptTemplate, "output_schema", lambda value: {"type": "object", **value}),
 ]
+# What else a browser posts with the JSON: the policy's is read when chosen.
+ALSO = {"config": {"config_source": "json"}}
 
 
 @pytest.mark.parametrize("hostile", HOSTILE, ids=list(HOSTILE))
@@ -59,6 +61,7 @@ def test_catalog_json_fields_refuse_unstorable_text(
     url = reverse(f"admin:tooling_{model._meta.model_name}_change", args=[row.pk])
     data = change_form_data(admin_client, url)
     data[field] = json.dumps(wrap(HOSTILE[hostile]()))
+    data.update(ALSO.get(field, {}))
 
     response = admin_client.post(url, data)
 

@@ -37,18 +37,20 @@ from .prompts import (
     tool_choice_for,
 )
 from .revisions import freeze_prompt, model_capabilities_of, thaw_prompt
-from .tools import build_tool
+from .tools import build_example, build_tool, example_problems
 
 __all__ = [
     "CatalogEdit",
     "ParameterSpec",
     "all_sections",
+    "build_example",
     "build_hosted_tool",
     "build_policy",
     "build_prompt",
     "build_prompt_from_parts",
     "build_section",
     "build_tool",
+    "example_problems",
     "freeze_prompt",
     "freeze_template",
     "freeze_templates",

@@ -47,9 +47,9 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
                 placeholder="config",
             )
         return ReadBeforeWritePolicy(
-            read_tools=config.get("read_tools") or None,
-            write_tools=config.get("write_tools") or None,
-            mount_point=config.get("mount_point") or None,
+            read_tools=_tool_names(config, "read_tools"),
+            write_tools=_tool_names(config, "write_tools"),
+            mount_point=_mount_point(config),
             name=definition.name,
         )
     if definition.kind == PolicyDefinition.Kind.CALL_LIMIT:
@@ -71,6 +71,33 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
     raise PromptValidationError(
         f"Unknown policy kind '{definition.kind}'.", placeholder="kind"
     )
+
+
+def _tool_names(config: Mapping[str, Any], key: str) -> list[str] | None:
+    """A read-before-write tool list (empty or absent: the defaults)."""
+    value = config.get(key)
+    if not value:
+        return None
+    if not isinstance(value, list) or not all(
+        isinstance(name, str) and name.strip() for name in value
+    ):
+        raise PromptValidationError(
+            f'"{key}" must be a list of tool names, such as ["read_file"].',
+            placeholder=key,
+        )
+    return value
+
+
+def _mount_point(config: Mapping[str, Any]) -> str | None:
+    value = config.get("mount_point")
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise PromptValidationError(
+            '"mount_point" must be a folder path, such as "workspace".',
+            placeholder="mount_point",
+        )
+    return value
 
 
 def _approval_policy(

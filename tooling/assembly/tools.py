@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tooling.handlers import registry
@@ -41,43 +41,59 @@ def _build_examples(base: Tool[Any, Any], raw: Any) -> list[ToolExample[Any, Any
         raise PromptValidationError(
             "Examples must be a list of objects.", placeholder="examples"
         )
-    examples = []
-    for number, item in enumerate(raw, start=1):
-        if not isinstance(item, Mapping) or set(item) - {
-            "description",
-            "input",
-            "output",
-        }:
-            raise PromptValidationError(
-                f"Example {number} must be an object with description, input and "
-                "output.",
-                placeholder="examples",
-            )
-        try:
-            params = (
-                parse(base.params_type, item.get("input") or {})
-                if base.params_type
-                else None
-            )
-            output: Any = None
-            if base.result_type is not None:
-                raw_output = item.get("output")
-                if base.result_container == "array":
-                    if not isinstance(raw_output, list):
-                        raise SerdeError("output", "expected an array")
-                    output = tuple(parse(base.result_type, o) for o in raw_output)
-                else:
-                    output = parse(base.result_type, raw_output or {})
-        except SerdeError as error:
-            raise PromptValidationError(
-                f"Example {number} does not match the handler's types: {error}",
-                placeholder="examples",
-            ) from error
-        examples.append(
-            ToolExample(
-                description=str(item.get("description", "")),
-                input=params,
-                output=output,
-            )
+    return [build_example(base, number, item) for number, item in enumerate(raw, 1)]
+
+
+def build_example(
+    base: Tool[Any, Any], number: int, item: Any
+) -> ToolExample[Any, Any]:
+    """Example ``number`` of a catalog entry for the tool ``base``, checked
+    against the handler's types (every error names the example)."""
+    if not isinstance(item, Mapping) or set(item) - {"description", "input", "output"}:
+        raise PromptValidationError(
+            f"Example {number} must be an object with description, input and output.",
+            placeholder="examples",
         )
-    return examples
+    try:
+        params = (
+            parse(base.params_type, item.get("input") or {})
+            if base.params_type
+            else None
+        )
+        output: Any = None
+        if base.result_type is not None:
+            raw_output = item.get("output")
+            if base.result_container == "array":
+                if not isinstance(raw_output, list):
+                    raise SerdeError("output", "expected an array")
+                output = tuple(parse(base.result_type, o) for o in raw_output)
+            else:
+                output = parse(base.result_type, raw_output or {})
+    except SerdeError as error:
+        raise PromptValidationError(
+            f"Example {number} does not match the handler's types: {error}",
+            placeholder="examples",
+        ) from error
+    try:
+        return ToolExample(
+            description=str(item.get("description", "")), input=params, output=output
+        )
+    except PromptValidationError as error:
+        raise PromptValidationError(
+            f"Example {number}: {error.message}", placeholder="examples"
+        ) from error
+
+
+def example_problems(
+    handler_key: str, examples: Iterable[tuple[int, Any]]
+) -> list[str]:
+    """What is wrong with each of ``examples`` (``(number, example)`` pairs)
+    for the handler ``handler_key``: every example's error, each naming it."""
+    base = registry.get(handler_key)
+    problems = []
+    for number, item in examples:
+        try:
+            build_example(base, number, item)
+        except PromptValidationError as error:
+            problems.append(error.message)
+    return problems

@@ -2,19 +2,21 @@
 an operator sees the rule and message the runtime enforces.
 
 ``validation`` maps runtime errors to form fields; ``hosted`` holds the hosted
-tool and model capability forms; ``catalog`` the other catalog forms and the
-preview form.
+tool and model capability forms; ``policies`` the policy form (its typed
+fields: ``policy_fields``; configs as the fields see them: ``policy_configs``,
+``policy_conditions``); ``tools`` the function tool form and ``tool_editors``
+its parameter descriptions and examples; ``editors`` what the structured
+editors share; ``catalog`` the other catalog forms and the preview
+form.
 """
 
 from .catalog import (
-    PolicyDefinitionForm,
     PreviewForm,
     PromptSectionFormSet,
     PromptTemplateForm,
     SectionDefinitionForm,
     SectionHostedToolFormSet,
     SectionToolFormSet,
-    ToolDefinitionForm,
     model_names,
     model_warnings,
     pretty,
@@ -26,6 +28,9 @@ from .handler_params import (
     handler_parameters_panel,
 )
 from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
+from .policies import PolicyDefinitionForm
+from .policy_fields import policy_fieldsets
+from .tools import ToolDefinitionForm
 from .validation import refuse_breaking, runtime_error, validated
 
 __all__ = [
@@ -47,6 +52,7 @@ __all__ = [
     "handler_parameters_panel",
     "model_names",
     "model_warnings",
+    "policy_fieldsets",
     "pretty",
     "refuse_breaking",
     "runtime_error",

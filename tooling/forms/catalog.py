@@ -1,26 +1,24 @@
-"""Function tool, policy, section and prompt template forms, and the preview
-form. Each validates by building the runtime object."""
+"""Section and prompt template forms, and the preview form (the function
+tool form: ``tools``; the policy form: ``policies``). Each validates by
+building the runtime object."""
 
 from __future__ import annotations
 
 import difflib
 import json
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 
 from tooling import assembly
 from tooling.assembly import CatalogEdit
-from tooling.handlers import registry
 from tooling.models import (
     ModelCapability,
     ModelPrice,
-    PolicyDefinition,
     PromptTemplate,
     SectionDefinition,
-    ToolDefinition,
     TrustLevel,
     lock_section_tree,
     would_cycle,
@@ -30,151 +28,7 @@ from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.storable_json import StorableJSONFormField
 
 from .fields import DatalistInput
-from .handler_params import handler_parameters
 from .validation import refuse_breaking, runtime_error, validated
-
-
-class ToolDefinitionForm(forms.ModelForm):
-    handler_key = forms.ChoiceField(label="Handler", choices=())
-
-    class Meta:
-        model = ToolDefinition
-        fields = [
-            "name",
-            "handler_key",
-            "description",
-            "param_descriptions",
-            "examples",
-            "enabled",
-        ]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        handler_key = cast(forms.ChoiceField, self.fields["handler_key"])
-        handler_key.choices = [("", "---------"), *registry.choices()]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        key = cleaned.get("handler_key", "")
-        overrides = cleaned.get("param_descriptions") or {}
-        if "param_descriptions" not in self.errors and key in registry:
-            for problem in _override_problems(key, overrides):
-                self.add_error("param_descriptions", problem)
-        if self.errors.keys() & {"name", "handler_key", "description", "examples"}:
-            return cleaned
-        candidate = ToolDefinition(
-            name=cleaned.get("name", ""),
-            handler_key=key,
-            description=cleaned.get("description", ""),
-            examples=cleaned.get("examples") or [],
-        )
-        try:
-            assembly.build_tool(candidate)
-        except PromptError as error:
-            self.add_error(None, runtime_error(error, self))
-        if self.errors:
-            return cleaned
-        if self.instance.pk is not None:
-            # An edit (disabling included) must not break the prompts using it.
-            candidate.pk = self.instance.pk
-            candidate.param_descriptions = overrides
-            candidate.enabled = cleaned.get("enabled", True)
-            refuse_breaking(CatalogEdit.saving(candidate))
-        return cleaned
-
-
-def _override_problems(key: str, overrides: Any) -> list[str]:
-    """What is wrong with the parameter descriptions given for handler
-    ``key``, every problem at once."""
-    if not isinstance(overrides, dict) or not all(
-        isinstance(v, str) for v in overrides.values()
-    ):
-        return ['Use {"parameter": "description"}.']
-    tool = registry.get(key)
-    if overrides and not tool.accepts_overrides:
-        return [
-            f"Handler '{key}' does not accept overrides; leave the parameter "
-            "descriptions empty."
-        ]
-    problems = []
-    known = {param.name for param in handler_parameters(tool)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        problems.append(
-            f"Unknown parameter(s): {', '.join(unknown)}; "
-            f"the handler takes: {', '.join(sorted(known)) or 'none'}."
-        )
-    problems.extend(
-        f"Description of '{field_name}' must be 1-200 ASCII characters."
-        for field_name, text in overrides.items()
-        if field_name in known
-        and (not text.strip() or not text.isascii() or len(text) > 200)
-    )
-    return problems
-
-
-class PolicyDefinitionForm(forms.ModelForm):
-    class Meta:
-        model = PolicyDefinition
-        fields = ["name", "kind", "config", "description"]
-        help_texts = {
-            "config": 'Sequential dependency: {"dependencies": {"deploy": ["build", '
-            '"test"]}}. Read before write: {"read_tools": ["read_file"], '
-            '"write_tools": ["write_file", "edit_file"], "mount_point": ""}. '
-            'Call limit: {"limits": {"deploy": 1}} (most calls per run). '
-            'Approval: {"rules": [{"tool": "deploy", "when": {"environment": '
-            '"production"}}], "approvers": {"permission": "app_label.codename", '
-            '"group": "Release managers"}, "deadline_seconds": 3600, "four_eyes": '
-            "true} (approvers, deadline and four_eyes optional; four_eyes: the "
-            "run's author may not decide, default WINK_APPROVAL_FOUR_EYES; a group "
-            "may be created later; docs/approvals.md)."
-        }
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        # The config is checked even when the name is refused (a stand-in
-        # name): every field's error at once.
-        if self.errors.keys() & {"kind", "config"}:
-            return cleaned
-        candidate = PolicyDefinition(
-            name=cleaned.get("name", "") if "name" not in self.errors else "policy",
-            kind=cleaned.get("kind", ""),
-            config=cleaned.get("config") or {},
-        )
-        try:
-            policy = assembly.build_policy(candidate)
-        except PromptError as error:
-            self.add_error(None, runtime_error(error, self, "config"))
-            return cleaned
-        permission = getattr(policy, "approvers", {}).get("permission")
-        if permission and not _permission_exists(permission):
-            # a typo would leave the call to superusers and the Approvers group
-            self.add_error(
-                "config",
-                f"approvers.permission '{permission}' is not a permission of "
-                "this site.",
-            )
-        if self.errors:
-            return cleaned
-        if self.instance.pk is not None:
-            # An edit must not break the prompts that already use the policy.
-            candidate.pk = self.instance.pk
-            try:
-                refuse_breaking(CatalogEdit.saving(candidate))
-            except ValidationError as error:
-                raise ValidationError({"config": error.messages}) from None
-        return cleaned
-
-
-def _permission_exists(name: str) -> bool:
-    """Whether ``app_label.codename`` names a permission (a group named by an
-    approval policy need not exist yet: an operator may create it later)."""
-    from django.contrib.auth.models import Permission
-
-    app_label, _, codename = name.partition(".")
-    return Permission.objects.filter(
-        content_type__app_label=app_label, codename=codename
-    ).exists()
 
 
 class SectionDefinitionForm(forms.ModelForm):

@@ -33,6 +33,11 @@ _FIELD_OF = {
 }
 
 
+def field_of(error: PromptError) -> str | None:
+    """The form field (by name) a runtime error's placeholder belongs to."""
+    return _FIELD_OF.get(error.placeholder or "")
+
+
 def runtime_error(
     error: PromptError,
     form: forms.BaseForm,

@@ -1,0 +1,390 @@
+"""The function tool form's editors: a text box per parameter of the chosen
+handler for its description override, and a row per example (a description,
+the input and the output as JSON, each with its own errors).
+
+Both still take JSON posted under the field's own name (a script, the form
+before the editors), and show a value they cannot show as boxes or rows as
+JSON in one text area, said so: nothing saved is lost or rewritten unseen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from tooling.handlers import registry
+from tooling.storable_json import (
+    TOO_DEEP,
+    StorableJSONFormField,
+    StorableJSONValidator,
+    json_error_message,
+    loads,
+)
+
+from .editors import (
+    Column,
+    PostedRows,
+    RowsWidget,
+    cell_text,
+    rows_to_read,
+    text_problem,
+    validate_no_bidi,
+)
+from .handler_params import handler_parameters
+from .policy_configs import same
+
+_EXAMPLE_KEYS = ("description", "input", "output")
+_TOO_LONG = "Enter valid JSON: a number has too many digits."
+
+
+class PostedOverrides(dict[str, str]):
+    """The description boxes of the chosen handler as posted."""
+
+
+def _raw_area(name: str, text: str, base_id: str, note: str) -> SafeString:
+    area = forms.Textarea(attrs={"rows": 8, "cols": 80, "class": "vLargeTextField"})
+    return format_html(
+        '<p class="rows-editor-raw-note">{}</p>{}',
+        note,
+        area.render(name, text, {"id": base_id}),
+    )
+
+
+def overrides_shown(value: Any) -> bool:
+    """Whether boxes can show ``value``: an object of texts."""
+    return isinstance(value, Mapping) and all(
+        isinstance(key, str) and isinstance(text, str) for key, text in value.items()
+    )
+
+
+class ParamDescriptionsWidget(forms.Widget):
+    """A box per parameter of each handler, only the chosen handler's shown
+    (``handler_params.js`` follows the select; without JavaScript the saved
+    handler's). Boxes are named ``<name>:<handler>:<parameter>``."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs)
+        self.selected = ""
+        self.handler_name = "handler_key"
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        if name in data:
+            return data.get(name)  # JSON text
+        handler = data.get(self.handler_name)
+        posted = PostedOverrides()
+        if not isinstance(handler, str):
+            return posted
+        prefix = f"{name}:{handler}:"
+        for key in data:
+            if isinstance(key, str) and key.startswith(prefix):
+                parameter = key[len(prefix) :]
+                text = data.get(key)
+                if ":" not in parameter and parameter:
+                    posted[parameter] = text if isinstance(text, str) else ""
+        return posted
+
+    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
+        return name not in data and f"{name}-editor" not in data
+
+    def _group(
+        self, name: str, base_id: str, key: str, overrides: Mapping[str, str]
+    ) -> SafeString:
+        tool = registry.get(key)
+        parameters = handler_parameters(tool)
+        known = {parameter.name for parameter in parameters}
+        chosen = key == self.selected
+        # Another handler's boxes show the descriptions of the parameters it
+        # shares with the chosen one: picking it keeps them, as the JSON did.
+        shown = tool.accepts_overrides or chosen
+        rows = [
+            (p.name, p.type, p.description, overrides.get(p.name, "") if shown else "")
+            for p in parameters
+        ]
+        stale = {k: v for k, v in overrides.items() if k not in known} if chosen else {}
+        rows += [
+            (name, "not a parameter of this handler: clear it", "", text)
+            for name, text in stale.items()
+        ]
+        if not tool.accepts_overrides and not (chosen and overrides):
+            body = format_html(
+                "<p>{}</p>", f"Handler '{key}' does not accept overrides."
+            )
+        elif not rows:
+            body = format_html("<p>{}</p>", "It takes no parameters.")
+        else:
+            body = format_html(
+                '<table class="param-overrides-table"><thead><tr><th>Parameter</th>'
+                "<th>Type</th><th>Description the model reads (empty: the "
+                "handler's)</th></tr></thead><tbody>{}</tbody></table>",
+                format_html_join(
+                    "",
+                    '<tr><td><label for="{}"><code>{}</code></label></td><td>{}</td>'
+                    '<td><input type="text" name="{}" id="{}" value="{}" '
+                    'placeholder="{}" class="vTextField param-override"></td></tr>',
+                    (
+                        (
+                            f"{base_id}-{key}-{parameter}",
+                            parameter,
+                            type_label,
+                            f"{name}:{key}:{parameter}",
+                            f"{base_id}-{key}-{parameter}",
+                            text,
+                            description,
+                        )
+                        for parameter, type_label, description, text in rows
+                    ),
+                ),
+            )
+        return format_html(
+            '<div class="param-overrides" data-handler="{}"{}>{}</div>',
+            key,
+            "" if key == self.selected else " hidden",
+            body,
+        )
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
+        base_id = (attrs or {}).get("id") or f"id_{name}"
+        if isinstance(value, str) or not overrides_shown(value or {}):
+            text = value if isinstance(value, str) else json.dumps(value, indent=2)
+            return _raw_area(
+                name,
+                text,
+                base_id,
+                "These descriptions cannot be shown as a box per parameter: they "
+                'are edited as JSON, {"parameter": "description"}.',
+            )
+        groups = format_html_join(
+            "",
+            "{}",
+            ((self._group(name, base_id, key, value),) for key in registry),
+        )
+        none = format_html(
+            '<p class="param-overrides" data-handler=""{}>{}</p>',
+            "" if self.selected not in registry else " hidden",
+            "Pick a handler to describe its parameters.",
+        )
+        return format_html(
+            '{}{}<input type="hidden" name="{}-editor" value="boxes">',
+            none,
+            groups,
+            name,
+        )
+
+
+class ParamDescriptionsField(StorableJSONFormField):
+    """``{"parameter": "description"}`` from the chosen handler's boxes (a
+    blank box: the handler's own description), or from JSON text."""
+
+    widget = ParamDescriptionsWidget  # type: ignore[assignment]
+    default_validators = [*StorableJSONFormField.default_validators, validate_no_bidi]
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, PostedOverrides):
+            return {key: text.strip() for key, text in value.items() if text.strip()}
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, PostedOverrides):
+            return data
+        return super().bound_data(data, initial)
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            value = self.to_python(data)
+        except ValidationError:
+            return True
+        return not same_overrides(initial or {}, value or {})
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, Mapping) and overrides_shown(value):
+            return value
+        if value is None:
+            return {}
+        return super().prepare_value(value)
+
+
+def same_overrides(before: Any, after: Any) -> bool:
+    """Whether two descriptions say the same (the boxes strip what is typed:
+    surrounding spaces aside)."""
+    if same(before, after):
+        return True
+    if not overrides_shown(before) or not overrides_shown(after):
+        return False
+    return same(
+        {key: text.strip() for key, text in before.items()},
+        {key: text.strip() for key, text in after.items()},
+    )
+
+
+# -- examples -------------------------------------------------------------------
+
+
+class Numbered(list[Any]):
+    """Examples, each with the number of its row as shown (for errors)."""
+
+    numbers: tuple[int, ...] = ()
+
+
+def examples_shown(value: Any) -> bool:
+    """Whether rows can show ``value``: a list of objects with no key but
+    description (a text), input and output."""
+    return isinstance(value, list) and all(
+        isinstance(item, Mapping)
+        and set(item) <= set(_EXAMPLE_KEYS)
+        and isinstance(item.get("description", ""), str)
+        for item in value
+    )
+
+
+def canonical_examples(value: Any) -> list[dict[str, Any]] | None:
+    """The examples the rows write for what ``value`` means (a missing input
+    or output is ``{}``, the description without surrounding spaces), or
+    ``None`` when rows cannot show them."""
+    if not examples_shown(value):
+        return None
+    return [
+        {
+            "description": item.get("description", "").strip(),
+            "input": item.get("input", {}),
+            "output": item.get("output", {}),
+        }
+        for item in value
+    ]
+
+
+def same_examples(before: Any, after: Any) -> bool:
+    """Whether two example lists say the same (``canonical_examples``)."""
+    if same(before, after):
+        return True
+    shown = canonical_examples(before)
+    return shown is not None and same(shown, canonical_examples(after))
+
+
+def _pretty(value: Any) -> str:
+    indent = 2 if isinstance(value, dict | list) and value else None
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+_json_checks = StorableJSONValidator()
+
+
+def _cell_json(where: str, text: str, problems: list[str]) -> Any:
+    """The JSON of one cell (blank: ``{}``); its errors, naming ``where``,
+    added to ``problems``."""
+    if not text.strip():
+        return {}
+    try:
+        value = loads(text)
+    except json.JSONDecodeError as error:
+        problems.append(f"{where}: {json_error_message(error)}")
+        return None
+    except ValueError as error:  # too deep, or a number too long
+        message = str(error) if str(error) == TOO_DEEP else _TOO_LONG
+        problems.append(f"{where}: {message}")
+        return None
+    try:
+        _json_checks(value)
+        validate_no_bidi(value)
+    except ValidationError as error:
+        problems.extend(f"{where}: {message}" for message in error.messages)
+        return None
+    return value
+
+
+class ExamplesField(StorableJSONFormField):
+    """``[{"description", "input", "output"}]`` from a row per example, or
+    from JSON text."""
+
+    default_validators = [*StorableJSONFormField.default_validators, validate_no_bidi]
+
+    def __init__(self, **kwargs: Any) -> None:
+        area = {"rows": 5, "cols": 40, "class": "rows-editor-json"}
+        columns = [
+            Column(
+                "description",
+                "Description",
+                forms.TextInput(attrs={"class": "vTextField rows-editor-wide"}),
+            ),
+            Column("input", "Input (JSON)", forms.Textarea(attrs=area)),
+            Column("output", "Output (JSON)", forms.Textarea(attrs=area)),
+        ]
+        widget = RowsWidget(
+            columns,
+            extra=1,
+            add_label="Add an example",
+            raw_fallback=True,
+            stacked="Example",
+        )
+        widget.raw_note = (
+            "These examples cannot be shown as rows: they are edited as JSON, "
+            '[{"description": ..., "input": {...}, "output": {...}}].'
+        )
+        kwargs["widget"] = widget
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        if not isinstance(value, PostedRows):
+            return super().to_python(value)
+        examples, numbers, problems = Numbered(), [], []
+        for number, row in rows_to_read(value):
+            where = f"Example {number}"
+            description = cell_text(row, "description").strip()
+            problem = text_problem(description)
+            if problem:
+                problems.append(f"{where}, description: {problem}")
+            given = {
+                part: _cell_json(f"{where}, {part}", cell_text(row, part), problems)
+                for part in ("input", "output")
+            }
+            examples.append({"description": description, **given})
+            numbers.append(number)
+        if problems:
+            raise ValidationError(problems)
+        examples.numbers = tuple(numbers)
+        return examples
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, PostedRows):
+            return data
+        return super().bound_data(data, initial)
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            value = self.to_python(data)
+        except ValidationError:
+            return True
+        return not same_examples(initial or [], value or [])
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, PostedRows):
+            return value
+        if value is None:
+            value = []
+        if examples_shown(value):
+            return PostedRows(
+                {
+                    "description": item.get("description", ""),
+                    "input": _pretty(item.get("input", {})),
+                    "output": _pretty(item.get("output", {})),
+                }
+                for item in value
+            )
+        return super().prepare_value(value)
+
+
+def numbered(examples: Any) -> Iterable[tuple[int, Any]]:
+    """``(number as shown, example)`` for each of ``examples``."""
+    numbers = getattr(examples, "numbers", ()) or range(1, len(examples) + 1)
+    return zip(numbers, examples, strict=True)
