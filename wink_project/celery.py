@@ -54,3 +54,14 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
         from sessions_app.costs import rollup
 
         rollup.start_thread(float(settings.WINK_SPEND_ROLLUP_INTERVAL))
+
+
+@signals.worker_process_shutdown.connect
+@signals.worker_shutdown.connect
+def _send_queued_traces(**_: Any) -> None:
+    """Send the OpenTelemetry spans still queued before the process exits: a
+    prefork child exits without running ``atexit`` handlers, where the SDK
+    would flush them (``docs/opentelemetry.md``)."""
+    from sessions_app import telemetry
+
+    telemetry.shutdown()

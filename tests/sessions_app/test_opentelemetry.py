@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from celery import signals
 from django.utils import timezone
 
 from sessions_app import services, telemetry
@@ -309,6 +310,27 @@ def test_a_session_is_exported_once_and_again_onto_the_same_spans(receiver):
     assert len(again) == 4
     ids = sorted((span.trace_id, span.span_id, span.parent_span_id) for span in first)
     assert sorted((s.trace_id, s.span_id, s.parent_span_id) for s in again[2:]) == ids
+
+
+@pytest.mark.parametrize(
+    "signal", [signals.worker_process_shutdown, signals.worker_shutdown]
+)
+def test_a_worker_that_stops_sends_the_spans_it_queued(receiver, monkeypatch, signal):
+    # the SDK sends a batch every 5 s: here only when asked, however slow
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")
+    session = AgentSessionFactory.create(
+        status=AgentSession.Status.SUCCEEDED,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+    )
+    assert telemetry.export_session(session.pk)
+    assert receiver.of_trace(session.pk.hex) == []  # queued, not sent yet
+
+    signal.send(sender=None)
+
+    assert [span.name for span in receiver.of_trace(session.pk.hex)] == [
+        f"invoke_agent {session.prompt_ref}"
+    ]
 
 
 def test_unfinished_sessions_are_not_exported(receiver):
