@@ -53,11 +53,7 @@ from sessions_app.audit.pagination import (
     TurnCursorPagination,
     page_size,
 )
-from sessions_app.audit.serializers import (
-    TRAIL_LIMIT,
-    AgentSessionCreateSerializer,
-    AgentSessionDetailSerializer,
-    AgentSessionListSerializer,
+from sessions_app.audit.row_serializers import (
     CitationListSerializer,
     CitationSerializer,
     EventPageSerializer,
@@ -68,6 +64,12 @@ from sessions_app.audit.serializers import (
     StateChangeSerializer,
     ToolInvocationListSerializer,
     ToolInvocationSerializer,
+)
+from sessions_app.audit.serializers import (
+    TRAIL_LIMIT,
+    AgentSessionCreateSerializer,
+    AgentSessionDetailSerializer,
+    AgentSessionListSerializer,
 )
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.audit.serializers import usd_field
+from sessions_app.audit.fields import usd_field
 from sessions_app.costs import ranges, reports
 from tooling.api.errors import ErrorSerializer
 

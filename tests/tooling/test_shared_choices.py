@@ -7,7 +7,8 @@ from __future__ import annotations
 from django import forms
 from rest_framework import serializers
 
-from sessions_app.audit.serializers import AgentSessionCreateSerializer, EventSerializer
+from sessions_app.audit.row_serializers import EventSerializer
+from sessions_app.audit.serializers import AgentSessionCreateSerializer
 from sessions_app.audit.timeline import KINDS
 from sessions_app.models import AgentSession
 from tooling.api.serializers import PreviewRequestSerializer
