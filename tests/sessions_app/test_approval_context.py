@@ -14,6 +14,7 @@ import html
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from django.conf import settings as django_settings
@@ -21,6 +22,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import resolve
 from django.utils import timezone
 
 from sessions_app.models import AgentSession, ApprovalRequest
@@ -226,6 +228,28 @@ def test_inbox_rows_read_no_visibility_check_per_row(
     rows = [q["sql"] for q in queries.captured_queries if "approvalrequest" in q["sql"]]
     assert len(rows) == 1
     assert "EXISTS" not in rows[0].upper()
+
+
+def test_inbox_rows_link_to_their_requests_pages(client: Client, alice: Any) -> None:
+    # The rows' links are relative to the inbox, filtered and paged alike.
+    requests = three_requests()
+    client.force_login(alice)
+
+    for query in ("", "?tool=deploy", "?page=1&status=pending"):
+        page = f"/audit/approvals/{query}"
+        markup = client.get(page).content.decode()
+        rows = re.findall(
+            r'<tr class="approval-[a-z]+" id="approval-([0-9a-f-]+)">\s*'
+            r'<td><a href="([^"]+)">',
+            markup,
+        )
+        assert {pk for pk, _ in rows} == {str(r.pk) for r in requests}
+        for pk, href in rows:
+            target = urljoin(page, html.unescape(href))
+            match = resolve(urlsplit(target).path)
+            assert match.view_name == "sessions_app:approval-detail"
+            assert str(match.kwargs["pk"]) == pk
+            assert client.get(target).status_code == 200
 
 
 def test_detail_shows_author_params_step_before_and_the_exact_call(
