@@ -109,8 +109,7 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
         return None, None, rows[:page_size], False
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        user = self.request.user
-        queryset = inbox.with_context(inbox.visible_to(user), user)
+        queryset = inbox.listed(inbox.with_context(inbox.visible_to(self.request.user)))
         self.filterset = ApprovalRequestFilterSet(self.request.GET, queryset=queryset)
         if not self.filterset.is_valid():
             return queryset.none()
@@ -140,11 +139,8 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
     GET)."""
 
     def _approval(self, request: HttpRequest, pk: Any) -> ApprovalRequest:
-        approval = (
-            inbox.with_context(inbox.visible_to(request.user), request.user)
-            .filter(pk=pk)
-            .first()
-        )
+        visible = inbox.with_context(inbox.visible_to(request.user))
+        approval = inbox.with_run_visible(visible, request.user).filter(pk=pk).first()
         if approval is None:
             raise Http404("No such approval.")
         return described(approval)
