@@ -94,8 +94,11 @@ def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalReque
     inbox's page about 1.5 ms more at 100,000 sessions: docs/benchmarks.md).
     The session's large fields are not read, its parameters are."""
     upto = {"session": OuterRef("session"), "created_at__lte": OuterRef("requested_at")}
-    tools = ToolInvocation.objects.filter(**upto).order_by("-created_at", "-sequence")
-    calls = ProviderCall.objects.filter(**upto).order_by("-created_at", "-turn")
+    # The last in the timeline's order, read backwards from its indexes
+    # (tool_timeline, unique_call_turn): a long session's thousands of calls
+    # are not sorted for it.
+    tools = ToolInvocation.objects.filter(**upto).order_by("-turn", "-sequence")
+    calls = ProviderCall.objects.filter(**upto).order_by("-turn")
 
     def last(rows: QuerySet[Any], value: Any) -> Subquery:
         latest = rows.annotate(last_value=value).values("last_value")[:1]
