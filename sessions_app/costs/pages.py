@@ -33,6 +33,7 @@ from rest_framework.settings import api_settings
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin, neutralise
 from sessions_app.costs import ranges, reports
+from sessions_app.costs.spend import GROUPS, Spend
 
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); a leading apostrophe makes it text.
@@ -58,7 +59,7 @@ def requested_range(request: HttpRequest) -> ranges.DateRange:
 SESSION_FILTERS = {"prompt": "prompt_ref", "user": "user"}
 
 
-def session_links(spend: reports.Spend) -> list[str]:
+def session_links(spend: Spend) -> list[str]:
     """For each row, the session list filtered to its sessions ("" when the
     list has no such filter, or the row is not one group)."""
     if spend.group not in SESSION_FILTERS and spend.group != "day":
@@ -102,7 +103,7 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
             period = ranges.default_range()
         user = self.request.user
         breakdowns = reports.spend_report(
-            reports.GROUPS, user=user, start=period.start, end=period.end
+            GROUPS, user=user, start=period.start, end=period.end
         )
         dates = {"from": period.start.isoformat(), "to": period.end.isoformat()}
         context.update(
@@ -165,9 +166,9 @@ class CostCsvView(ApiCredentialsMixin, LoginRequiredMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         group = request.GET.get("group") or "prompt"
-        if group not in reports.GROUPS:
+        if group not in GROUPS:
             return HttpResponseBadRequest(
-                f"Choose a group: {', '.join(reports.GROUPS)}.",
+                f"Choose a group: {', '.join(GROUPS)}.",
                 content_type="text/plain; charset=utf-8",
             )
         try:

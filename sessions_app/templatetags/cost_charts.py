@@ -16,7 +16,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from sessions_app.costs.reports import Spend, SpendRow
+from sessions_app.costs.spend import Spend, SpendRow
 from sessions_app.templatetags.money import format_usd
 
 register = template.Library()

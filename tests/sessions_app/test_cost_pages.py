@@ -24,6 +24,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app.costs import ranges, reports
+from sessions_app.costs.spend import GROUPS, MODEL_TOKENS_KEY, TOP_GROUPS
 from sessions_app.templatetags.money import usd
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -98,7 +99,7 @@ def test_cost_page_shows_the_users_spend_by_every_group(people, spent):
     assert "$0.5123 spent from" in page
     assert "by 2 sessions of yours" in page
     assert "plus 1 unpriced call" in page
-    for group in reports.GROUPS:
+    for group in GROUPS:
         assert f'id="by-{group}"' in page
     assert "demo/research" in page
     assert "Model tokens (provider calls, all tools)" in page
@@ -129,7 +130,7 @@ def test_cost_page_draws_a_chart_per_breakdown_with_a_bar_per_row(people, spent)
     page = text(client_of(people["auditor"]).get(PAGE))
 
     charts = re.findall(r'<svg class="chart chart-(\w+)".*?</svg>', page, re.S)
-    assert sorted(charts) == sorted(reports.GROUPS)
+    assert sorted(charts) == sorted(GROUPS)
     by_prompt = re.search(r'<svg class="chart chart-prompt".*?</svg>', page, re.S)
     assert by_prompt is not None
     assert by_prompt.group().count('class="bar ') == 2
@@ -427,7 +428,7 @@ def test_api_costs_by_user_of_an_auditor_lists_everyone(people, spent):
 
 
 def test_api_costs_never_show_another_users_spend(people, spent):
-    for group in reports.GROUPS:
+    for group in GROUPS:
         response = client_of(people["alice"]).get(API, {"group": group})
         assert response.status_code == 200
         assert SECRET_B not in text(response) and "bob" not in text(response)
@@ -522,7 +523,7 @@ def test_cost_reads_are_a_constant_number_of_queries(people, url):
     query = {"group": "tool"} if url != PAGE else None
     few = _queries(client, url, query)
 
-    _many(people["alice"], 3 * reports.TOP_GROUPS)
+    _many(people["alice"], 3 * TOP_GROUPS)
 
     assert _queries(client, url, query) == few
 
@@ -588,7 +589,7 @@ def test_a_priced_runs_spend_is_the_same_in_every_breakdown(people):
     by_prompt = reports.spend_by("prompt", user=alice, start=today, end=today)
     by_tool = reports.spend_by("tool", user=alice, start=today, end=today)
     assert by_prompt.total == by_tool.total == session.cost
-    assert {row.key for row in by_tool.rows} == {reports.MODEL_TOKENS_KEY, "search"}
+    assert {row.key for row in by_tool.rows} == {MODEL_TOKENS_KEY, "search"}
     client = client_of(alice)
     assert client.get(API).json()["total"] == f"{session.cost:f}"
     assert f"{usd(session.cost)} spent from" in text(client.get(PAGE))

@@ -1,6 +1,6 @@
 """Daily spend roll-ups (``sessions_app.costs.rollup``, ADR 0027): the cost
 reports read the rolled-up days from their sums and the others from the rows,
-and every figure equals the rows' answer (``reports.spend_from_rows``) and the
+and every figure equals the rows' answer (``from_rows.spend_from_rows``) and the
 rows' sums worked out in Python, exactly: on random data, for every group,
 every kind of user and ranges across rolled-up and open days, in several time
 zones, with a session whose rows straddle midnight, a user deleted and
@@ -22,8 +22,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app.costs import reports, rollup
-from sessions_app.costs.ranges import local_today
+from sessions_app.costs import from_rows, reports, rollup
+from sessions_app.costs.ranges import DateRange, local_today
+from sessions_app.costs.spend import GROUPS, PLACES
 from sessions_app.models import (
     AgentSession,
     DailySpend,
@@ -170,25 +171,23 @@ def assert_same_as_rows(people, seed: int, days: int = DAYS) -> None:
     rng = random.Random(seed)
     for user in viewers(people):
         for start, end in ranges_of(rng, days):
-            for group in reports.GROUPS:
-                expected = reports.spend_from_rows(
+            for group in GROUPS:
+                expected = from_rows.spend_from_rows(
                     group, user=user, start=start, end=end
                 )
                 got = reports.spend_by(group, user=user, start=start, end=end)
                 assert got == expected, (group, user, start, end)
-            together = reports.spend_report(
-                reports.GROUPS, user=user, start=start, end=end
-            )
+            together = reports.spend_report(GROUPS, user=user, start=start, end=end)
             assert together == [
-                reports.spend_from_rows(group, user=user, start=start, end=end)
-                for group in reports.GROUPS
+                from_rows.spend_from_rows(group, user=user, start=start, end=end)
+                for group in GROUPS
             ]
 
 
 def python_sums(user, start, end) -> tuple[Decimal, int, int, Decimal]:
     """The sessions' total, count and unpriced calls, and the calls' and
     native fees' total, summed in Python from the rows."""
-    low, high = reports.DateRange(start, end).bounds()
+    low, high = DateRange(start, end).bounds()
     sessions = AgentSession.objects.visible_to(user).filter(
         created_at__gte=low, created_at__lt=high
     )
@@ -240,11 +239,11 @@ def test_roll_ups_answer_exactly_what_the_rows_do(settings, people, zone, seed):
             by_prompt = reports.spend_by("prompt", user=user, start=start, end=today)
             by_tool = reports.spend_by("tool", user=user, start=start, end=today)
             assert (by_prompt.total, by_prompt.count, by_prompt.unpriced) == (
-                total.quantize(reports.PLACES),
+                total.quantize(PLACES),
                 count,
                 unpriced,
             )
-            assert by_tool.total == fees.quantize(reports.PLACES)
+            assert by_tool.total == fees.quantize(PLACES)
     finally:
         timezone.deactivate()
 
@@ -400,7 +399,7 @@ def test_a_purge_forgets_the_days_it_touches(people):
         created_by=people["alice"], cost=D("0.7"), created_at=at(day, 9)
     )
     rollup.roll_up_day(day)
-    low, high = reports.DateRange(day, day).bounds()
+    low, high = DateRange(day, day).bounds()
     AgentSession.objects.filter(created_at__gte=low, created_at__lt=high).purge()
 
     assert not DailySpendDay.objects.filter(day=day).exists()
@@ -511,7 +510,7 @@ def test_whole_months_are_summed_from_their_days_and_read_as_months(people):
     assert reports.spend_by("prompt", user=auditor, start=month, end=last).total == 0
     # Not for a range that holds only part of the month.
     part = reports.spend_by("prompt", user=auditor, start=month, end=last - ONE_DAY)
-    assert part == reports.spend_from_rows(
+    assert part == from_rows.spend_from_rows(
         "prompt", user=auditor, start=month, end=last - ONE_DAY
     )
 
@@ -535,7 +534,7 @@ def test_whole_months_are_summed_from_their_days_and_read_as_months(people):
     assert total == before.total + D("0.4444444444")
     assert_same_as_rows(people, 11, days=75)
 
-    low, high = reports.DateRange(last, last).bounds()
+    low, high = DateRange(last, last).bounds()
     AgentSession.objects.filter(created_at__gte=low, created_at__lt=high).purge()
     assert not DailySpendDay.objects.filter(period="month", day=month).exists()
     assert not DailySpend.objects.filter(period="month", day=month).exists()
