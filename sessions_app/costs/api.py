@@ -34,9 +34,10 @@ def _money(help_text: str) -> serializers.DecimalField:
 class SpendRowSerializer(serializers.Serializer[SpendRow]):
     key = serializers.CharField(
         read_only=True,
-        help_text="The group: a prompt reference, tool name, model, username or "
-        'date; "" for sessions without a user or model; "(other)" for the '
-        'folded groups; "(model tokens)" for the provider calls (by tool).',
+        help_text="The group: a prompt reference, tool name, model, username, "
+        'date or month (YYYY-MM); "" for sessions without a user or model; '
+        '"(other)" for the folded groups; "(model tokens)" for the provider '
+        "calls (by tool).",
     )
     # Named like Field.label: the serializer metaclass takes a declared field
     # off the class, so nothing is shadowed at run time.
@@ -87,11 +88,12 @@ class CostReportSerializer(serializers.Serializer[Spend]):
 
 class CostReportView(APIView):
     @extend_schema(
-        summary="Spend by prompt, tool, model, user or day",
+        summary="Spend by prompt, tool, model, user, day or month",
         description="The sessions created in the range that you may see (yours; "
         "every session with 'Can view all sessions'). The largest "
         f"{TOP_GROUPS} groups, the rest as one 'other' row; by day, every "
-        "day of the range. By tool: native calls' fees plus one 'model tokens' "
+        "day of the range; by month, every month (key YYYY-MM; the first and "
+        "last cut by the range). By tool: native calls' fees plus one 'model tokens' "
         "row for the provider calls. Amounts are USD decimal strings.",
         parameters=[
             OpenApiParameter(

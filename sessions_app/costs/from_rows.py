@@ -10,7 +10,8 @@ roll-ups are tested against, and the answer for a user who sees nothing.
 - Bounded: one query per breakdown (the tool breakdown reads the provider
   calls' total with a second one), whatever the number of rows. The largest
   ``TOP_GROUPS`` groups are listed; a window sum over all groups gives the rest
-  as one "other" row without reading them. Day lists every day of the range.
+  as one "other" row without reading them. Day (month) lists every day
+  (month) of the range.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 from django.db.models import (
     Count,
+    DateField,
     DecimalField,
     F,
     Func,
@@ -30,13 +32,14 @@ from django.db.models import (
     Value,
     Window,
 )
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models.functions import Coalesce, TruncDate, TruncMonth
 from django.utils import timezone
 
 from sessions_app.costs.ranges import DateRange
 from sessions_app.costs.spend import (
     NO_MODEL_LABEL,
     NO_USER_LABEL,
+    PERIOD_GROUPS,
     TOP_GROUPS,
     ZERO,
     GroupSum,
@@ -46,7 +49,9 @@ from sessions_app.costs.spend import (
     check_groups,
     money,
     other_row,
+    period_rows,
     spend_of,
+    sum_of,
     tokens_row,
 )
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
@@ -204,35 +209,22 @@ def _by_tool(user: Any, period: DateRange) -> tuple[list[SpendRow], Totals]:
     return rows, totals
 
 
-def _by_day(user: Any, period: DateRange) -> tuple[list[SpendRow], Totals]:
+def _by_period(
+    group: str, user: Any, period: DateRange
+) -> tuple[list[SpendRow], Totals]:
+    """By day or by month (``group``), every one of the range in order."""
     zone = timezone.get_current_timezone()
+    start: TruncDate | TruncMonth = TruncDate("created_at", tzinfo=zone)
+    if group == "month":
+        start = TruncMonth("created_at", tzinfo=zone, output_field=DateField())
     found = {
-        row["day"]: row
+        row["start"]: sum_of(row)
         for row in _sessions(user, period)
         .order_by()
-        .values(day=TruncDate("created_at", tzinfo=zone))
+        .values(start=start)
         .annotate(spent=Sum("cost"), count=Count("*"), unpriced=Sum("unpriced_calls"))
     }
-    rows = []
-    for offset in range(period.days):
-        day = period.start + datetime.timedelta(days=offset)
-        row = found.get(day, {})
-        rows.append(
-            SpendRow(
-                key=day.isoformat(),
-                label=day.isoformat(),
-                cost=money(row.get("spent")),
-                count=int(row.get("count") or 0),
-                unpriced=int(row.get("unpriced") or 0),
-            )
-        )
-    totals = Totals(
-        total=sum((row.cost for row in rows), ZERO),
-        count=sum(row.count for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
-        groups=len(found),
-    )
-    return rows, totals
+    return period_rows(group, period, found)
 
 
 def spend_from_rows(
@@ -244,8 +236,8 @@ def spend_from_rows(
     period = DateRange(start, end)
     if group == "tool":
         rows, totals = _by_tool(user, period)
-    elif group == "day":
-        rows, totals = _by_day(user, period)
+    elif group in PERIOD_GROUPS:
+        rows, totals = _by_period(group, user, period)
     else:
         rows, totals = _by_session_field(group, user, period)
     return spend_of(group, period, rows, totals)

@@ -1,8 +1,8 @@
-"""Spend over a date range, grouped by prompt, tool, model, user or day: what
+"""Spend over a date range, grouped by prompt, tool, model, user, day or month: what
 the cost page, its CSV export and ``GET /api/costs/`` show (docs/costs.md,
 "Where costs show").
 
-- Prompt, model, user and day sum ``AgentSession.cost`` (provider calls and
+- Prompt, model, user, day and month sum ``AgentSession.cost`` (provider calls and
   native fees of each session) over the sessions *created* in the range; each
   breakdown's total is the same figure.
 - Tool sums ``ToolInvocation.cost`` (the native calls' fees) of those sessions,
@@ -12,7 +12,8 @@ the cost page, its CSV export and ``GET /api/costs/`` show (docs/costs.md,
 - Who sees what: the sessions ``user`` may see (``sessions_app.access``), so a
   user's "by user" breakdown holds only themselves unless they see all.
 - The largest ``TOP_GROUPS`` groups are listed, the rest as one "other" row.
-  Day lists every day of the range (at most ``ranges.MAX_DAYS``).
+  Day lists every day of the range (at most ``ranges.MAX_DAYS``), month every
+  month (the first and the last may be cut by the range).
 
 Rolled up (``sessions_app.costs.rollup``, ADR 0027): ``spend_report`` reads
 the days and months rolled up from their sums (``rolled_up``) and the rest
@@ -31,25 +32,28 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from sessions_app.costs.from_rows import spend_from_rows
-from sessions_app.costs.live import Live, live_days, live_groups
+from sessions_app.costs.live import Live, live_sessions, live_tools, sums_by
 from sessions_app.costs.ranges import DateRange
 from sessions_app.costs.rolled_up import (
+    in_scope,
     open_spans,
-    rolled_up_days,
     rolled_up_groups,
+    rolled_up_periods,
     scope_of,
     sealed_days,
 )
 from sessions_app.costs.spend import (
     NO_MODEL_LABEL,
     NO_USER_LABEL,
-    ZERO,
+    PERIOD_GROUPS,
     GroupSum,
     Spend,
     SpendRow,
     Totals,
     check_groups,
     fold,
+    month_of,
+    period_rows,
     spend_of,
     tokens_row,
 )
@@ -69,9 +73,10 @@ def spend_report(
     """``spend_by`` for each of ``groups``, reading what they share once.
 
     The days rolled up (``sessions_app.costs.rollup``) are read from their
-    sums (two queries for every breakdown, whatever the range), the others
-    (today, a day with a session still running, a day not rolled up yet) from
-    the rows: the same figures as ``spend_from_rows``."""
+    sums (two queries for every breakdown, whatever the range; one more by day
+    or month), the others (today, a day with a session still running, a day
+    not rolled up yet) from the rows (two queries at most): the same figures
+    as ``spend_from_rows``."""
     check_groups(groups)
     period = DateRange(start, end)
     scope = scope_of(user)
@@ -80,23 +85,39 @@ def spend_report(
             spend_from_rows(group, user=user, start=start, end=end) for group in groups
         ]
     sealed = sealed_days(period)
-    live = Live(open_spans(period, sealed.days), sealed.pending)
+    live = Live(
+        open_spans(period, sealed.days),
+        sealed.pending,
+        [s for s in sealed.pending_sums if in_scope(scope, s.created_by_id)],
+    )
     rolled = rolled_up_groups(groups, scope, sealed)
-    found_days = rolled_up_days(scope, sealed.days) if "day" in groups else {}
+    by_session = [group for group in groups if group != "tool"]
+    sessions = live_sessions(user, live) if by_session else []
     spends = []
     for group in groups:
-        if group == "day":
-            rows, totals = _day_rows(period, found_days, live_days(user, live))
+        if group in PERIOD_GROUPS:
+            found = rolled_up_periods(group, scope, sealed)
+            _add(found, sums_by("day", sessions), month=group == "month")
+            rows, totals = period_rows(group, period, found)
+        elif group == "tool":
+            found = dict(rolled.get(group, {}))
+            _add(found, live_tools(user, live))
+            rows, totals = _tool_rows(found)
         else:
             found = dict(rolled.get(group, {}))
-            for key, value in live_groups(group, user, live).items():
-                found[key] = found.get(key, GroupSum()) + value
-            if group == "tool":
-                rows, totals = _tool_rows(found)
-            else:
-                rows, totals = _ranked_rows(group, found)
+            _add(found, sums_by(group, sessions))
+            rows, totals = _ranked_rows(group, found)
         spends.append(spend_of(group, period, rows, totals))
     return spends
+
+
+def _add(
+    found: dict[Any, GroupSum], more: dict[Any, GroupSum], *, month: bool = False
+) -> None:
+    """Adds ``more`` into ``found`` (days into their months with ``month``)."""
+    for key, value in more.items():
+        into = month_of(key) if month else key
+        found[into] = found.get(into, GroupSum()) + value
 
 
 def _ranked_rows(
@@ -165,34 +186,4 @@ def _tool_rows(found: dict[Any, GroupSum]) -> tuple[list[SpendRow], Totals]:
         totals.total += tokens.cost
         totals.count += tokens.count
         totals.unpriced += tokens.unpriced
-    return rows, totals
-
-
-def _day_rows(
-    period: DateRange,
-    rolled: dict[datetime.date, GroupSum],
-    live: dict[datetime.date, GroupSum],
-) -> tuple[list[SpendRow], Totals]:
-    found = dict(rolled)
-    for day, value in live.items():
-        found[day] = found.get(day, GroupSum()) + value
-    rows = []
-    for offset in range(period.days):
-        day = period.start + datetime.timedelta(days=offset)
-        value = found.get(day, GroupSum())
-        rows.append(
-            SpendRow(
-                key=day.isoformat(),
-                label=day.isoformat(),
-                cost=value.cost,
-                count=value.count,
-                unpriced=value.unpriced,
-            )
-        )
-    totals = Totals(
-        total=sum((row.cost for row in rows), ZERO),
-        count=sum(row.count for row in rows),
-        unpriced=sum(row.unpriced for row in rows),
-        groups=sum(1 for value in found.values() if value.count),
-    )
     return rows, totals

@@ -12,14 +12,24 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Case, F, JSONField, Q, QuerySet, Sum, Value, When
 
 from sessions_app import access
 from sessions_app.costs import rollup
 from sessions_app.costs.ranges import DateRange
-from sessions_app.costs.spend import GroupSum, sum_of
+from sessions_app.costs.spend import (
+    ONE_DAY,
+    PERIOD_GROUPS,
+    GroupSum,
+    SessionGroup,
+    money,
+    month_of,
+    next_month,
+    sum_of,
+)
 from sessions_app.models import AgentSession, DailySpend, DailySpendDay
 from sessions_app.models.spend import DAY, MONTH
 
@@ -33,6 +43,15 @@ def scope_of(user: Any) -> str | None:
     return None
 
 
+def in_scope(scope: str, created_by_id: int | None) -> bool:
+    """Whether a session by ``created_by_id`` counts in ``scope``, as the
+    roll-up counts it (every session in ``EVERYONE``, one's own in one's
+    scope: what ``access.py`` lets each see)."""
+    return scope == rollup.EVERYONE or (
+        created_by_id is not None and scope == rollup.user_scope(created_by_id)
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sealed:
     """The range's days rolled up, and the months of the range (whole) summed
@@ -42,21 +61,22 @@ class Sealed:
     months: set[datetime.date]
     #: the sealed days' sessions not ended when rolled up: (id, day)
     pending: list[tuple[str, datetime.date]]
+    #: and their sums, each session's own (whoever may see it)
+    pending_sums: list[SessionGroup] = dataclasses.field(default_factory=list)
 
     def by_months(self) -> Q:
         """The sealed days as months where it can, days elsewhere."""
-        rest = {day for day in self.days if day.replace(day=1) not in self.months}
-        where = Q(period=DAY, **day_spans(rest)) if rest else Q(pk__in=[])
-        if self.months:
-            where |= Q(period=MONTH, day__in=sorted(self.months))
-        return where
+        rest = {day for day in self.days if month_of(day) not in self.months}
+        return Q(period=DAY) & days_filter(rest, next_day) | Q(
+            period=MONTH
+        ) & days_filter(self.months, next_month)
 
 
 def sealed_days(period: DateRange) -> Sealed:
     """The range's days rolled up in the current time zone, less any with a
     session not ended that its mark does not name (a guard: rows loaded into
-    the past); the sessions they name (pending); the months of the range whose
-    days are all sealed."""
+    the past); the sessions they name (pending) and their sums, read with the
+    guard; the months of the range whose days are all sealed."""
     days: set[datetime.date] = set()
     months: set[datetime.date] = set()
     pending: dict[str, datetime.date] = {}
@@ -64,50 +84,126 @@ def sealed_days(period: DateRange) -> Sealed:
         zone=rollup.zone_name(),
         day__gte=period.start.replace(day=1),
         day__lte=period.end,
-    ).values_list("period", "day", "pending"):
+    ).values_list(
+        "period",
+        "day",
+        # Most days name none: their "[]" is not decoded.
+        Case(
+            When(pending_count__gt=0, then=F("pending")),
+            default=Value(None),
+            output_field=JSONField(),
+        ),
+    ):
         if kind == MONTH:
             months.add(day)
         elif day >= period.start:
             days.add(day)
             pending.update((str(pk), day) for pk in ids or ())
+    found: dict[str, SessionGroup] = {}
     if days:
         low, high = period.bounds()
-        for pk, created in AgentSession.objects.filter(
+        sessions = AgentSession.objects.order_by().values_list(*_SESSION_FIELDS)
+        # The sessions not ended (most of the pending ones), and the pending
+        # ones that have ended since they were rolled up, if any.
+        for row in sessions.filter(
             status__in=rollup.OPEN_STATUSES, created_at__gte=low, created_at__lt=high
-        ).values_list("pk", "created_at"):
-            if str(pk) not in pending:
-                days.discard(rollup.local_date(created))
+        ):
+            pk = str(row[0])
+            if pk in pending:
+                found[pk] = _session_group(row)
+            else:
+                days.discard(rollup.local_date(row[1]))
+        ended = [pk for pk in pending if pk not in found]
+        if ended:
+            found.update(
+                (str(row[0]), _session_group(row))
+                for row in sessions.filter(pk__in=ended)
+            )
     pending = {pk: day for pk, day in pending.items() if day in days}
+    sealed_in: dict[datetime.date, int] = defaultdict(int)
+    for day in days:
+        sealed_in[month_of(day)] += 1
     whole = {
         month
         for month in months
-        if all(day in days for day in rollup.month_days(month))
+        if sealed_in[month] == (next_month(month) - month).days
     }
-    return Sealed(days=days, months=whole, pending=sorted(pending.items()))
+    return Sealed(
+        days=days,
+        months=whole,
+        pending=sorted(pending.items()),
+        pending_sums=[found[pk] for pk in sorted(pending) if pk in found],
+    )
+
+
+_SESSION_FIELDS = (
+    "pk",
+    "created_at",
+    "prompt_ref",
+    "model",
+    "created_by_id",
+    "cost",
+    "unpriced_calls",
+)
+
+
+def _session_group(row: tuple[Any, ...]) -> SessionGroup:
+    _, created, prompt_ref, model, created_by_id, cost, unpriced = row
+    return SessionGroup(
+        prompt_ref,
+        model,
+        created_by_id,
+        rollup.local_date(created),
+        GroupSum(money(cost), 1, unpriced or 0),
+    )
 
 
 def open_spans(period: DateRange, sealed: set[datetime.date]) -> list[DateRange]:
     """The range's days not rolled up, as runs of consecutive days."""
     spans: list[DateRange] = []
     start: datetime.date | None = None
-    for offset in range(period.days + 1):
-        day = period.start + datetime.timedelta(days=offset)
-        is_open = offset < period.days and day not in sealed
+    days = period.days
+    day = period.start
+    for offset in range(days + 1):
+        is_open = offset < days and day not in sealed
         if is_open and start is None:
             start = day
         elif not is_open and start is not None:
-            spans.append(DateRange(start, day - datetime.timedelta(days=1)))
+            spans.append(DateRange(start, day - ONE_DAY))
             start = None
+        day += ONE_DAY
     return spans
 
 
-def day_spans(days: set[datetime.date]) -> dict[str, Any]:
-    """A filter on ``day`` for ``days``: a range when they run on without a
-    gap, else the list."""
-    first, last = min(days), max(days)
-    if (last - first).days + 1 == len(days):
-        return {"day__gte": first, "day__lte": last}
-    return {"day__in": sorted(days)}
+#: Above this many runs of consecutive days, a filter lists the days.
+MOST_RUNS = 4
+
+
+def days_filter(
+    days: set[datetime.date], step: Callable[[datetime.date], datetime.date]
+) -> Q:
+    """A filter on ``day`` for ``days`` (months, with ``step`` ``next_month``):
+    a range for each run of consecutive ones (a few index ranges read fewer
+    rows' worth of planning than a long list), or the list when there are
+    many runs; nothing for none."""
+    if not days:
+        return Q(pk__in=[])
+    runs: list[list[datetime.date]] = []
+    for day in sorted(days):
+        if runs and step(runs[-1][-1]) == day:
+            runs[-1][-1] = day
+        else:
+            runs.append([day, day])
+    if len(runs) > MOST_RUNS:
+        return Q(day__in=sorted(days))
+    where = Q(pk__in=[])
+    for first, last in runs:
+        where |= Q(day__gte=first, day__lte=last)
+    return where
+
+
+def next_day(day: datetime.date) -> datetime.date:
+    return day + ONE_DAY
 
 
 def _rolled_up(scope: str, where: Q) -> QuerySet[DailySpend]:
@@ -122,7 +218,7 @@ def rolled_up_groups(
     """The sealed days' sums of each group (one query) by key: a prompt,
     model, user id (``None``: no user), or (name, kind) of a tool (``None``:
     the provider calls)."""
-    dimensions = [group for group in groups if group != "day"]
+    dimensions = [group for group in groups if group not in PERIOD_GROUPS]
     if "tool" in dimensions:
         dimensions.append("tokens")
     found: dict[str, dict[Any, GroupSum]] = defaultdict(dict)
@@ -147,16 +243,26 @@ def rolled_up_groups(
     return found
 
 
-def rolled_up_days(
-    scope: str, sealed: set[datetime.date]
+def rolled_up_periods(
+    group: str, scope: str, sealed: Sealed
 ) -> dict[datetime.date, GroupSum]:
-    """The sealed days' sums by day (their sessions by model, summed)."""
-    if not sealed:
+    """The sealed days' sums by day (``group`` "day") or by month ("month",
+    keyed by its first day: from the whole months' rows and the other days'),
+    one query: the sessions by model, summed."""
+    if not sealed.days:
         return {}
-    return {
-        row["day"]: sum_of(row)
-        for row in _rolled_up(scope, Q(period=DAY, **day_spans(sealed)))
+    where = (
+        sealed.by_months()
+        if group == "month"
+        else Q(period=DAY) & days_filter(sealed.days, next_day)
+    )
+    found: dict[datetime.date, GroupSum] = {}
+    for row in (
+        _rolled_up(scope, where)
         .filter(dimension="model")
         .values("day")
         .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
-    }
+    ):
+        key = month_of(row["day"]) if group == "month" else row["day"]
+        found[key] = found.get(key, GroupSum()) + sum_of(row)
+    return found

@@ -9,19 +9,24 @@ together, and the pages, the API and the charts show it.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from decimal import Decimal
 from typing import Any, Final
 
 from sessions_app.costs.ranges import DateRange
 
-GROUPS: Final = ("prompt", "tool", "model", "user", "day")
+GROUPS: Final = ("prompt", "tool", "model", "user", "day", "month")
 GROUP_LABELS: Final = {
     "prompt": "Prompt",
     "tool": "Tool",
     "model": "Model",
     "user": "User",
     "day": "Day",
+    "month": "Month",
 }
+#: The groupings by time: every day (month) of the range is a row, in order,
+#: none folded.
+PERIOD_GROUPS: Final = ("day", "month")
 #: How many groups a breakdown lists before folding the rest into "other".
 TOP_GROUPS: Final = 10
 PLACES: Final = Decimal("1e-10")
@@ -30,6 +35,7 @@ MODEL_TOKENS_KEY: Final = "(model tokens)"
 MODEL_TOKENS_LABEL: Final = "Model tokens (provider calls, all tools)"
 NO_USER_LABEL: Final = "(no user: a command or a task)"
 NO_MODEL_LABEL: Final = "(no model)"
+ONE_DAY: Final = datetime.timedelta(days=1)
 
 
 class InvalidGroup(ValueError):
@@ -47,7 +53,8 @@ def check_groups(groups: tuple[str, ...]) -> None:
 class SpendRow:
     """One group's spend.
 
-    ``kind``: "group" (a prompt, tool, model, user or day), "other" (the groups
+    ``kind``: "group" (a prompt, tool, model, user, day or month; a month's
+    key is ``YYYY-MM``), "other" (the groups
     past ``TOP_GROUPS``, ``count`` of them folded) or "tokens" (the tool
     breakdown's provider calls)."""
 
@@ -62,7 +69,8 @@ class SpendRow:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Spend:
-    """A breakdown: its rows (largest first; days in order) and totals.
+    """A breakdown: its rows (largest first; days and months in order) and
+    totals.
 
     ``count_label`` names what ``count`` counts: sessions, or (by tool) calls.
     ``groups`` is how many groups there were before folding."""
@@ -79,6 +87,11 @@ class Spend:
     @property
     def label(self) -> str:
         return GROUP_LABELS[self.group]
+
+    @property
+    def by_time(self) -> bool:
+        """Every day (month) of the range, in order, none folded."""
+        return self.group in PERIOD_GROUPS
 
     @property
     def largest(self) -> Decimal:
@@ -109,6 +122,18 @@ class GroupSum:
             self.count + other.count,
             self.unpriced + other.unpriced,
         )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionGroup:
+    """The sums of the sessions with one prompt, model, author and day (of
+    one session, or of a grouped read)."""
+
+    prompt_ref: str
+    model: str
+    created_by_id: int | None
+    day: datetime.date
+    sums: GroupSum
 
 
 def money(value: Any) -> Decimal:
@@ -186,3 +211,43 @@ def spend_of(
         groups=totals.groups,
         count_label="calls" if group == "tool" else "sessions",
     )
+
+
+def month_of(day: datetime.date) -> datetime.date:
+    return day.replace(day=1)
+
+
+def period_rows(
+    group: str, period: DateRange, found: dict[datetime.date, GroupSum]
+) -> tuple[list[SpendRow], Totals]:
+    """Every day (``group`` "day") or month ("month", the part of it in the
+    range) of ``period`` in order, from the sums by day (or by the month's
+    first day); ``groups`` counts those with sessions."""
+    rows = []
+    day = period.start
+    while day <= period.end:
+        key = month_of(day) if group == "month" else day
+        value = found.get(key, GroupSum())
+        text = key.isoformat()[:7] if group == "month" else key.isoformat()
+        rows.append(
+            SpendRow(
+                key=text,
+                label=text,
+                cost=value.cost,
+                count=value.count,
+                unpriced=value.unpriced,
+            )
+        )
+        day = next_month(day) if group == "month" else day + ONE_DAY
+    totals = Totals(
+        total=sum((row.cost for row in rows), ZERO),
+        count=sum(row.count for row in rows),
+        unpriced=sum(row.unpriced for row in rows),
+        groups=sum(1 for row in rows if row.count),
+    )
+    return rows, totals
+
+
+def next_month(day: datetime.date) -> datetime.date:
+    """The first day of the month after ``day``'s."""
+    return (day.replace(day=28) + datetime.timedelta(days=4)).replace(day=1)

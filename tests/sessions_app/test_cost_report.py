@@ -1,6 +1,6 @@
-"""``sessions_app.costs.reports``: spend by prompt, tool, model, user and day, against
-sums worked out by hand from factory rows (days in other time zones too); the
-``usd`` filter and the charts (no database for those)."""
+"""``sessions_app.costs.reports``: spend by prompt, tool, model, user, day and
+month, against sums worked out by hand from factory rows (days in other time
+zones too); the ``usd`` filter and the charts (no database for those)."""
 
 from __future__ import annotations
 
@@ -195,12 +195,64 @@ def test_spend_by_day_lists_every_day_of_the_range(people, spent):
     assert spend.total == D("1.7923456790")
 
 
+def test_spend_by_month_lists_every_month_of_the_range_cut_by_it(people, spent):
+    _, _, auditor = people
+    AgentSessionFactory.create(
+        created_by=bob_of(people),
+        cost=D("0.125"),
+        created_at=at(datetime.date(2026, 5, 31)),
+    )
+    AgentSessionFactory.create(
+        created_by=auditor, cost=D("7"), created_at=at(datetime.date(2026, 6, 1))
+    )
+
+    spend = spend_by(
+        "month",
+        user=auditor,
+        start=datetime.date(2026, 2, 28),
+        end=datetime.date(2026, 5, 31),
+    )
+
+    assert [row.key for row in spend.rows] == [
+        "2026-02",
+        "2026-03",
+        "2026-04",
+        "2026-05",
+    ]
+    assert rows_of(spend) == {
+        "2026-02": (D("9.99"), 1, 0),  # its last day only
+        "2026-03": (D("1.7923456790"), 4, 2),
+        "2026-04": (D(0), 0, 0),
+        "2026-05": (D("0.125"), 1, 0),  # not June's
+    }
+    assert (spend.total, spend.count, spend.unpriced, spend.groups) == (
+        D("11.9073456790"),
+        6,
+        2,
+        3,
+    )
+    assert spend.count_label == "sessions" and spend.label == "Month"
+
+
+def test_spend_by_month_of_one_day_is_its_month(people, spent):
+    alice, _, _ = people
+    day = datetime.date(2026, 3, 2)
+
+    spend = spend_by("month", user=alice, start=day, end=day)
+
+    assert rows_of(spend) == {"2026-03": (D("1.75"), 2, 2)}
+
+
+def bob_of(people):
+    return people[1]
+
+
 def test_every_breakdown_of_the_sessions_has_the_same_total(people, spent):
     _, _, auditor = people
 
     totals = {march(group, auditor).total for group in ("prompt", "model", "user")}
 
-    assert totals == {march("day", auditor).total}
+    assert totals == {march("day", auditor).total, march("month", auditor).total}
 
 
 def test_spend_by_tool_sums_native_fees_plus_a_model_tokens_row(people):
@@ -358,6 +410,20 @@ def test_day_chart_has_a_bar_per_day():
 
     assert chart.count('class="bar ') == 30
     assert 'class="chart chart-day"' in chart
+
+
+def test_month_chart_has_a_bar_per_month_and_names_each_month():
+    months = [
+        SpendRow(f"2026-{month:02d}", f"2026-{month:02d}", D(month), month, 0)
+        for month in range(1, 13)
+    ]
+
+    chart = spend_chart(_spend("month", months))
+
+    assert chart.count('class="bar ') == 12
+    assert 'class="chart chart-month"' in chart
+    assert 'aria-label="Spend by month, bar chart"' in chart
+    assert ">2026-01</text>" in chart and ">2026-12</text>" in chart
 
 
 def test_chart_of_no_rows_is_empty():

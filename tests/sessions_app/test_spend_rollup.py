@@ -22,7 +22,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app.costs import from_rows, reports, rollup
+from sessions_app.costs import from_rows, reports, rolled_up, rollup
 from sessions_app.costs.ranges import DateRange, local_today
 from sessions_app.costs.spend import GROUPS, PLACES
 from sessions_app.models import (
@@ -539,6 +539,62 @@ def test_whole_months_are_summed_from_their_days_and_read_as_months(people):
     assert not DailySpendDay.objects.filter(period="month", day=month).exists()
     assert not DailySpend.objects.filter(period="month", day=month).exists()
     assert_same_as_rows(people, 11, days=75)
+
+
+def test_a_year_of_months_and_days_answers_exactly_what_the_rows_do(people):
+    """Over a year the reports read whole months, the days at the range's
+    edges and the open ones; by month too (the page's breakdown past two
+    months), in any range."""
+    make_history(people, 12, days=400, most=1)
+    report = rollup.roll_up()
+    assert len(report.months) >= 11
+    assert_same_as_rows(people, 12, days=400)
+    today = local_today()
+    year = (today - datetime.timedelta(days=365), today)
+    for user in viewers(people):
+        by_month = reports.spend_by("month", user=user, start=year[0], end=year[1])
+        by_day = reports.spend_by("day", user=user, start=year[0], end=year[1])
+        assert len(by_month.rows) in (12, 13)
+        assert (by_month.total, by_month.count, by_month.unpriced) == (
+            by_day.total,
+            by_day.count,
+            by_day.unpriced,
+        )
+        for row in by_month.rows:
+            days = [day for day in by_day.rows if day.key.startswith(row.key)]
+            assert row.cost == sum((day.cost for day in days), D(0))
+            assert row.count == sum(day.count for day in days)
+
+
+def test_days_left_to_the_rows_here_and_there_answer_exactly(people):
+    """Sessions loaded into the past, not ended and not named by their day's
+    mark, leave those days to the rows (the guard): the sealed days then come
+    in many runs, read by their list."""
+    make_history(people, 13, days=40, most=2)
+    end_all()
+    rollup.roll_up()
+    today = local_today()
+    scattered = [
+        today - datetime.timedelta(days=back) for back in (3, 7, 12, 20, 26, 33)
+    ]
+    for day in scattered:
+        AgentSessionFactory.create(
+            created_by=people["carol"],
+            status=S.RUNNING,
+            cost=D("0.0101010101"),
+            created_at=at(day, 12),
+        )
+    start = today - datetime.timedelta(days=40)
+    sealed = rolled_up.sealed_days(DateRange(start, today))
+    assert not sealed.days & set(scattered)
+    assert "day__in" in str(rolled_up.days_filter(sealed.days, rolled_up.next_day))
+    assert_same_as_rows(people, 13, days=40)
+    for group in GROUPS:
+        assert reports.spend_by(
+            group, user=people["carol"], start=start, end=today
+        ) == from_rows.spend_from_rows(
+            group, user=people["carol"], start=start, end=today
+        )
 
 
 @pytest.mark.parametrize("sweeps", [True, False])
