@@ -37,8 +37,8 @@ from sessions_app.costs.ranges import DateRange
 from sessions_app.costs.rolled_up import (
     in_scope,
     open_spans,
+    rolled_up_days,
     rolled_up_groups,
-    rolled_up_periods,
     scope_of,
     sealed_days,
 )
@@ -73,10 +73,11 @@ def spend_report(
     """``spend_by`` for each of ``groups``, reading what they share once.
 
     The days rolled up (``sessions_app.costs.rollup``) are read from their
-    sums (two queries for every breakdown, whatever the range; one more by day
-    or month), the others (today, a day with a session still running, a day
-    not rolled up yet) from the rows (two queries at most): the same figures
-    as ``spend_from_rows``."""
+    sums: their marks and the guard (which brings the pending sessions'
+    sums), one query for every breakdown (by month too) whatever the range,
+    one more by day. The others (today, a day not rolled up yet) are read
+    from the rows: their sessions in one query, by tool their calls in two.
+    The same figures as ``from_rows.spend_from_rows``."""
     check_groups(groups)
     period = DateRange(start, end)
     scope = scope_of(user)
@@ -96,7 +97,11 @@ def spend_report(
     spends = []
     for group in groups:
         if group in PERIOD_GROUPS:
-            found = rolled_up_periods(group, scope, sealed)
+            found = (
+                dict(rolled.get("month", {}))
+                if group == "month"
+                else rolled_up_days(scope, sealed)
+            )
             _add(found, sums_by("day", sessions), month=group == "month")
             rows, totals = period_rows(group, period, found)
         elif group == "tool":

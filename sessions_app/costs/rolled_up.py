@@ -15,7 +15,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Case, F, JSONField, Q, QuerySet, Sum, Value, When
+from django.db.models import (
+    Case,
+    DateField,
+    F,
+    JSONField,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 
 from sessions_app import access
 from sessions_app.costs import rollup
@@ -217,21 +227,36 @@ def rolled_up_groups(
 ) -> dict[str, dict[Any, GroupSum]]:
     """The sealed days' sums of each group (one query) by key: a prompt,
     model, user id (``None``: no user), or (name, kind) of a tool (``None``:
-    the provider calls)."""
+    the provider calls); by month, the month's first day (the sessions by
+    model, read by the period each row sums: a month, or a day at the range's
+    edges)."""
     dimensions = [group for group in groups if group not in PERIOD_GROUPS]
     if "tool" in dimensions:
         dimensions.append("tokens")
+    by_month = "month" in groups
+    if by_month and "model" not in dimensions:
+        dimensions.append("model")
     found: dict[str, dict[Any, GroupSum]] = defaultdict(dict)
     if not dimensions or not sealed.days:
         return found
-    rows = (
-        _rolled_up(scope, sealed.by_months())
-        .filter(dimension__in=dimensions)
-        .values("dimension", "key", "kind")
-        .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
+    rows = _rolled_up(scope, sealed.by_months()).filter(dimension__in=dimensions)
+    period = Case(
+        When(dimension="model", then=F("day")),
+        default=Value(None),
+        output_field=DateField(),
     )
-    for row in rows:
+    grouped = (
+        rows.values("dimension", "key", "kind", summed=period)
+        if by_month
+        else rows.values("dimension", "key", "kind")
+    ).annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
+    for row in grouped:
         group, key = row["dimension"], row["key"]
+        value = sum_of(row)
+        if by_month and group == "model":
+            sums = found["month"]
+            month = month_of(row["summed"])
+            sums[month] = sums.get(month, GroupSum()) + value
         if group == "tokens":
             group, key = "tool", None
         elif group == "tool":
@@ -239,30 +264,19 @@ def rolled_up_groups(
         elif group == "user":
             key = int(key) if key else None
         sums = found[group]
-        sums[key] = sums.get(key, GroupSum()) + sum_of(row)
+        sums[key] = sums.get(key, GroupSum()) + value
     return found
 
 
-def rolled_up_periods(
-    group: str, scope: str, sealed: Sealed
-) -> dict[datetime.date, GroupSum]:
-    """The sealed days' sums by day (``group`` "day") or by month ("month",
-    keyed by its first day: from the whole months' rows and the other days'),
-    one query: the sessions by model, summed."""
+def rolled_up_days(scope: str, sealed: Sealed) -> dict[datetime.date, GroupSum]:
+    """The sealed days' sums by day (one query: the sessions by model,
+    summed)."""
     if not sealed.days:
         return {}
-    where = (
-        sealed.by_months()
-        if group == "month"
-        else Q(period=DAY) & days_filter(sealed.days, next_day)
-    )
-    found: dict[datetime.date, GroupSum] = {}
-    for row in (
-        _rolled_up(scope, where)
+    return {
+        row["day"]: sum_of(row)
+        for row in _rolled_up(scope, Q(period=DAY) & days_filter(sealed.days, next_day))
         .filter(dimension="model")
         .values("day")
         .annotate(spent=Sum("cost"), count=Sum("count"), unpriced=Sum("unpriced"))
-    ):
-        key = month_of(row["day"]) if group == "month" else row["day"]
-        found[key] = found.get(key, GroupSum()) + sum_of(row)
-    return found
+    }
