@@ -24,8 +24,9 @@ a busy moment of a shared machine falls on every endpoint alike.
   within 1.2x of an ordinary one's (p50);
 - every HTML page within 1.5x of its API twin (p50);
 - the cost page and ``/api/costs/?group=tool`` over one year within 1.5x of
-  one day (p50; issue #28: the closed days are read from their roll-ups,
-  which ``manage.py roll_up_spend`` brings up to date before the timings).
+  one day, the newest day with sessions, and the year ending with it (p50;
+  issue #28: the closed days are read from their roll-ups, which ``manage.py
+  roll_up_spend`` brings up to date before the timings).
 
 Run with ``make bench-scale`` (``--help`` for the options).
 """
@@ -1513,11 +1514,14 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
             "API citations ?domain=wikipedia.org",
         ),
     ]
-    last_day = END.date().isoformat()
+    # The newest day with sessions (END is the midnight after it) and the
+    # year that ends with it.
+    newest = END - dt.timedelta(days=1)
+    last_day = newest.date().isoformat()
     one_day = urlencode({"from": last_day, "to": last_day})
     one_year = urlencode(
         {
-            "from": (END - dt.timedelta(days=SPAN_DAYS)).date().isoformat(),
+            "from": (newest - dt.timedelta(days=SPAN_DAYS)).date().isoformat(),
             "to": last_day,
         }
     )
