@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from sessions_app.audit.fields import usd_field
 from sessions_app.costs import ranges, reports
+from sessions_app.costs.spend import GROUPS, TOP_GROUPS, Spend, SpendRow
 from tooling.api.errors import ErrorSerializer
 
 ROW_KINDS = ("group", "other", "tokens")
@@ -30,12 +31,13 @@ def _money(help_text: str) -> serializers.DecimalField:
     return usd_field(help_text, null=False, digits=30)
 
 
-class SpendRowSerializer(serializers.Serializer[reports.SpendRow]):
+class SpendRowSerializer(serializers.Serializer[SpendRow]):
     key = serializers.CharField(
         read_only=True,
-        help_text="The group: a prompt reference, tool name, model, username or "
-        'date; "" for sessions without a user or model; "(other)" for the '
-        'folded groups; "(model tokens)" for the provider calls (by tool).',
+        help_text="The group: a prompt reference, tool name, model, username, "
+        'date or month (YYYY-MM); "" for sessions without a user or model; '
+        '"(other)" for the folded groups; "(model tokens)" for the provider '
+        "calls (by tool).",
     )
     # Named like Field.label: the serializer metaclass takes a declared field
     # off the class, so nothing is shadowed at run time.
@@ -55,12 +57,12 @@ class SpendRowSerializer(serializers.Serializer[reports.SpendRow]):
         choices=ROW_KINDS,
         read_only=True,
         help_text=f'"group"; "other": the groups past the largest '
-        f'{reports.TOP_GROUPS}; "tokens": the provider calls\' cost (by tool).',
+        f'{TOP_GROUPS}; "tokens": the provider calls\' cost (by tool).',
     )
 
 
-class CostReportSerializer(serializers.Serializer[reports.Spend]):
-    group = serializers.ChoiceField(choices=reports.GROUPS, read_only=True)
+class CostReportSerializer(serializers.Serializer[Spend]):
+    group = serializers.ChoiceField(choices=GROUPS, read_only=True)
     total = _money("USD spent in the range, as a decimal string.")
     count = serializers.IntegerField(
         read_only=True, help_text="Sessions, or (by tool) calls, in the range."
@@ -86,17 +88,18 @@ class CostReportSerializer(serializers.Serializer[reports.Spend]):
 
 class CostReportView(APIView):
     @extend_schema(
-        summary="Spend by prompt, tool, model, user or day",
+        summary="Spend by prompt, tool, model, user, day or month",
         description="The sessions created in the range that you may see (yours; "
         "every session with 'Can view all sessions'). The largest "
-        f"{reports.TOP_GROUPS} groups, the rest as one 'other' row; by day, every "
-        "day of the range. By tool: native calls' fees plus one 'model tokens' "
+        f"{TOP_GROUPS} groups, the rest as one 'other' row; by day, every "
+        "day of the range; by month, every month (key YYYY-MM; the first and "
+        "last cut by the range). By tool: native calls' fees plus one 'model tokens' "
         "row for the provider calls. Amounts are USD decimal strings.",
         parameters=[
             OpenApiParameter(
                 "group",
                 OpenApiTypes.STR,
-                enum=list(reports.GROUPS),
+                enum=list(GROUPS),
                 description='How to group (default "prompt").',
             ),
             OpenApiParameter(
@@ -119,10 +122,8 @@ class CostReportView(APIView):
     )
     def get(self, request: Request) -> Response:
         group = request.query_params.get("group") or "prompt"
-        if group not in reports.GROUPS:
-            raise ValidationError(
-                {"group": [f"Choose one of: {', '.join(reports.GROUPS)}."]}
-            )
+        if group not in GROUPS:
+            raise ValidationError({"group": [f"Choose one of: {', '.join(GROUPS)}."]})
         try:
             period = ranges.date_range(
                 start=request.query_params.get("from") or None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -33,6 +33,7 @@ from rest_framework.settings import api_settings
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin, neutralise
 from sessions_app.costs import ranges, reports
+from sessions_app.costs.spend import GROUPS, ONE_DAY, Spend, next_month
 
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); a leading apostrophe makes it text.
@@ -56,11 +57,38 @@ def requested_range(request: HttpRequest) -> ranges.DateRange:
 # The session list's filter for a breakdown's key; by day the key narrows
 # the list's dates instead; by model and by tool the list has no filter.
 SESSION_FILTERS = {"prompt": "prompt_ref", "user": "user"}
+#: The page's breakdowns, and then one by time: by day for a range of up to
+#: ``DAYS_BY_DAY`` days, by month for a longer one (a year's 366 days were a
+#: table and a chart few could read, and the page's slowest part: issue #28).
+PAGE_GROUPS: Final = ("prompt", "tool", "model", "user")
+DAYS_BY_DAY: Final = 62
 
 
-def session_links(spend: reports.Spend) -> list[str]:
+def by_time(period: ranges.DateRange) -> str:
+    """The page's breakdown by time for ``period``: "day" or "month"."""
+    return "day" if period.days <= DAYS_BY_DAY else "month"
+
+
+def month_links(spend: Spend) -> list[str]:
+    """For each month of a breakdown by month, this page over its days in
+    the range (by day)."""
+    base = reverse("sessions_app:cost-report")
+    links = []
+    for row in spend.rows:
+        first = datetime.date.fromisoformat(f"{row.key}-01")
+        start = max(first, spend.range.start)
+        end = min(next_month(first) - ONE_DAY, spend.range.end)
+        query = {"from": start.isoformat(), "to": end.isoformat()}
+        links.append(f"{base}?{urlencode(query)}")
+    return links
+
+
+def session_links(spend: Spend) -> list[str]:
     """For each row, the session list filtered to its sessions ("" when the
-    list has no such filter, or the row is not one group)."""
+    list has no such filter, or the row is not one group); by month, the
+    month's page by day."""
+    if spend.group == "month":
+        return month_links(spend)
     if spend.group not in SESSION_FILTERS and spend.group != "day":
         return ["" for _ in spend.rows]
     base = reverse("sessions_app:session-list")
@@ -88,7 +116,8 @@ def session_links(spend: reports.Spend) -> list[str]:
 
 class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
     """``GET /audit/costs/?from=&to=``: spend by prompt, tool, model, user and
-    day, each as a table and a chart, with its CSV link."""
+    day (by month over more than ``DAYS_BY_DAY`` days), each as a table and a
+    chart, with its CSV link."""
 
     template_name = "sessions_app/cost_report.html"
 
@@ -102,7 +131,10 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
             period = ranges.default_range()
         user = self.request.user
         breakdowns = reports.spend_report(
-            reports.GROUPS, user=user, start=period.start, end=period.end
+            (*PAGE_GROUPS, by_time(period)),
+            user=user,
+            start=period.start,
+            end=period.end,
         )
         dates = {"from": period.start.isoformat(), "to": period.end.isoformat()}
         context.update(
@@ -119,6 +151,7 @@ class CostReportView(LoginRequiredMixin, NeutraliseBidiMixin, TemplateView):
             total=breakdowns[0],
             sees_all=access.sees_all(user),
             max_days=ranges.MAX_DAYS,
+            days_by_day=DAYS_BY_DAY,
             default_days=ranges.DEFAULT_DAYS,
             time_zone=timezone.get_current_timezone_name(),
         )
@@ -165,9 +198,9 @@ class CostCsvView(ApiCredentialsMixin, LoginRequiredMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         group = request.GET.get("group") or "prompt"
-        if group not in reports.GROUPS:
+        if group not in GROUPS:
             return HttpResponseBadRequest(
-                f"Choose a group: {', '.join(reports.GROUPS)}.",
+                f"Choose a group: {', '.join(GROUPS)}.",
                 content_type="text/plain; charset=utf-8",
             )
         try:

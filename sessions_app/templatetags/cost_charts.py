@@ -16,7 +16,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from sessions_app.costs.reports import Spend, SpendRow
+from sessions_app.costs.spend import Spend, SpendRow
 from sessions_app.templatetags.money import format_usd
 
 register = template.Library()
@@ -102,13 +102,16 @@ def _bars(spend: Spend) -> SafeString:
 
 
 def _days(spend: Spend) -> SafeString:
-    """Vertical bars, one per day of the range, with a few date ticks."""
+    """Vertical bars, one per day (month) of the range, with a few date
+    ticks."""
     count = len(spend.rows)
     plot = Decimal(WIDTH - 60)
     step = plot / count
     gap = step / 5 if step > 3 else Decimal(0)
     largest = spend.largest
     every = max(1, math.ceil(count / DAY_TICKS))
+    # A day without its year (MM-DD); a month whole (YYYY-MM).
+    tick = (lambda key: key[5:]) if spend.group == "day" else (lambda key: key)
     base = DAY_TOP + DAY_HEIGHT
     bars = format_html_join(
         "",
@@ -134,18 +137,20 @@ def _days(spend: Spend) -> SafeString:
         "",
         '<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>',
         (
-            (_px(50 + index * step + step / 2), base + 16, row.key[5:])
+            (_px(50 + index * step + step / 2), base + 16, tick(row.key))
             for index, row in enumerate(spend.rows)
             if index % every == 0 or index == count - 1
         ),
     )
     return format_html(
-        '<svg class="chart chart-day" xmlns="http://www.w3.org/2000/svg" '
-        'role="img" aria-label="Spend by day, bar chart" viewBox="0 0 {} {}" '
+        '<svg class="chart chart-{}" xmlns="http://www.w3.org/2000/svg" '
+        'role="img" aria-label="{}" viewBox="0 0 {} {}" '
         'width="100%" height="{}" preserveAspectRatio="xMinYMin meet">'
         '<text x="46" y="{}" font-size="11" text-anchor="end">{}</text>'
         '<line x1="50" y1="{}" x2="{}" y2="{}" stroke="#d0d7de"></line>'
         "{}{}</svg>",
+        spend.group,
+        f"Spend by {spend.label.lower()}, bar chart",
         WIDTH,
         base + DAY_AXIS,
         base + DAY_AXIS,
@@ -165,14 +170,16 @@ def spend_chart(spend: Spend) -> SafeString:
     it has no rows)."""
     if not spend.rows:
         return SafeString("")
-    return _days(spend) if spend.group == "day" else _bars(spend)
+    return _days(spend) if spend.by_time else _bars(spend)
 
 
 @register.simple_tag
-def day_rows(rows: list[tuple[SpendRow, str]]) -> SafeString:
-    """The day table's rows (days with sessions), built in one pass: a
-    year's 366 days through the template language cost a one-year page
-    several times a one-day one (issue #28)."""
+def spend_rows(spend: Spend, rows: list[tuple[SpendRow, str]]) -> SafeString:
+    """A breakdown's table rows, built in one pass (a year's 366 days
+    through the template language cost a one-year page several times a
+    one-day one, issue #28); by day or month, those with sessions. A group
+    links to its sessions, a month to its days."""
+    title = "Its days" if spend.group == "month" else "Its sessions"
     return format_html_join(
         "",
         '<tr class="row-{}"><td>{}</td><td class="num">{}</td>'
@@ -180,7 +187,7 @@ def day_rows(rows: list[tuple[SpendRow, str]]) -> SafeString:
         (
             (
                 row.kind,
-                format_html('<a href="{}" title="Its sessions">{}</a>', link, row.label)
+                format_html('<a href="{}" title="{}">{}</a>', link, title, row.label)
                 if link
                 else row.label,
                 format_usd(row.cost),
@@ -188,6 +195,6 @@ def day_rows(rows: list[tuple[SpendRow, str]]) -> SafeString:
                 row.unpriced or "",
             )
             for row, link in rows
-            if row.count
+            if row.count or not spend.by_time
         ),
     )

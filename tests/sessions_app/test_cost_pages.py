@@ -24,6 +24,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app.costs import ranges, reports
+from sessions_app.costs.pages import DAYS_BY_DAY, PAGE_GROUPS
+from sessions_app.costs.spend import GROUPS, MODEL_TOKENS_KEY, TOP_GROUPS
 from sessions_app.templatetags.money import usd
 from tests.sessions_app.factories import (
     AgentSessionFactory,
@@ -98,8 +100,9 @@ def test_cost_page_shows_the_users_spend_by_every_group(people, spent):
     assert "$0.5123 spent from" in page
     assert "by 2 sessions of yours" in page
     assert "plus 1 unpriced call" in page
-    for group in reports.GROUPS:
+    for group in (*PAGE_GROUPS, "day"):
         assert f'id="by-{group}"' in page
+    assert 'id="by-month"' not in page  # 30 days: by day
     assert "demo/research" in page
     assert "Model tokens (provider calls, all tools)" in page
     assert "web_search (web_search)" in page
@@ -129,7 +132,7 @@ def test_cost_page_draws_a_chart_per_breakdown_with_a_bar_per_row(people, spent)
     page = text(client_of(people["auditor"]).get(PAGE))
 
     charts = re.findall(r'<svg class="chart chart-(\w+)".*?</svg>', page, re.S)
-    assert sorted(charts) == sorted(reports.GROUPS)
+    assert sorted(charts) == sorted((*PAGE_GROUPS, "day"))
     by_prompt = re.search(r'<svg class="chart chart-prompt".*?</svg>', page, re.S)
     assert by_prompt is not None
     assert by_prompt.group().count('class="bar ') == 2
@@ -267,7 +270,13 @@ def test_api_costs_refuses_a_deactivated_users_token(people, spent):
 
 @pytest.mark.parametrize(
     ("url", "query"),
-    [(PAGE, {}), (CSV, {"group": "day"}), (API, {"group": "day"})],
+    [
+        (PAGE, {}),
+        (CSV, {"group": "day"}),
+        (API, {"group": "day"}),
+        (CSV, {"group": "month"}),
+        (API, {"group": "month"}),
+    ],
 )
 def test_cost_routes_work_without_use_tz(settings, people, url, query):
     """Naive datetimes (``USE_TZ = False``): the range and the days are the
@@ -365,10 +374,92 @@ def test_csv_cell_helper_leaves_plain_text_and_numbers_alone():
     assert csv_cell("-1") == "'-1"
 
 
+def month_links_of(page):
+    part = re.search(
+        r'<section class="breakdown" id="by-month">.*?</section>', page, re.S
+    )
+    assert part is not None
+    return [
+        html.unescape(link)
+        for link in re.findall(r'<a href="([^"]+)" title="Its days">', part.group())
+    ]
+
+
+def test_cost_page_over_more_than_two_months_is_by_month(people):
+    """Past ``DAYS_BY_DAY`` days the page breaks the range down by month: a bar
+    and a row per month, each month leading to its days of the range."""
+    today = timezone.localdate()
+    start = today - datetime.timedelta(days=150)
+    for back, cost in ((120, "3"), (45, "0.5"), (0, "0.25")):
+        AgentSessionFactory.create(
+            created_by=people["alice"],
+            cost=D(cost),
+            created_at=timezone.now() - datetime.timedelta(days=back),
+        )
+    client = client_of(people["alice"])
+    query = {"from": start.isoformat(), "to": today.isoformat()}
+
+    page = text(client.get(PAGE, query))
+
+    assert 'id="by-month"' in page and 'id="by-day"' not in page
+    months = 1 + (today.year - start.year) * 12 + today.month - start.month
+    chart = re.search(r'<svg class="chart chart-month".*?</svg>', page, re.S)
+    assert chart is not None
+    assert chart.group().count('class="bar ') == months
+    links = month_links_of(page)
+    assert len(links) == 3  # the months with sessions
+    # The last month ends with the range, today; a month's page is by day.
+    last = text(client.get(links[-1]))
+    assert f"to {today.isoformat()}" in last
+    assert "$0.2500 spent" in last
+    assert 'id="by-day"' in last and 'id="by-month"' not in last
+    middle = text(client.get(links[1]))
+    assert "$0.5000 spent" in middle
+
+
+def test_a_month_link_covers_the_month_cut_by_the_range(people):
+    AgentSessionFactory.create(
+        created_by=people["alice"],
+        cost=D("1"),
+        created_at=timezone.make_aware(datetime.datetime(2026, 1, 25, 12)),
+    )
+    AgentSessionFactory.create(
+        created_by=people["alice"],
+        cost=D("2"),
+        created_at=timezone.make_aware(datetime.datetime(2026, 3, 10, 12)),
+    )
+    page = text(
+        client_of(people["alice"]).get(PAGE, {"from": "2026-01-20", "to": "2026-03-31"})
+    )
+
+    assert month_links_of(page) == [
+        "/audit/costs/?from=2026-01-20&to=2026-01-31",
+        "/audit/costs/?from=2026-03-01&to=2026-03-31",
+    ]
+    assert ">2026-01</a>" in page and ">2026-03</a>" in page
+
+
+def test_cost_page_of_two_months_is_still_by_day(people):
+    today = timezone.localdate()
+    start = today - datetime.timedelta(days=DAYS_BY_DAY - 1)
+    AgentSessionFactory.create(created_by=people["alice"], cost=D("1"))
+
+    page = text(
+        client_of(people["alice"]).get(
+            PAGE, {"from": start.isoformat(), "to": today.isoformat()}
+        )
+    )
+
+    assert 'id="by-day"' in page and 'id="by-month"' not in page
+    chart = re.search(r'<svg class="chart chart-day".*?</svg>', page, re.S)
+    assert chart is not None
+    assert chart.group().count('class="bar ') == DAYS_BY_DAY
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ({"group": "colour"}, "Choose a group: prompt, tool, model, user, day."),
+        ({"group": "colour"}, "Choose a group: prompt, tool, model, user, day, month."),
         ({"group": "day", "from": "x"}, "Enter 'from' as a date, YYYY-MM-DD."),
         ({"to": "2026-13-01"}, "'to' is not a date of the calendar."),
     ],
@@ -416,6 +507,40 @@ def test_api_costs_by_prompt(people, spent):
     }
 
 
+def test_api_and_csv_costs_by_month_list_every_month_of_the_range(people, spent):
+    today = timezone.localdate()
+    start = today - datetime.timedelta(days=100)
+    query = {"group": "month", "from": start.isoformat(), "to": today.isoformat()}
+    client = client_of(people["alice"])
+
+    data = client.get(API, query).json()
+    rows = read_csv(client.get(CSV, query))
+
+    months = 1 + (today.year - start.year) * 12 + today.month - start.month
+    this_month = today.isoformat()[:7]
+    assert data["rows"][0]["key"] == start.isoformat()[:7]
+    assert len(data["rows"]) == months
+    assert data["rows"][-1] == {
+        "key": this_month,
+        "label": this_month,
+        "cost": "0.5123000000",
+        "count": 2,
+        "unpriced_calls": 1,
+        "kind": "group",
+    }
+    assert (data["total"], data["count"], data["groups"]) == ("0.5123000000", 2, 1)
+    assert rows[0] == [
+        "month",
+        "label",
+        "cost_usd",
+        "sessions",
+        "unpriced_calls",
+        "row",
+    ]
+    assert rows[-1][:4] == [this_month, this_month, "0.5123000000", "2"]
+    assert len(rows) == months + 1
+
+
 def test_api_costs_by_user_of_an_auditor_lists_everyone(people, spent):
     data = client_of(people["auditor"]).get(API, {"group": "user"}).json()
 
@@ -427,7 +552,7 @@ def test_api_costs_by_user_of_an_auditor_lists_everyone(people, spent):
 
 
 def test_api_costs_never_show_another_users_spend(people, spent):
-    for group in reports.GROUPS:
+    for group in GROUPS:
         response = client_of(people["alice"]).get(API, {"group": group})
         assert response.status_code == 200
         assert SECRET_B not in text(response) and "bob" not in text(response)
@@ -522,7 +647,7 @@ def test_cost_reads_are_a_constant_number_of_queries(people, url):
     query = {"group": "tool"} if url != PAGE else None
     few = _queries(client, url, query)
 
-    _many(people["alice"], 3 * reports.TOP_GROUPS)
+    _many(people["alice"], 3 * TOP_GROUPS)
 
     assert _queries(client, url, query) == few
 
@@ -539,10 +664,11 @@ def test_cost_page_reads_one_query_per_breakdown(people, spent):
         for query in captured.captured_queries
         if "sessions_app_" in query["sql"]
     ]
-    # The days rolled up (none here); prompt, model, user, day; tool: native
-    # fees + provider calls (tests/sessions_app/test_spend_rollup.py: with
-    # days rolled up, two more, whatever the range).
-    assert len(spend_queries) == 7, spend_queries
+    # The days rolled up (none here); today's sessions by prompt, model,
+    # user and day at once; tool: native fees + provider calls
+    # (tests/sessions_app/test_spend_rollup.py: with days rolled up, a guard
+    # and two more, whatever the range).
+    assert len(spend_queries) == 4, spend_queries
 
 
 # -- a real run ------------------------------------------------------------------
@@ -588,7 +714,7 @@ def test_a_priced_runs_spend_is_the_same_in_every_breakdown(people):
     by_prompt = reports.spend_by("prompt", user=alice, start=today, end=today)
     by_tool = reports.spend_by("tool", user=alice, start=today, end=today)
     assert by_prompt.total == by_tool.total == session.cost
-    assert {row.key for row in by_tool.rows} == {reports.MODEL_TOKENS_KEY, "search"}
+    assert {row.key for row in by_tool.rows} == {MODEL_TOKENS_KEY, "search"}
     client = client_of(alice)
     assert client.get(API).json()["total"] == f"{session.cost:f}"
     assert f"{usd(session.cost)} spent from" in text(client.get(PAGE))

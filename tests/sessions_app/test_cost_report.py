@@ -1,6 +1,6 @@
-"""``sessions_app.costs.reports``: spend by prompt, tool, model, user and day, against
-sums worked out by hand from factory rows (days in other time zones too); the
-``usd`` filter and the charts (no database for those)."""
+"""``sessions_app.costs.reports``: spend by prompt, tool, model, user, day and
+month, against sums worked out by hand from factory rows (days in other time
+zones too); the ``usd`` filter and the charts (no database for those)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,18 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from sessions_app.costs import reports
 from sessions_app.costs.ranges import DateRange
-from sessions_app.costs.reports import InvalidGroup, spend_by
+from sessions_app.costs.reports import spend_by
+from sessions_app.costs.spend import (
+    MODEL_TOKENS_KEY,
+    MODEL_TOKENS_LABEL,
+    NO_MODEL_LABEL,
+    NO_USER_LABEL,
+    TOP_GROUPS,
+    InvalidGroup,
+    Spend,
+    SpendRow,
+)
 from sessions_app.templatetags.cost_charts import spend_chart
 from sessions_app.templatetags.money import format_usd, usd
 from tests.sessions_app.factories import (
@@ -35,7 +44,7 @@ def at(day: datetime.date, hour: int = 12) -> datetime.datetime:
     )
 
 
-def rows_of(spend: reports.Spend) -> dict[str, tuple[Decimal, int, int]]:
+def rows_of(spend: Spend) -> dict[str, tuple[Decimal, int, int]]:
     return {row.key: (row.cost, row.count, row.unpriced) for row in spend.rows}
 
 
@@ -186,12 +195,64 @@ def test_spend_by_day_lists_every_day_of_the_range(people, spent):
     assert spend.total == D("1.7923456790")
 
 
+def test_spend_by_month_lists_every_month_of_the_range_cut_by_it(people, spent):
+    _, _, auditor = people
+    AgentSessionFactory.create(
+        created_by=bob_of(people),
+        cost=D("0.125"),
+        created_at=at(datetime.date(2026, 5, 31)),
+    )
+    AgentSessionFactory.create(
+        created_by=auditor, cost=D("7"), created_at=at(datetime.date(2026, 6, 1))
+    )
+
+    spend = spend_by(
+        "month",
+        user=auditor,
+        start=datetime.date(2026, 2, 28),
+        end=datetime.date(2026, 5, 31),
+    )
+
+    assert [row.key for row in spend.rows] == [
+        "2026-02",
+        "2026-03",
+        "2026-04",
+        "2026-05",
+    ]
+    assert rows_of(spend) == {
+        "2026-02": (D("9.99"), 1, 0),  # its last day only
+        "2026-03": (D("1.7923456790"), 4, 2),
+        "2026-04": (D(0), 0, 0),
+        "2026-05": (D("0.125"), 1, 0),  # not June's
+    }
+    assert (spend.total, spend.count, spend.unpriced, spend.groups) == (
+        D("11.9073456790"),
+        6,
+        2,
+        3,
+    )
+    assert spend.count_label == "sessions" and spend.label == "Month"
+
+
+def test_spend_by_month_of_one_day_is_its_month(people, spent):
+    alice, _, _ = people
+    day = datetime.date(2026, 3, 2)
+
+    spend = spend_by("month", user=alice, start=day, end=day)
+
+    assert rows_of(spend) == {"2026-03": (D("1.75"), 2, 2)}
+
+
+def bob_of(people):
+    return people[1]
+
+
 def test_every_breakdown_of_the_sessions_has_the_same_total(people, spent):
     _, _, auditor = people
 
     totals = {march(group, auditor).total for group in ("prompt", "model", "user")}
 
-    assert totals == {march("day", auditor).total}
+    assert totals == {march("day", auditor).total, march("month", auditor).total}
 
 
 def test_spend_by_tool_sums_native_fees_plus_a_model_tokens_row(people):
@@ -219,12 +280,12 @@ def test_spend_by_tool_sums_native_fees_plus_a_model_tokens_row(people):
     spend = spend_by("tool", user=alice, start=TODAY, end=TODAY)
 
     assert rows_of(spend) == {
-        reports.MODEL_TOKENS_KEY: (D("0.0051000005"), 3, 1),
+        MODEL_TOKENS_KEY: (D("0.0051000005"), 3, 1),
         "run_code": (D("0.03"), 1, 0),
         "web_search": (D("0.02"), 3, 1),
     }
     assert spend.rows[0].kind == "tokens"
-    assert spend.rows[0].label == reports.MODEL_TOKENS_LABEL
+    assert spend.rows[0].label == MODEL_TOKENS_LABEL
     assert (spend.total, spend.count, spend.unpriced) == (D("0.0551000005"), 7, 2)
     assert spend.count_label == "calls"
 
@@ -247,7 +308,7 @@ def test_spend_by_tool_counts_a_row_recorded_a_little_before_its_session(people)
 
 def test_spend_by_folds_the_groups_past_the_largest_into_other(people):
     alice = people[0]
-    for index in range(reports.TOP_GROUPS + 3):
+    for index in range(TOP_GROUPS + 3):
         AgentSessionFactory.create(
             created_by=alice,
             prompt_ref=f"p/{index:02d}",
@@ -258,15 +319,15 @@ def test_spend_by_folds_the_groups_past_the_largest_into_other(people):
 
     spend = spend_by("prompt", user=alice, start=TODAY, end=TODAY)
 
-    assert len(spend.rows) == reports.TOP_GROUPS + 1
-    assert spend.rows[0].key == f"p/{reports.TOP_GROUPS + 2:02d}"
+    assert len(spend.rows) == TOP_GROUPS + 1
+    assert spend.rows[0].key == f"p/{TOP_GROUPS + 2:02d}"
     other = spend.rows[-1]
     # The three smallest: 0.01 + 0.02 + 0.03.
     assert (other.kind, other.folded, other.cost) == ("other", 3, D("0.06"))
     assert (other.count, other.unpriced) == (3, 3)
     assert other.label == "Other (3 more)"
-    assert spend.groups == reports.TOP_GROUPS + 3
-    assert spend.total == sum(D(i + 1) / 100 for i in range(reports.TOP_GROUPS + 3))
+    assert spend.groups == TOP_GROUPS + 3
+    assert spend.total == sum(D(i + 1) / 100 for i in range(TOP_GROUPS + 3))
 
 
 def test_spend_by_refuses_an_unknown_group(people):
@@ -288,15 +349,15 @@ def test_sessions_without_a_user_or_model_are_labelled(people):
     by_user = spend_by("user", user=people[2], start=TODAY, end=TODAY)
     by_model = spend_by("model", user=people[2], start=TODAY, end=TODAY)
 
-    assert [(r.key, r.label) for r in by_user.rows] == [("", reports.NO_USER_LABEL)]
-    assert [(r.key, r.label) for r in by_model.rows] == [("", reports.NO_MODEL_LABEL)]
+    assert [(r.key, r.label) for r in by_user.rows] == [("", NO_USER_LABEL)]
+    assert [(r.key, r.label) for r in by_model.rows] == [("", NO_MODEL_LABEL)]
 
 
 # -- charts --------------------------------------------------------------------
 
 
 def _spend(group, rows):
-    return reports.Spend(
+    return Spend(
         group=group,
         range=DateRange(TODAY, TODAY),
         rows=tuple(rows),
@@ -313,9 +374,9 @@ def test_chart_draws_one_bar_per_row_scaled_to_the_largest():
         _spend(
             "prompt",
             [
-                reports.SpendRow("a/big", "a/big", D("2"), 1, 0),
-                reports.SpendRow("a/half", "a/half", D("1"), 1, 0),
-                reports.SpendRow("a/none", "a/none", D("0"), 1, 0),
+                SpendRow("a/big", "a/big", D("2"), 1, 0),
+                SpendRow("a/half", "a/half", D("1"), 1, 0),
+                SpendRow("a/none", "a/none", D("0"), 1, 0),
             ],
         )
     )
@@ -331,7 +392,7 @@ def test_chart_escapes_labels():
     chart = spend_chart(
         _spend(
             "prompt",
-            [reports.SpendRow('<script>"x"', "<script>alert(1)</script>", D(1), 1, 0)],
+            [SpendRow('<script>"x"', "<script>alert(1)</script>", D(1), 1, 0)],
         )
     )
 
@@ -341,7 +402,7 @@ def test_chart_escapes_labels():
 
 def test_day_chart_has_a_bar_per_day():
     days = [
-        reports.SpendRow(f"2026-03-{day:02d}", f"2026-03-{day:02d}", D(day), day, 0)
+        SpendRow(f"2026-03-{day:02d}", f"2026-03-{day:02d}", D(day), day, 0)
         for day in range(1, 31)
     ]
 
@@ -349,6 +410,20 @@ def test_day_chart_has_a_bar_per_day():
 
     assert chart.count('class="bar ') == 30
     assert 'class="chart chart-day"' in chart
+
+
+def test_month_chart_has_a_bar_per_month_and_names_each_month():
+    months = [
+        SpendRow(f"2026-{month:02d}", f"2026-{month:02d}", D(month), month, 0)
+        for month in range(1, 13)
+    ]
+
+    chart = spend_chart(_spend("month", months))
+
+    assert chart.count('class="bar ') == 12
+    assert 'class="chart chart-month"' in chart
+    assert 'aria-label="Spend by month, bar chart"' in chart
+    assert ">2026-01</text>" in chart and ">2026-12</text>" in chart
 
 
 def test_chart_of_no_rows_is_empty():
@@ -426,7 +501,7 @@ def test_other_row_of_a_user_folds_only_their_own_groups(people):
     one group, her total."""
     alice, bob, _ = people
     AgentSessionFactory.create(created_by=alice, cost=D("0.5"), created_at=at(TODAY))
-    for index in range(reports.TOP_GROUPS + 5):
+    for index in range(TOP_GROUPS + 5):
         AgentSessionFactory.create(
             created_by=bob,
             prompt_ref=f"bob/{index}",
