@@ -169,3 +169,52 @@ def test_a_description_a_box_cannot_post_back_is_not_dropped(
     assert errors[0].startswith("Unknown parameter(s): "), errors
     form = ToolDefinitionForm(instance=tool)
     assert "cannot be shown as a box per parameter" in str(form["param_descriptions"])
+
+
+# -- line breaks a text box cannot hold ----------------------------------------------
+# A browser drops the line breaks of a text input's value (admin_forms does
+# too): a saved text holding one is shown where it survives, or as JSON.
+
+
+def test_a_parameter_description_with_a_line_break_saves_unchanged(
+    admin_client: Any,
+) -> None:
+    saved = {"text": "The draft,\nall of it."}
+    tool = ToolDefinition.objects.create(
+        name="count", handler_key="demo.count_words", param_descriptions=saved
+    )
+    response = save_untouched(admin_client, tool_url(tool))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    tool.refresh_from_db()
+    assert tool.param_descriptions == saved
+
+
+def test_an_example_description_with_a_line_break_saves_unchanged(
+    admin_client: Any,
+) -> None:
+    saved = [{"description": "One\nword.", "input": {"text": "a"}, "output": COUNTED}]
+    tool = ToolDefinition.objects.create(
+        name="count", handler_key="demo.count_words", examples=saved
+    )
+    response = save_untouched(admin_client, tool_url(tool))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    tool.refresh_from_db()
+    assert json.dumps(tool.examples) == json.dumps(saved)
+
+
+@pytest.mark.parametrize(
+    ("kind", "config"),
+    [
+        ("read_before_write", {"mount_point": "work\nspace"}),
+        ("approval", {"rules": [{"tool": "t000"}], "approvers": {"group": "A\nB"}}),
+    ],
+)
+def test_a_policy_text_with_a_line_break_saves_unchanged(
+    admin_client: Any, kind: str, config: Any
+) -> None:
+    tools(1)
+    policy = PolicyDefinition.objects.create(name="p", kind=kind, config=config)
+    response = save_untouched(admin_client, policy_url(policy))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    policy.refresh_from_db()
+    assert json.dumps(policy.config) == json.dumps(config)

@@ -55,6 +55,12 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def one_line(text: str) -> bool:
+    """Whether a text box can show ``text``: a browser drops the line breaks
+    of a text input's value, so a text holding one is shown otherwise."""
+    return "\n" not in text and "\r" not in text
+
+
 def bidi_paths(value: Any) -> list[str]:
     """The dotted paths in the JSON value ``value`` whose text (a key or a
     string) holds a bidirectional control."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from tooling.models import PolicyDefinition
 
-from .editors import MAX_ROWS, quoted
+from .editors import MAX_ROWS, one_line, quoted
 from .policy_conditions import HUGE, condition_key_problem
 
 Kind = PolicyDefinition.Kind
@@ -112,6 +112,8 @@ def _read_before_write(config: Any) -> dict[str, Any]:
     if mount_point:
         if not isinstance(mount_point, str):
             raise Unexpressible("mount_point is not text")
+        if not one_line(mount_point):
+            raise Unexpressible("mount_point holds a line break")
         if mount_point.strip("/"):
             canonical["mount_point"] = mount_point.strip("/")
     return canonical
@@ -188,6 +190,8 @@ def _approval(config: Any) -> dict[str, Any]:
                 continue
             if not isinstance(value, str) or not value.strip():
                 raise Unexpressible(f"approvers.{key} is not a name")
+            if not one_line(value):
+                raise Unexpressible(f"approvers.{key} holds a line break")
             named[key] = value.strip()
         if named:
             canonical["approvers"] = named

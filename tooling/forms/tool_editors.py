@@ -33,6 +33,7 @@ from .editors import (
     PostedRows,
     RowsWidget,
     cell_text,
+    one_line,
     rows_to_read,
     text_problem,
     validate_no_bidi,
@@ -58,10 +59,14 @@ def _raw_area(name: str, text: str, base_id: str, note: str) -> SafeString:
 
 
 def overrides_shown(value: Any) -> bool:
-    """Whether boxes can show ``value``: an object of texts whose keys a box's
-    name can carry back (not empty, no ``:``)."""
+    """Whether boxes can show ``value``: an object of one-line texts whose
+    keys a box's name can carry back (not empty, no ``:``)."""
     return isinstance(value, Mapping) and all(
-        isinstance(key, str) and key and ":" not in key and isinstance(text, str)
+        isinstance(key, str)
+        and key
+        and ":" not in key
+        and isinstance(text, str)
+        and one_line(text)
         for key, text in value.items()
     )
 
@@ -242,7 +247,7 @@ class Numbered(list[Any]):
 
 def examples_shown(value: Any) -> bool:
     """Whether rows can show ``value``: a list of at most ``MAX_ROWS`` objects
-    with no key but description (a text), input and output."""
+    with no key but description (a one-line text), input and output."""
     return (
         isinstance(value, list)
         and len(value) <= MAX_ROWS
@@ -250,6 +255,7 @@ def examples_shown(value: Any) -> bool:
             isinstance(item, Mapping)
             and set(item) <= set(_EXAMPLE_KEYS)
             and isinstance(item.get("description", ""), str)
+            and one_line(item.get("description", ""))
             for item in value
         )
     )
