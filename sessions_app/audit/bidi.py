@@ -10,13 +10,12 @@ the marks back.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
 
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+from tooling.runtime.text import BIDI_CONTROLS
 
 
 def neutralise(text: str) -> str:

@@ -1,9 +1,10 @@
 """What a browser would post back for an admin change page, as test data.
 
 Each field's widget is rendered and its controls read as a browser reads
-them: a text input's value, a text area's text, a select's chosen options, a
-ticked box or radio button; nothing inside a ``<template>`` (a row an editor's
-script copies) and nothing disabled. So a widget of several inputs (a rows
+them: a text input's value (its line breaks dropped, as a browser's value
+sanitisation does), a text area's text, a select's chosen options, a ticked
+box or radio button; nothing inside a ``<template>`` (a row an editor's script
+copies) and nothing disabled. So a widget of several inputs (a rows
 editor, a box per parameter) posts what it shows."""
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 from django import forms
 
 _NOT_POSTED = {"submit", "button", "image", "reset", "file"}
+#: Inputs whose value a browser holds on one line (HTML's value sanitisation
+#: algorithm strips their line breaks).
+_ONE_LINE = {"text", "search", "tel", "url", "email", "password"}
 
 
 class _Controls(HTMLParser):
@@ -44,6 +48,9 @@ class _Controls(HTMLParser):
             if kind in ("checkbox", "radio"):
                 if "checked" in found:
                     self.pairs.append((name, found.get("value") or "on"))
+            elif kind in _ONE_LINE:
+                value = found.get("value") or ""
+                self.pairs.append((name, value.replace("\r", "").replace("\n", "")))
             elif kind not in _NOT_POSTED:
                 self.pairs.append((name, found.get("value") or ""))
         elif tag == "select":

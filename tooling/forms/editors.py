@@ -22,15 +22,19 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from tooling.runtime.text import storable_text
+from tooling.runtime.text import BIDI_CONTROLS, storable_text
 from tooling.storable_json import UNSTORABLE
 
 #: The most rows an editor takes (an example list, rules, limits): far more
 #: than a catalog entry needs, few enough that a hostile post stays cheap.
+#: Blank and removed rows do not count; a post of more than ``MAX_POSTED_ROWS``
+#: rows in all is refused unread.
 MAX_ROWS = 200
-#: Bidirectional controls (Trojan Source): a value holding one may show as
-#: another (``production`` followed by U+202E ...); no catalog value needs them.
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+MAX_POSTED_ROWS = 4 * MAX_ROWS
+TOO_MANY_ROWS = f"At most {MAX_ROWS} rows."
+#: Bidirectional controls (``BIDI_CONTROLS``, Trojan Source): a value holding
+#: one may show as another (``production`` followed by U+202E ...); no catalog
+#: value needs them.
 BIDI = "Must not contain bidirectional control characters"
 
 
@@ -49,6 +53,12 @@ def text_problem(text: str) -> str | None:
     if found:
         return f"{BIDI} (U+{ord(found.group()):04X})."
     return None
+
+
+def one_line(text: str) -> bool:
+    """Whether a text box can show ``text``: a browser drops the line breaks
+    of a text input's value, so a text holding one is shown otherwise."""
+    return "\n" not in text and "\r" not in text
 
 
 def bidi_paths(value: Any) -> list[str]:
@@ -105,7 +115,7 @@ def validate_text(value: Any) -> None:
 class PostedRows(list[dict[str, Any]]):
     """An editor's rows as posted (or as shown), each ``{column: value}``;
     ``present``: the editor was on the posted form; ``truncated``: more rows
-    were posted than ``MAX_ROWS``."""
+    were posted than ``MAX_POSTED_ROWS``."""
 
     present: bool = False
     truncated: bool = False
@@ -175,8 +185,8 @@ class RowsWidget(forms.Widget):
                 indices.add(int(number))
         rows = PostedRows()
         rows.present = f"{name}-rows" in data or bool(indices)
-        rows.truncated = len(indices) > MAX_ROWS
-        for index in sorted(indices)[:MAX_ROWS]:
+        rows.truncated = len(indices) > MAX_POSTED_ROWS
+        for index in sorted(indices)[:MAX_POSTED_ROWS]:
             row = {
                 column.name: column.widget.value_from_datadict(
                     data, files, f"{name}-{index}-{column.name}"
@@ -320,14 +330,17 @@ def is_blank(row: Mapping[str, Any]) -> bool:
 
 def rows_to_read(rows: PostedRows) -> list[tuple[int, dict[str, Any]]]:
     """The rows that count, each with its number as shown (from 1): not
-    removed, not blank. Too many rows posted is an error."""
+    removed, not blank. More than ``MAX_ROWS`` of them is an error."""
     if rows.truncated:
-        raise ValidationError(f"At most {MAX_ROWS} rows.")
-    return [
+        raise ValidationError(TOO_MANY_ROWS)
+    counted = [
         (number, row)
         for number, row in enumerate(rows, start=1)
         if not row.get("remove") and not is_blank(row)
     ]
+    if len(counted) > MAX_ROWS:
+        raise ValidationError(TOO_MANY_ROWS)
+    return counted
 
 
 def cell_text(row: Mapping[str, Any], column: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from .editors import quoted
+from .editors import quoted, text_problem
 
 #: A whole number too long to show (``str()`` refuses past 4300 digits).
 HUGE = 10**18
@@ -46,7 +46,8 @@ _NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
 def parse_value(text: str) -> Any:
     """A condition's value as typed: JSON text of a string, number, boolean
     or null (``3``, ``true``, ``"3"``), else the text itself as a string.
-    Refused (``ValueError``): a list or an object, a number out of range."""
+    Refused (``ValueError``): a list or an object, a number out of range, a
+    quoted text whose escapes give what no text may hold (``"\\u202e"``)."""
     text = text.strip()
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
@@ -68,6 +69,9 @@ def parse_value(text: str) -> Any:
             f"{quoted(text)} is a list or an object: a value is one string, number, "
             'true, false or null (several values: a line each; a text like this: "...")'
         )
+    problem = text_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(problem.removesuffix("."))
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{quoted(text)} is not a finite number")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= HUGE:

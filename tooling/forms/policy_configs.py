@@ -24,7 +24,7 @@ from typing import Any
 
 from tooling.models import PolicyDefinition
 
-from .editors import quoted
+from .editors import MAX_ROWS, one_line, quoted
 from .policy_conditions import HUGE, condition_key_problem
 
 Kind = PolicyDefinition.Kind
@@ -76,6 +76,11 @@ def _tool_names(value: Any, where: str) -> list[str]:
     return sorted(set(value))
 
 
+def _rows(value: Any, what: str) -> None:
+    if len(value) > MAX_ROWS:
+        raise Unexpressible(f"more than {MAX_ROWS} {what}, the most the rows take")
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < HUGE
 
@@ -84,6 +89,7 @@ def _sequential(config: Any) -> dict[str, Any]:
     dependencies = _object(config, ("dependencies",)).get("dependencies", {})
     if not isinstance(dependencies, Mapping):
         raise Unexpressible("dependencies is not an object")
+    _rows(dependencies, "dependencies")
     canonical: dict[str, list[str]] = {}
     for tool in sorted(dependencies):
         if not tool:
@@ -106,6 +112,8 @@ def _read_before_write(config: Any) -> dict[str, Any]:
     if mount_point:
         if not isinstance(mount_point, str):
             raise Unexpressible("mount_point is not text")
+        if not one_line(mount_point):
+            raise Unexpressible("mount_point holds a line break")
         if mount_point.strip("/"):
             canonical["mount_point"] = mount_point.strip("/")
     return canonical
@@ -115,6 +123,7 @@ def _call_limit(config: Any) -> dict[str, Any]:
     limits = _object(config, ("limits",)).get("limits", {})
     if not isinstance(limits, Mapping):
         raise Unexpressible("limits is not an object")
+    _rows(limits, "limits")
     canonical: dict[str, int] = {}
     for tool in sorted(limits):
         if not tool or not _whole(limits[tool]):
@@ -167,6 +176,7 @@ def _approval(config: Any) -> dict[str, Any]:
     rules = config.get("rules", [])
     if not isinstance(rules, list):
         raise Unexpressible("rules is not a list")
+    _rows(rules, "rules")
     canonical: dict[str, Any] = {
         "rules": [_rule(number, rule) for number, rule in enumerate(rules, start=1)]
     }
@@ -180,6 +190,8 @@ def _approval(config: Any) -> dict[str, Any]:
                 continue
             if not isinstance(value, str) or not value.strip():
                 raise Unexpressible(f"approvers.{key} is not a name")
+            if not one_line(value):
+                raise Unexpressible(f"approvers.{key} holds a line break")
             named[key] = value.strip()
         if named:
             canonical["approvers"] = named

@@ -28,10 +28,12 @@ from tooling.storable_json import (
 )
 
 from .editors import (
+    MAX_ROWS,
     Column,
     PostedRows,
     RowsWidget,
     cell_text,
+    one_line,
     rows_to_read,
     text_problem,
     validate_no_bidi,
@@ -57,9 +59,15 @@ def _raw_area(name: str, text: str, base_id: str, note: str) -> SafeString:
 
 
 def overrides_shown(value: Any) -> bool:
-    """Whether boxes can show ``value``: an object of texts."""
+    """Whether boxes can show ``value``: an object of one-line texts whose
+    keys a box's name can carry back (not empty, no ``:``)."""
     return isinstance(value, Mapping) and all(
-        isinstance(key, str) and isinstance(text, str) for key, text in value.items()
+        isinstance(key, str)
+        and key
+        and ":" not in key
+        and isinstance(text, str)
+        and one_line(text)
+        for key, text in value.items()
     )
 
 
@@ -238,13 +246,18 @@ class Numbered(list[Any]):
 
 
 def examples_shown(value: Any) -> bool:
-    """Whether rows can show ``value``: a list of objects with no key but
-    description (a text), input and output."""
-    return isinstance(value, list) and all(
-        isinstance(item, Mapping)
-        and set(item) <= set(_EXAMPLE_KEYS)
-        and isinstance(item.get("description", ""), str)
-        for item in value
+    """Whether rows can show ``value``: a list of at most ``MAX_ROWS`` objects
+    with no key but description (a one-line text), input and output."""
+    return (
+        isinstance(value, list)
+        and len(value) <= MAX_ROWS
+        and all(
+            isinstance(item, Mapping)
+            and set(item) <= set(_EXAMPLE_KEYS)
+            and isinstance(item.get("description", ""), str)
+            and one_line(item.get("description", ""))
+            for item in value
+        )
     )
 
 

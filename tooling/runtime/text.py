@@ -16,6 +16,11 @@ page); a non-finite number becomes the string that names it. Both return
 ``(value, altered)`` so the caller can record that what it stores is not
 exactly what it received. Nesting deeper than ``MAX_DEPTH`` is replaced by a
 marker string rather than risking a ``RecursionError``.
+
+``BIDI_CONTROLS`` matches the bidirectional controls (right-to-left
+overrides and isolates, "Trojan Source") that make text display in another
+order than it is: the catalog's forms refuse them, the audit pages show them
+as marks.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ def _max_int_bits(digits: int) -> int:
 # deployment may set fewer: PYTHONINTMAXSTRDIGITS, read when this is imported):
 # larger ones are replaced, as NaN is.
 MAX_INT_BITS = _max_int_bits(sys.get_int_max_str_digits())
+
+#: Bidirectional controls: marks, embeddings, overrides and isolates.
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
