@@ -15,7 +15,7 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 (``sessions_app.approvals``).
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
-``state.py``, the daily spend roll-ups in ``spend.py``, the search text of an ended
+``state.py``, the daily spend roll-ups in ``spend.py``, the search text of a
 session in ``search.py``, and datasets, graders
 and experiments in ``experiments.py``; import them from here.
 """

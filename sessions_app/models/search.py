@@ -30,16 +30,19 @@ from sessions_app.models.sessions import AgentSession
 ENDED = tuple(str(status) for status in AgentSession.TERMINAL)
 
 # Between the texts of one session: a search for text spanning two of them
-# (one tool call's end and the next one's start) must not match.
-SEPARATOR = "\n\x1e\n"
+# (one tool call's end and the next one's start) must not match. Its record
+# separator is found nowhere else in the text nor in a search (``fold``).
+RECORD_SEPARATOR = "\x1e"
+SEPARATOR = f"\n{RECORD_SEPARATOR}\n"
 
 # What ``index_ended`` writes over the text ``begun`` wrote.
 REWRITTEN = ["text", "ended"]
 
 
 def fold(text: str) -> str:
-    """``text`` as a search compares it (the search's words too)."""
-    return text.casefold()
+    """``text`` as a search compares it (the search's words too), its record
+    separators read as spaces: only ``SEPARATOR`` holds one."""
+    return text.casefold().replace(RECORD_SEPARATOR, " ")
 
 
 def tool_text(params: Any, raw_arguments: str) -> str:
@@ -56,7 +59,7 @@ def document(params: Any, output_text: str, tools: Iterable[str]) -> str:
     calls' arguments (``tool_text``)."""
     parts = [json.dumps(params, ensure_ascii=False) if params else "", output_text]
     parts.extend(tools)
-    return fold(SEPARATOR.join(part for part in parts if part))
+    return SEPARATOR.join(fold(part) for part in parts if part)
 
 
 class SessionSearchText(models.Model):

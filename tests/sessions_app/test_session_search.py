@@ -17,7 +17,7 @@ from sessions_app import services
 from sessions_app.audit import filters
 from sessions_app.audit.filters import AgentSessionFilterSet, search_order
 from sessions_app.models import AgentSession, SessionSearchText
-from sessions_app.models.search import index_missing, tool_text
+from sessions_app.models.search import SEPARATOR, index_missing, tool_text
 from sessions_app.runs import lifecycle
 from sessions_app.templatetags.audit_tags import seconds
 from tests.sessions_app.factories import (
@@ -235,6 +235,17 @@ def test_a_search_does_not_match_across_two_calls(admin_client):
 
     assert api_ids(admin_client, q="puf") == {str(session.pk)}
     assert api_ids(admin_client, q="puffin") == set()
+    # nor when the search holds the separator itself (U+001E inside it: the
+    # form strips it only from the ends)
+    assert api_ids(admin_client, q=f"puf{SEPARATOR}fin") == set()
+    assert api_ids(admin_client, q="puf\x1efin") == set()
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_a_record_separator_inside_a_text_is_still_found(admin_client):
+    session = AgentSessionFactory.create(params={}, output_text="skua\x1egull")
+
+    assert api_ids(admin_client, q="skua\x1egull") == {str(session.pk)}
 
 
 def test_index_sessions_writes_the_missing_texts_once(admin_client):
