@@ -179,14 +179,13 @@ def index_missing(batch: int = 500, registry: Any = apps) -> int:
     sessions = registry.get_model("sessions_app", "AgentSession")
     texts = registry.get_model("sessions_app", "SessionSearchText")
     written = 0
+    missing = sessions.objects.filter(search_text__isnull=True).order_by("pk")
     while True:
-        ids = list(
-            sessions.objects.filter(search_text__isnull=True)
-            .order_by()
-            .values_list("pk", flat=True)[:batch]
-        )
+        # in key order, each batch after the last: the table read once
+        ids = list(missing.values_list("pk", flat=True)[:batch])
         if not ids:
             break
         texts.objects.bulk_create(texts_of(ids, registry), ignore_conflicts=True)
         written += len(ids)
+        missing = missing.filter(pk__gt=ids[-1])
     return written

@@ -487,3 +487,13 @@ def test_a_run_that_ends_writes_its_search_text_with_its_calls(
     assert session.output_text.casefold() in text
     response = admin_client.get(API_URL, {"q": tool_text(calls[-1], "")[:40]})
     assert [row["id"] for row in response.json()["results"]] == [str(session.pk)]
+
+
+def test_index_missing_writes_every_text_batch_after_batch():
+    sessions = AgentSessionFactory.create_batch(5)
+    ToolInvocationFactory.create(session=sessions[3], params={"bird": "auk"})
+
+    assert index_missing(batch=2) == 5
+    assert index_missing(batch=2) == 0
+    assert SessionSearchText.objects.count() == 5
+    assert "auk" in SessionSearchText.objects.get(session=sessions[3]).text
