@@ -174,18 +174,33 @@ def index_ended(
 
 
 def index_missing(batch: int = 500, registry: Any = apps) -> int:
-    """Write the search text of every session without one; how many. Safe
-    beside running workers (a text written meanwhile is kept)."""
+    """Write the search text of every session without one, and the whole text
+    of every ended session whose text holds only its parameters (ended by a
+    process older than migration 0025); how many. Safe beside running workers:
+    a text in flight never replaces one written meanwhile, and a whole one is
+    what the session's end writes."""
     sessions = registry.get_model("sessions_app", "AgentSession")
     texts = registry.get_model("sessions_app", "SessionSearchText")
     written = 0
-    missing = sessions.objects.filter(search_text__isnull=True).order_by("pk")
+    due = sessions.objects.filter(
+        models.Q(search_text__isnull=True)
+        | models.Q(status__in=ENDED, search_text__ended=False)
+    ).order_by("pk")
     while True:
         # in key order, each batch after the last: the table read once
-        ids = list(missing.values_list("pk", flat=True)[:batch])
+        ids = list(due.values_list("pk", flat=True)[:batch])
         if not ids:
             break
-        texts.objects.bulk_create(texts_of(ids, registry), ignore_conflicts=True)
+        rows = texts_of(ids, registry)
+        texts.objects.bulk_create(
+            [row for row in rows if row.ended],
+            update_conflicts=True,
+            unique_fields=["session"],
+            update_fields=REWRITTEN,
+        )
+        texts.objects.bulk_create(
+            [row for row in rows if not row.ended], ignore_conflicts=True
+        )
         written += len(ids)
-        missing = missing.filter(pk__gt=ids[-1])
+        due = due.filter(pk__gt=ids[-1])
     return written

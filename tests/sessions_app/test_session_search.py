@@ -497,3 +497,20 @@ def test_index_missing_writes_every_text_batch_after_batch():
     assert index_missing(batch=2) == 0
     assert SessionSearchText.objects.count() == 5
     assert "auk" in SessionSearchText.objects.get(session=sessions[3]).text
+
+
+def test_index_missing_completes_a_text_an_older_process_left_unended():
+    session = AgentSessionFactory.create(
+        status=AgentSession.Status.QUEUED, params={"bird": "skua"}
+    )
+    index_missing()  # its parameters, as when it was created
+    ToolInvocationFactory.create(session=session, params={"bird": "fulmar"})
+    # ended by a process that does not write search texts
+    AgentSession.objects.filter(pk=session.pk).update(
+        status=AgentSession.Status.SUCCEEDED
+    )
+
+    assert index_missing() == 1
+    text = SessionSearchText.objects.get(session=session)
+    assert text.ended and "fulmar" in text.text and "skua" in text.text
+    assert index_missing() == 0

@@ -15,8 +15,9 @@ class Command(BaseCommand):
         "Write the search text of every session that has none (its parameters, "
         "output and tool calls' arguments, which ?q= reads; a session in flight "
         "its parameters): after a restore or a bulk load; a session writes its "
-        "own when it is created and when it ends. Safe to run beside workers, "
-        "and again."
+        "own when it is created and when it ends. Also completes the text of an "
+        "ended session that holds only its parameters (an older process ended "
+        "it). Safe to run beside workers, and again."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
