@@ -37,6 +37,10 @@ class Served:
     at: float
 
 
+class ClientGone(Exception):
+    """The client's connection ended before its request's body came whole."""
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -86,18 +90,29 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch()
 
     def _read_body(self) -> bytes:
+        """The request's body; ``ClientGone`` if the connection ended before
+        all of it came (a client killed while it sent)."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks: list[bytes] = []
             while True:
-                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                line = self.rfile.readline()
+                if not line:
+                    raise ClientGone
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
+                chunk = self.rfile.read(size)
+                if len(chunk) < size:
+                    raise ClientGone
+                chunks.append(chunk)
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) < length:
+            raise ClientGone
+        return body
 
     def parse_request(self) -> bool:
         self.arrived = time.monotonic()  # its request line was just read
@@ -107,7 +122,13 @@ class _Handler(BaseHTTPRequestHandler):
         # A provider that answers in ``delay`` answers ``delay`` after the
         # request arrived: its own work is part of that time, not added to it.
         arrived = self.arrived
-        body = self._read_body()
+        try:
+            body = self._read_body()
+        except ClientGone:
+            # nobody to answer, and nothing was asked: neither answered nor
+            # served (as a real server never sees a request cut short)
+            self.close_connection = True
+            return
         reply = route(self.server.model, self.command, self.path, body)
         response_id = self._response_id(reply)
         if self.server.delay and self.command == "POST":
