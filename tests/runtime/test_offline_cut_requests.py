@@ -47,7 +47,9 @@ def _send(server: OfflineServer, head: bytes, body: bytes) -> bytes:
     ],
     ids=["content-length", "chunk cut", "no last chunk"],
 )
-def test_a_request_cut_short_is_neither_answered_nor_served(head, body):
+def test_a_request_cut_short_is_neither_answered_nor_served(
+    head: bytes, body: bytes
+) -> None:
     with OfflineServer() as server:
         assert _send(server, head, body) == b""
         assert server.served == []
