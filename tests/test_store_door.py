@@ -221,7 +221,7 @@ def test_the_checked_files_include_the_store_and_exclude_migrations() -> None:
     names = {path.relative_to(ROOT).as_posix() for path in _python_files()}
     assert "sessions_app/runs/store/store.py" in names
     assert "sessions_app/runs/store/commits.py" in names
-    assert "tooling/runtime/executor.py" in names
+    assert "tooling/runtime/execution/executor.py" in names
     assert not [name for name in names if "/migrations/" in name]
     assert set(DOORS) <= names, "a door that does not exist any more"
 

@@ -541,7 +541,8 @@ def test_a_later_function_call_is_never_taken_for_an_earlier_patch() -> None:
     """Calls are tracked by identity: a function call allocated where a
     finished patch call used to be must not be answered as a patch."""
     from tooling.runtime.adapters.openai.local_calls import LocalCalls
-    from tooling.runtime.executor import FunctionCall, ToolExecutor
+    from tooling.runtime.execution.calls import FunctionCall
+    from tooling.runtime.execution.executor import ToolExecutor
 
     prompt = _prompt(ApplyPatchSection(), policies=[])
     rendered = prompt.render()

@@ -31,7 +31,8 @@ from tooling.runtime import planning, vfs
 from tooling.runtime.context import ToolContext
 from tooling.runtime.errors import ToolValidationError
 from tooling.runtime.events import InMemorySink
-from tooling.runtime.executor import FunctionCall, ToolExecution, ToolExecutor
+from tooling.runtime.execution.calls import FunctionCall, ToolExecution
+from tooling.runtime.execution.executor import ToolExecutor
 from tooling.runtime.policies import SequentialDependencyPolicy
 from tooling.runtime.prompt import Prompt
 from tooling.runtime.schema import dataclass_schema, is_strict_compatible

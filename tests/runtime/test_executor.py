@@ -30,7 +30,8 @@ from tooling.runtime.events import (
     StateChanged,
     ToolInvoked,
 )
-from tooling.runtime.executor import FunctionCall, ToolExecution, ToolExecutor
+from tooling.runtime.execution.calls import FunctionCall, ToolExecution
+from tooling.runtime.execution.executor import ToolExecutor
 from tooling.runtime.hosted.web_search import web_search_tool
 from tooling.runtime.policies import PolicyDecision, SequentialDependencyPolicy
 from tooling.runtime.prompt import Prompt
@@ -503,7 +504,7 @@ def test_executor_raising_policy_denies(caplog: pytest.LogCaptureFixture) -> Non
     handler = Recorder()
     policy = ScriptedPolicy("exploding", RuntimeError("kaboom"))
     harness = Harness([search_tool(handler)], policies=(policy,))
-    with caplog.at_level(logging.ERROR, logger="tooling.runtime.executor"):
+    with caplog.at_level(logging.ERROR, logger="tooling.runtime.execution"):
         execution = harness.run("search", {"query": "q"})
     assert execution.result == ToolResult.error(
         "Policy 'exploding' could not decide: kaboom"
@@ -625,7 +626,7 @@ def test_executor_handler_exceptions_are_logged(
     harness = Harness(
         [search_tool(Recorder(lambda p, c: raiser(ValueError("boom"))()))]
     )
-    with caplog.at_level(logging.ERROR, logger="tooling.runtime.executor"):
+    with caplog.at_level(logging.ERROR, logger="tooling.runtime.execution"):
         harness.run("search", {"query": "q"})
     assert "Tool search failed" in caplog.text
 

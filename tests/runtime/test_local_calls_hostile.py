@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tooling.runtime.adapters.openai.local_calls import LocalCalls
 from tooling.runtime.events import InMemorySink
-from tooling.runtime.executor import ToolExecutor
+from tooling.runtime.execution.executor import ToolExecutor
 from tooling.runtime.hosted.shell import ShellConfig, ShellSection
 from tooling.runtime.local_shell import ScratchExecutor
 from tooling.runtime.prompt import Prompt

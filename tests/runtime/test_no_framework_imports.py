@@ -86,7 +86,7 @@ def test_no_framework_imports_scanner_flags_every_import_form() -> None:
 def test_no_framework_imports_checked_packages_contain_python_files() -> None:
     files = _python_files()
     names = {path.relative_to(ROOT).as_posix() for path in files}
-    assert "tooling/runtime/executor.py" in names
+    assert "tooling/runtime/execution/executor.py" in names
     assert "tooling/runtime/adapters/openai/adapter.py" in names
     assert any(name.startswith("tooling/offline/") for name in names)
 

@@ -14,7 +14,8 @@ import pytest
 from tooling.runtime.context import ToolContext
 from tooling.runtime.errors import PromptValidationError, ToolValidationError
 from tooling.runtime.events import InMemorySink, StateChanged, ToolInvoked
-from tooling.runtime.executor import FunctionCall, ToolExecution, ToolExecutor
+from tooling.runtime.execution.calls import FunctionCall, ToolExecution
+from tooling.runtime.execution.executor import ToolExecutor
 from tooling.runtime.planning import (
     MAX_TEXT_LENGTH,
     PLAN_REDUCERS,

@@ -63,7 +63,8 @@ from .events import (
     ToolInvoked,
     event_id_for,
 )
-from .executor import FunctionCall, ToolExecution, ToolExecutor
+from .execution.calls import FunctionCall, ToolExecution
+from .execution.executor import ToolExecutor
 from .hosted import (
     ApplyPatchConfig,
     ApplyPatchSection,

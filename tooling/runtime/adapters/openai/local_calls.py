@@ -24,7 +24,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...events import EventSink, ToolInvoked
-from ...executor import FunctionCall, ToolExecutor
+from ...execution.calls import FunctionCall
+from ...execution.executor import ToolExecutor
 from ...hosted.apply_patch import patch_tool
 from ...hosted.base import HostedTool
 from ...hosted.shell import ShellConfig

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...approvals import Decisions
-from ...executor import ToolAnswers
+from ...execution.calls import ToolAnswers
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

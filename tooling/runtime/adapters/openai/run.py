@@ -42,7 +42,8 @@ from ...events import (
     ToolInvoked,
     event_id_for,
 )
-from ...executor import FunctionCall, ToolExecutor
+from ...execution.calls import FunctionCall
+from ...execution.executor import ToolExecutor
 from ...hosted.base import HostedTool
 from ...pricing import PriceSheet
 from ...prompt import Prompt, PromptResponse, RenderedPrompt
