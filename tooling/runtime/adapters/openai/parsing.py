@@ -1,12 +1,28 @@
-"""Reading messages and citations out of Responses API output items."""
+"""Reading a Responses API response: its output items and id, the messages
+and the citations the items hold."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...citations import Citation, source_key
 from .codecs.base import field
+
+#: the item types any response may hold that no hosted tool's codec reads
+BASE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
+
+
+def output_items(data: Mapping[str, Any]) -> list[Any]:
+    """The ``output`` items of the response ``data`` (none if not a list)."""
+    output = data.get("output")
+    return list(output) if isinstance(output, list) else []
+
+
+def response_id(data: Mapping[str, Any]) -> str | None:
+    """The id of the response ``data``, if it has one."""
+    value = data.get("id")
+    return value if isinstance(value, str) and value else None
 
 
 def _text_parts(item: Any) -> Iterable[tuple[int, Any]]:

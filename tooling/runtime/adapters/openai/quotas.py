@@ -5,7 +5,7 @@ two. The provider runs hosted tools itself, so the only lever is what each
 request offers:
 
 - every call item of a limited tool is counted as the run reads it
-  (``Run._record_native`` for provider-run calls; an ``apply_patch_call`` or
+  (``HostedCalls.record`` for provider-run calls; an ``apply_patch_call`` or
   local ``shell_call`` too, which the product runs), replayed responses
   included, so a resumed run counts, and decides, the same; a call whose tool
   the provider does not name (two ``web_search`` tools offered together)

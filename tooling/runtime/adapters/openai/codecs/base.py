@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ....hosted.base import HostedTool
@@ -86,6 +86,11 @@ class HostedToolCodec(Protocol[ConfigT, OutputT]):
     def parse_output(
         self, response_items: Sequence[Any], tool: HostedTool[ConfigT]
     ) -> OutputT | None: ...
+
+
+#: how a run finds the codec of a hosted tool of a prompt (by the tool and the
+#: prompt's name): ``OpenAIAdapter._codec``
+CodecFor = Callable[[HostedTool[Any], str], HostedToolCodec[Any, Any]]
 
 
 class JsonObject(dict[str, Any]):
