@@ -23,6 +23,7 @@ from .editors import (
     RowsWidget,
     cell_list,
     cell_text,
+    changed,
     quoted,
     rows_to_read,
     text_problem,
@@ -146,11 +147,7 @@ class PolicyRowsField(forms.Field):
         return self.value_of(items)
 
     def has_changed(self, initial: Any, data: Any) -> bool:
-        try:
-            value = self.to_python(data)
-        except ValidationError:
-            return True
-        return not same(value, initial or self.value_of([]))
+        return changed(self, initial, data, empty=self.value_of([]), same=same)
 
 
 def _tool_select() -> forms.Select:
