@@ -145,9 +145,9 @@ class PostedRows(list[dict[str, Any]]):
 
 
 class EditorJSONField(StorableJSONFormField):
-    """A JSON field edited in boxes or rows that posts a ``posted`` (or, for a
-    value they cannot show, as JSON text): a form shown again shows the
-    editor's post as posted."""
+    """A JSON field edited in boxes or rows, whose widget posts a ``posted``
+    (JSON text instead, for a value they cannot show): a form shown again
+    shows the editor's post as it was posted."""
 
     posted: ClassVar[type] = PostedRows
 
