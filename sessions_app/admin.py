@@ -36,7 +36,7 @@ from sessions_app.models import (
 from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
-from tooling.admin import PromptTemplateAdmin
+from tooling.admin.prompts import PromptTemplateAdmin
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 
 

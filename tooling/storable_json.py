@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from django import forms
@@ -32,22 +32,20 @@ MAX_DEPTH = 64
 TOO_DEEP = f"Must not be nested more than {MAX_DEPTH} levels deep."
 
 
-def unstorable_paths(value: Any) -> list[str]:
-    """The dotted paths in the JSON value ``value`` that hold unstorable text
-    (``""``: the value itself; a bad key is reported at its parent). The paths
-    are storable themselves: a bad character in a key shows as U+FFFD."""
-    found: list[str] = []
+def walk_json(
+    value: Any, key_name: Callable[[Any], str] = str
+) -> Iterator[tuple[Any, str]]:
+    """Every value within the JSON value ``value``, itself first, each with its
+    dotted path (``""``: the value itself; a key in it as ``key_name`` names
+    it), depth first and in order. A loop, not recursion: any nesting is
+    walked."""
     stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:  # a loop, not recursion: any nesting is walked
+    while stack:
         item, path = stack.pop()
-        if isinstance(item, str):
-            if storable_text(item)[1]:
-                found.append(path)
-        elif isinstance(item, Mapping):
-            if any(isinstance(key, str) and storable_text(key)[1] for key in item):
-                found.append(path)
+        yield item, path
+        if isinstance(item, Mapping):
             stack.extend(
-                (inner, _join(path, storable_text(str(key))[0]))
+                (inner, _join(path, key_name(key)))
                 for key, inner in reversed(list(item.items()))
             )
         elif isinstance(item, list | tuple):
@@ -55,34 +53,47 @@ def unstorable_paths(value: Any) -> list[str]:
                 (inner, _join(path, str(index)))
                 for index, inner in reversed(list(enumerate(item)))
             )
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _storable_key(key: Any) -> str:
+    return storable_text(str(key))[0]
+
+
+def unstorable_paths(value: Any) -> list[str]:
+    """The dotted paths in the JSON value ``value`` that hold unstorable text
+    (``""``: the value itself; a bad key is reported at its parent). The paths
+    are storable themselves: a bad character in a key shows as U+FFFD."""
+    found = [
+        path
+        for item, path in walk_json(value, _storable_key)
+        if text_matches(item, lambda text: bool(storable_text(text)[1]))
+    ]
     return list(dict.fromkeys(found))
+
+
+def text_matches(item: Any, test: Callable[[str], bool]) -> bool:
+    """Whether ``item`` (a value ``walk_json`` came to) is a text that passes
+    ``test``, or an object with a key that does."""
+    if isinstance(item, str):
+        return test(item)
+    return isinstance(item, Mapping) and any(
+        isinstance(key, str) and test(key) for key in item
+    )
 
 
 def nonfinite_paths(value: Any) -> list[str]:
     """The dotted paths in ``value`` that hold NaN or an infinity (Python's
     JSON decoder reads ``NaN``, ``Infinity`` and ``1e400``; no JSON column
     stores them)."""
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            found.append(path or "the value itself")
-        elif isinstance(item, Mapping):
-            stack.extend(
-                (inner, _join(path, storable_text(str(key))[0]))
-                for key, inner in reversed(list(item.items()))
-            )
-        elif isinstance(item, list | tuple):
-            stack.extend(
-                (inner, _join(path, str(index)))
-                for index, inner in reversed(list(enumerate(item)))
-            )
-    return found
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+    return [
+        path or "the value itself"
+        for item, path in walk_json(value, _storable_key)
+        if isinstance(item, float) and not math.isfinite(item)
+    ]
 
 
 def depth(value: Any) -> int:

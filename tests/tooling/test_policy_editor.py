@@ -17,6 +17,12 @@ from django.urls import reverse
 
 from tests.tooling.admin_forms import change_form_data
 from tooling.forms import PolicyDefinitionForm
+from tooling.forms.policy_fields import (
+    DependencyRowsField,
+    LimitRowsField,
+    PolicyRowsField,
+    RuleRowsField,
+)
 from tooling.models import HostedToolDefinition, PolicyDefinition, ToolDefinition
 
 pytestmark = pytest.mark.django_db
@@ -55,6 +61,14 @@ def change_url(policy: PolicyDefinition) -> str:
 
 
 # -- each kind's fields write the runtime's JSON ----------------------------------
+
+
+def test_each_rows_field_says_what_its_rows_mean() -> None:
+    hooks = {"rows_of", "parse_row", "value_of"}
+    assert PolicyRowsField.__abstractmethods__ == hooks
+    for field in (DependencyRowsField, LimitRowsField, RuleRowsField):
+        assert not field.__abstractmethods__
+        assert hooks <= set(vars(field))
 
 
 def test_dependencies_rows_write_sorted_dependencies() -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -23,7 +23,14 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from tooling.runtime.text import BIDI_CONTROLS, storable_text
-from tooling.storable_json import UNSTORABLE
+from tooling.storable_json import (
+    UNSTORABLE,
+    StorableJSONFormField,
+    text_matches,
+    walk_json,
+)
+
+from .fields import widget_id
 
 #: The most rows an editor takes (an example list, rules, limits): far more
 #: than a catalog entry needs, few enough that a hostile post stays cheap.
@@ -64,26 +71,11 @@ def one_line(text: str) -> bool:
 def bidi_paths(value: Any) -> list[str]:
     """The dotted paths in the JSON value ``value`` whose text (a key or a
     string) holds a bidirectional control."""
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str):
-            if BIDI_CONTROLS.search(item):
-                found.append(path or "the value itself")
-        elif isinstance(item, Mapping):
-            if any(isinstance(k, str) and BIDI_CONTROLS.search(k) for k in item):
-                found.append(path or "the value itself")
-            stack.extend(
-                (inner, f"{path}.{key}" if path else str(key))
-                for key, inner in reversed(list(item.items()))
-            )
-        elif isinstance(item, list | tuple):
-            stack.extend(
-                (inner, f"{path}.{index}" if path else str(index))
-                for index, inner in reversed(list(enumerate(item)))
-            )
-    return found
+    return [
+        path or "the value itself"
+        for item, path in walk_json(value)
+        if text_matches(item, lambda text: bool(BIDI_CONTROLS.search(text)))
+    ]
 
 
 def bidi_problem(value: Any) -> str | None:
@@ -112,6 +104,37 @@ def validate_text(value: Any) -> None:
             raise ValidationError(problem, code="unstorable")
 
 
+def raw_json_area(
+    name: str, text: str, base_id: str, note: str, *, rows: int
+) -> SafeString:
+    """An editor's value as JSON ``text`` in one text area named like the
+    field, ``note`` above it: for a value the editor cannot show."""
+    area = forms.Textarea(attrs={"rows": rows, "cols": 80, "class": "vLargeTextField"})
+    return format_html(
+        '<p class="rows-editor-raw-note">{}</p>{}',
+        note,
+        area.render(name, text, {"id": base_id}),
+    )
+
+
+def changed(
+    field: forms.Field,
+    initial: Any,
+    data: Any,
+    *,
+    empty: Any,
+    same: Callable[[Any, Any], bool],
+) -> bool:
+    """An editor field's ``has_changed``: whether the value ``data`` makes is
+    not the same (``same``) as ``initial`` (either missing: ``empty``). A post
+    the field refuses has changed it."""
+    try:
+        value = field.to_python(data)
+    except ValidationError:
+        return True
+    return not same(initial or empty, value or empty)
+
+
 class PostedRows(list[dict[str, Any]]):
     """An editor's rows as posted (or as shown), each ``{column: value}``;
     ``present``: the editor was on the posted form; ``truncated``: more rows
@@ -119,6 +142,19 @@ class PostedRows(list[dict[str, Any]]):
 
     present: bool = False
     truncated: bool = False
+
+
+class EditorJSONField(StorableJSONFormField):
+    """A JSON field edited in boxes or rows, whose widget posts a ``posted``
+    (JSON text instead, for a value they cannot show): a form shown again
+    shows the editor's post as it was posted."""
+
+    posted: ClassVar[type] = PostedRows
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, self.posted):
+            return data
+        return super().bound_data(data, initial)
 
 
 @dataclasses.dataclass
@@ -267,14 +303,9 @@ class RowsWidget(forms.Widget):
         attrs: dict[str, Any] | None = None,
         renderer: Any = None,
     ) -> SafeString:
-        base_id = (attrs or {}).get("id") or f"id_{name}"
+        base_id = widget_id(name, attrs)
         if isinstance(value, str):
-            textarea = forms.Textarea(
-                attrs={"rows": 10, "cols": 80, "class": "vLargeTextField"}
-            ).render(name, value, {"id": base_id})
-            return format_html(
-                '<p class="rows-editor-raw-note">{}</p>{}', self.raw_note, textarea
-            )
+            return raw_json_area(name, value, base_id, self.raw_note, rows=10)
         rows = list(value) if isinstance(value, list) else []
         while rows and is_blank(rows[-1]) and not rows[-1].get("remove"):
             rows.pop()  # shown again: the blank rows come after the others

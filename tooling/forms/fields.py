@@ -15,6 +15,12 @@ from django.utils.safestring import SafeString
 from tooling.runtime.hosted.countries import COUNTRY_NAMES, country_code, country_label
 
 
+def widget_id(name: str, attrs: dict[str, Any] | None) -> str:
+    """The id of what the widget named ``name`` renders: the one ``attrs``
+    give, or Django's ``id_<name>``."""
+    return (attrs or {}).get("id") or f"id_{name}"
+
+
 def _sort_key(label: str) -> str:
     # "Åland Islands" among the A's, not after "Zimbabwe"
     folded = unicodedata.normalize("NFKD", label)
@@ -83,7 +89,7 @@ class DatalistInput(forms.TextInput):
         attrs: dict[str, Any] | None = None,
         renderer: Any = None,
     ) -> SafeString:
-        list_id = f"{(attrs or {}).get('id') or f'id_{name}'}_suggestions"
+        list_id = f"{widget_id(name, attrs)}_suggestions"
         attrs = {**(attrs or {}), "list": list_id}
         field = super().render(name, value, attrs, renderer)
         options = format_html_join(

@@ -6,6 +6,7 @@ errors name the row (and line) they concern, every row's at once."""
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from .editors import (
     RowsWidget,
     cell_list,
     cell_text,
+    changed,
     quoted,
     rows_to_read,
     text_problem,
@@ -88,7 +90,7 @@ class ToolNamesField(forms.MultipleChoiceField):
         return sorted(set(initial or [])) != sorted(set(data or []))
 
 
-class PolicyRowsField(forms.Field):
+class PolicyRowsField(forms.Field, abc.ABC):
     """A rows editor whose value is a part of a policy's config. Subclasses
     say what a row means (``parse_row``), what the rows of a value are
     (``rows_of``) and the value of the parsed rows (``value_of``)."""
@@ -118,14 +120,20 @@ class PolicyRowsField(forms.Field):
             return None
         return f"{where}: " + NOT_A_TOOL.replace("{value}", quoted(name))
 
+    @abc.abstractmethod
     def rows_of(self, value: Any) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        """The rows that show ``value`` (a saved part of the config, not
+        empty), each ``{column: cell}``."""
 
+    @abc.abstractmethod
     def parse_row(self, where: str, row: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """What ``row`` (named ``where`` in errors) means, for ``value_of``;
+        a ``ValidationError`` naming every problem of the row."""
 
+    @abc.abstractmethod
     def value_of(self, items: list[Any]) -> Any:
-        raise NotImplementedError
+        """The value of the rows parsed to ``items`` (none: the empty value);
+        a ``ValidationError`` naming every problem between rows."""
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, PostedRows):
@@ -146,11 +154,7 @@ class PolicyRowsField(forms.Field):
         return self.value_of(items)
 
     def has_changed(self, initial: Any, data: Any) -> bool:
-        try:
-            value = self.to_python(data)
-        except ValidationError:
-            return True
-        return not same(value, initial or self.value_of([]))
+        return changed(self, initial, data, empty=self.value_of([]), same=same)
 
 
 def _tool_select() -> forms.Select:

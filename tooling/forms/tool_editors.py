@@ -30,14 +30,18 @@ from tooling.storable_json import (
 from .editors import (
     MAX_ROWS,
     Column,
+    EditorJSONField,
     PostedRows,
     RowsWidget,
     cell_text,
+    changed,
     one_line,
+    raw_json_area,
     rows_to_read,
     text_problem,
     validate_no_bidi,
 )
+from .fields import widget_id
 from .handler_params import handler_parameters
 from .policy_configs import same
 
@@ -47,15 +51,6 @@ _TOO_LONG = "Enter valid JSON: a number has too many digits."
 
 class PostedOverrides(dict[str, str]):
     """The description boxes of the chosen handler as posted."""
-
-
-def _raw_area(name: str, text: str, base_id: str, note: str) -> SafeString:
-    area = forms.Textarea(attrs={"rows": 8, "cols": 80, "class": "vLargeTextField"})
-    return format_html(
-        '<p class="rows-editor-raw-note">{}</p>{}',
-        note,
-        area.render(name, text, {"id": base_id}),
-    )
 
 
 def overrides_shown(value: Any) -> bool:
@@ -163,15 +158,16 @@ class ParamDescriptionsWidget(forms.Widget):
         attrs: dict[str, Any] | None = None,
         renderer: Any = None,
     ) -> SafeString:
-        base_id = (attrs or {}).get("id") or f"id_{name}"
+        base_id = widget_id(name, attrs)
         if isinstance(value, str) or not overrides_shown(value or {}):
             text = value if isinstance(value, str) else json.dumps(value, indent=2)
-            return _raw_area(
+            return raw_json_area(
                 name,
                 text,
                 base_id,
                 "These descriptions cannot be shown as a box per parameter: they "
                 'are edited as JSON, {"parameter": "description"}.',
+                rows=8,
             )
         groups = format_html_join(
             "",
@@ -191,29 +187,21 @@ class ParamDescriptionsWidget(forms.Widget):
         )
 
 
-class ParamDescriptionsField(StorableJSONFormField):
+class ParamDescriptionsField(EditorJSONField):
     """``{"parameter": "description"}`` from the chosen handler's boxes (a
     blank box: the handler's own description), or from JSON text."""
 
     widget = ParamDescriptionsWidget  # type: ignore[assignment]
     default_validators = [*StorableJSONFormField.default_validators, validate_no_bidi]
+    posted = PostedOverrides
 
     def to_python(self, value: Any) -> Any:
         if isinstance(value, PostedOverrides):
             return {key: text.strip() for key, text in value.items() if text.strip()}
         return super().to_python(value)
 
-    def bound_data(self, data: Any, initial: Any) -> Any:
-        if isinstance(data, PostedOverrides):
-            return data
-        return super().bound_data(data, initial)
-
     def has_changed(self, initial: Any, data: Any) -> bool:
-        try:
-            value = self.to_python(data)
-        except ValidationError:
-            return True
-        return not same_overrides(initial or {}, value or {})
+        return changed(self, initial, data, empty={}, same=same_overrides)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, Mapping) and overrides_shown(value):
@@ -316,7 +304,7 @@ def _cell_json(where: str, text: str, problems: list[str]) -> Any:
     return value
 
 
-class ExamplesField(StorableJSONFormField):
+class ExamplesField(EditorJSONField):
     """``[{"description", "input", "output"}]`` from a row per example, or
     from JSON text."""
 
@@ -368,17 +356,8 @@ class ExamplesField(StorableJSONFormField):
         examples.numbers = tuple(numbers)
         return examples
 
-    def bound_data(self, data: Any, initial: Any) -> Any:
-        if isinstance(data, PostedRows):
-            return data
-        return super().bound_data(data, initial)
-
     def has_changed(self, initial: Any, data: Any) -> bool:
-        try:
-            value = self.to_python(data)
-        except ValidationError:
-            return True
-        return not same_examples(initial or [], value or [])
+        return changed(self, initial, data, empty=[], same=same_examples)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, PostedRows):
