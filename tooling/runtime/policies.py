@@ -100,7 +100,7 @@ class ToolPolicy(Protocol):
     ``before_run(tool, params, *, context)``, called once every policy allowed
     the call, just before its handler and outside its transaction, so what it
     saves stays even when the handler fails (``CallLimitPolicy`` counts calls
-    this way; see ``ToolExecutor._before_run``)."""
+    this way; see ``execution.policy_gate.policies_before_run``)."""
 
     @property
     def name(self) -> str: ...
