@@ -63,6 +63,14 @@ DOORS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"cursor", "execute", "raw"}),
         "the section tree's recursive reads",
     ),
+    # A text search that chose the trigram index is read in a transaction
+    # with sequential scans off (SET LOCAL enable_seqscan): PostgreSQL
+    # prices LIKE on a long text as one operator and would read every text
+    # instead (filters.search_index_plan, ADR 0028's addendum).
+    "sessions_app/audit/filters.py": (
+        frozenset({"cursor", "execute"}),
+        "a search's index plan",
+    ),
     # The prompts an edit touches: a UNION of small selects (built by
     # catalog.sql_names) as ``pk__in``, one query instead of one per link.
     "tooling/assembly/edits.py": (

@@ -45,6 +45,7 @@ from sessions_app.audit.filters import (
     AgentSessionFilterSet,
     CitationFilterSet,
     ToolInvocationFilterSet,
+    search_index_plan,
 )
 from sessions_app.audit.pagination import (
     MAX_PAGE_SIZE,
@@ -157,6 +158,12 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         return AgentSession.objects.select_related("created_by", "cancelled_by").get(
             pk=pk
         )
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        queryset = self.filter_queryset(self.get_queryset())
+        with search_index_plan(queryset):  # a search read as it chose
+            page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return Response(self._detail(self.get_object()))
@@ -293,7 +300,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
             ),
             OpenApiParameter(
                 "kind",
-                {"type": "array", "items": {"enum": list(timeline.FILTERS)}},
+                {"type": "array", "items": {"enum": [*timeline.FILTERS]}},
                 explode=True,
                 description="Only these kinds (repeat the parameter for several): "
                 "provider (calls and quota decisions), tool (local calls), native, "

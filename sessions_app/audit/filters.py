@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ import django_filters
 from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import MinLengthValidator, RegexValidator
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django_filters import fields as filter_fields
 
@@ -61,6 +62,34 @@ def search_order(queryset: QuerySet[Any]) -> str:
     """The field a list of sessions is ordered by, newest first:
     ``created_at``, or its copy a search sorts by."""
     return SEARCH_ORDER if SEARCH_ORDER in queryset.query.annotations else "created_at"
+
+
+@contextmanager
+def search_index_plan(queryset: QuerySet[Any]) -> Iterator[None]:
+    """Read ``queryset`` (evaluated inside) the way ``filter_search`` chose:
+    a search that reads the trigram index on PostgreSQL runs in a
+    transaction that tells the planner not to read every search text
+    instead (``enable_seqscan`` off for that transaction only). Anything
+    else is read as it is.
+
+    PostgreSQL prices ``LIKE`` as one operator whatever the text's length,
+    so from about 8,000 expected matches (of 100,000 texts) it prefers
+    reading every text, each tested with ``LIKE``: 130-190 ms against 35 ms
+    from the index for 9,400 matches (docs/benchmarks.md). ``filter_search``
+    takes the index only for fewer than ``SEARCH_INDEX_ROWS`` expected
+    matches, where the index read is always the cheaper one.
+    """
+    database = connections[queryset.db]
+    if (
+        database.vendor != "postgresql"
+        or SEARCH_ORDER not in queryset.query.annotations
+    ):
+        yield
+        return
+    with transaction.atomic(using=queryset.db):
+        with database.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        yield
 
 
 def expected_rows(queryset: QuerySet[Any]) -> float:

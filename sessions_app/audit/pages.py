@@ -37,6 +37,7 @@ from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.audit.filters import (
     AgentSessionFilterSet,
     CitationFilterSet,
+    search_index_plan,
     search_order,
 )
 from sessions_app.experiments import pages as experiment_pages
@@ -145,12 +146,13 @@ class KeysetListMixin:
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         rows = self.object_list  # type: ignore[attr-defined]
-        page = paging.keyset_page(
-            rows,
-            query=self.request.GET,
-            size=self.page_size,
-            field=search_order(rows),  # a search's matches by their copy of it
-        )
+        with search_index_plan(rows):  # a search read as it chose
+            page = paging.keyset_page(
+                rows,
+                query=self.request.GET,
+                size=self.page_size,
+                field=search_order(rows),  # a search's matches by their copy
+            )
         context: dict[str, Any] = super().get_context_data(  # type: ignore[misc]
             object_list=page.rows, **kwargs
         )
