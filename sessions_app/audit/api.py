@@ -15,7 +15,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -39,8 +38,8 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, services
-from sessions_app.approvals.serializers import ApprovalRequestEventSerializer
-from sessions_app.audit import timeline, timings
+from sessions_app.audit import timeline
+from sessions_app.audit.event_rows import event_rows
 from sessions_app.audit.filters import (
     AgentSessionFilterSet,
     CitationFilterSet,
@@ -56,13 +55,8 @@ from sessions_app.audit.pagination import (
 )
 from sessions_app.audit.row_serializers import (
     CitationListSerializer,
-    CitationSerializer,
     EventPageSerializer,
-    PolicyDenialSerializer,
     ProviderCallDetailSerializer,
-    ProviderCallSummarySerializer,
-    QuotaDecisionSerializer,
-    StateChangeSerializer,
     ToolInvocationListSerializer,
     ToolInvocationSerializer,
 )
@@ -78,15 +72,6 @@ from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.throttling import SharedScopedRateThrottle
 
-EVENT_SERIALIZERS: dict[str, type[BaseSerializer[Any]]] = {
-    "provider_call": ProviderCallSummarySerializer,
-    "quota_decision": QuotaDecisionSerializer,
-    "citation": CitationSerializer,
-    "policy_denial": PolicyDenialSerializer,
-    "tool_invocation": ToolInvocationSerializer,
-    "state_change": StateChangeSerializer,
-    "approval": ApprovalRequestEventSerializer,
-}
 SESSION_ID = "The session's id."
 EVENTS_PAGE = 100
 EVENTS_PAGE_MAX = MAX_PAGE_SIZE
@@ -333,33 +318,7 @@ class AgentSessionViewSet(viewsets.ReadOnlyModelViewSet[AgentSession]):
         events, next_position = timeline.events_page(
             session, after=after, limit=size, kinds=kinds, native=native
         )
-        now = timezone.now()
-        context = self.get_serializer_context()
-        # One serializer per kind (its fields are built once), not per event.
-        data: dict[int, Any] = {}
-        for kind, serializer_class in EVENT_SERIALIZERS.items():
-            of_kind = [event for event in events if event.kind == kind]
-            if of_kind:
-                serialized = serializer_class(
-                    [event.row for event in of_kind], many=True, context=context
-                ).data
-                data.update(zip(map(id, of_kind), serialized, strict=True))
-        results = [
-            {
-                "kind": event.kind,
-                "turn": event.turn,
-                "sequence": getattr(event.row, "sequence", None)
-                if event.kind
-                in ("policy_denial", "tool_invocation", "state_change", "approval")
-                else None,
-                "created_at": event.row.created_at,
-                "started_at": span.start if span else None,
-                "duration_ms": round(span.duration_ms, 3) if span else None,
-                "data": data[id(event)],
-            }
-            for event in events
-            for span in (timings.span_of(event.kind, event.row, now),)
-        ]
+        results = event_rows(events, self.get_serializer_context())
         next_url = None
         if next_position is not None:
             next_url = replace_query_param(

@@ -34,12 +34,7 @@ from sessions_app import access, services
 from sessions_app.approvals import inbox
 from sessions_app.audit import paging, timeline, waterfall
 from sessions_app.audit.bidi import NeutraliseBidiMixin
-from sessions_app.audit.filters import (
-    AgentSessionFilterSet,
-    CitationFilterSet,
-    search_index_plan,
-    search_order,
-)
+from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.experiments import pages as experiment_pages
 from sessions_app.models import (
     AgentSession,
@@ -136,39 +131,8 @@ def search_call_fields() -> dict[str, Any]:
     }
 
 
-class KeysetListMixin:
-    """A filtered ``ListView`` whose pages are keyset pages (``paging.py``):
-    newest first, no count of the table, any page as fast as the first. The
-    view sets ``filterset`` in ``get_queryset``; links keep its filters."""
-
-    page_size = 25
-    request: HttpRequest
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        rows = self.object_list  # type: ignore[attr-defined]
-        with search_index_plan(rows):  # a search read as it chose
-            page = paging.keyset_page(
-                rows,
-                query=self.request.GET,
-                size=self.page_size,
-                field=search_order(rows),  # a search's matches by their copy
-            )
-        context: dict[str, Any] = super().get_context_data(  # type: ignore[misc]
-            object_list=page.rows, **kwargs
-        )
-        query = self.request.GET.copy()
-        for name in paging.PARAMETERS:
-            query.pop(name, None)
-        context.update(
-            filter=self.filterset,  # type: ignore[attr-defined]
-            page=page,
-            query_string=query.urlencode(),
-        )
-        return context
-
-
 class SessionListView(
-    LoginRequiredMixin, NeutraliseBidiMixin, KeysetListMixin, ListView
+    LoginRequiredMixin, NeutraliseBidiMixin, paging.KeysetListMixin, ListView
 ):
     template_name = "sessions_app/agentsession_list.html"
     context_object_name = "sessions"
@@ -391,7 +355,7 @@ class SessionCancelView(LoginRequiredMixin, View):
 
 
 class CitationListView(
-    LoginRequiredMixin, NeutraliseBidiMixin, KeysetListMixin, ListView
+    LoginRequiredMixin, NeutraliseBidiMixin, paging.KeysetListMixin, ListView
 ):
     page_size = 50
     template_name = "sessions_app/citation_list.html"

@@ -1,4 +1,5 @@
-"""Keyset pages for the HTML lists: newest first by ``(created_at, pk)``.
+"""Keyset pages for the HTML lists: newest first by ``(created_at, pk)``
+(``keyset_page``; ``KeysetListMixin`` for a filtered ``ListView``).
 
 A page is one query of ``size + 1`` rows after (or before) the position of a
 row of the previous page, so the 2,000th page costs what the first does and
@@ -20,7 +21,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
+
+from sessions_app.audit.filters import search_index_plan, search_order
 
 Position = tuple[datetime.datetime, Any]
 # The query parameters of a page: dropped from the links' other filters.
@@ -117,3 +120,34 @@ def keyset_page(
         older=encode_position(_position(rows[-1])) if more else None,
         is_first=not after,
     )
+
+
+class KeysetListMixin:
+    """A filtered ``ListView`` whose pages are keyset pages (``keyset_page``):
+    newest first, no count of the table, any page as fast as the first. The
+    view sets ``filterset`` in ``get_queryset``; links keep its filters."""
+
+    page_size = 25
+    request: HttpRequest
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        rows = self.object_list  # type: ignore[attr-defined]
+        with search_index_plan(rows):  # a search read as it chose
+            page = keyset_page(
+                rows,
+                query=self.request.GET,
+                size=self.page_size,
+                field=search_order(rows),  # a search's matches by their copy
+            )
+        context: dict[str, Any] = super().get_context_data(  # type: ignore[misc]
+            object_list=page.rows, **kwargs
+        )
+        query = self.request.GET.copy()
+        for name in PARAMETERS:
+            query.pop(name, None)
+        context.update(
+            filter=self.filterset,  # type: ignore[attr-defined]
+            page=page,
+            query_string=query.urlencode(),
+        )
+        return context

@@ -18,7 +18,7 @@ from django.views.generic import ListView, TemplateView
 
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
-from sessions_app.audit.pages import KeysetListMixin
+from sessions_app.audit.paging import KeysetListMixin
 from tooling.models import CatalogRevision
 
 from . import compare, queries
