@@ -38,6 +38,7 @@ from ...session import InMemorySession, SessionProtocol
 from ...tools import Tool
 from ...trust import TrustLevel
 from .codecs import HostedToolCodec, default_codecs
+from .context import RunContext
 from .native import bind_native_tools
 from .quotas import limited_specs, offered_request
 from .redaction import redact_request, redact_tools
@@ -324,18 +325,17 @@ class OpenAIAdapter:
         sink = sink if sink is not None else NullSink()
         tracker = BudgetTracker(budget) if budget is not None else None
         run_id = run_id or str(uuid.uuid4())
-        run = Run(
-            self,
-            prompt,
-            session,
-            sink,
-            deadline,
-            tracker,
-            heartbeat,
-            run_id,
-            resume,
-            pricing=pricing,
+        context = RunContext(
+            adapter=self,
+            prompt_name=prompt.name,
+            session=session,
+            sink=sink,
+            deadline=deadline,
+            tracker=tracker,
+            heartbeat=heartbeat,
+            run_id=run_id,
         )
+        run = Run(context, prompt, resume, pricing=pricing)
         try:
             if deadline is not None and deadline.expired():
                 raise PromptEvaluationError(

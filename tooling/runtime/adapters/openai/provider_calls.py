@@ -16,22 +16,21 @@ it appears (a provider may echo them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...deadlines import BudgetTracker, Deadline, TokenUsage
+from ...deadlines import TokenUsage
 from ...errors import PromptEvaluationError
 from ...events import (
-    EventSink,
     ProviderCallCompleted,
     ProviderCallFailed,
     event_id_for,
 )
-from ...session import SessionProtocol
 from ...text import sendable
 from .codecs.base import JsonObject, field
+from .context import RunContext
 from .costs import RunCosts
 from .parsing import (
     BASE_ITEM_TYPES,
@@ -44,32 +43,14 @@ from .redaction import SecretRedactor, redact_request, redact_response, tool_sec
 from .sending import Sender, SendFailure
 from .statuses import status_problem
 
-if TYPE_CHECKING:
-    from .adapter import OpenAIAdapter
-
 
 class ProviderCalls:
     """The provider calls of one run and what their responses add up to:
     ``usage``, ``citations`` and every output item so far (``items``)."""
 
-    def __init__(
-        self,
-        adapter: OpenAIAdapter,
-        prompt_name: str,
-        session: SessionProtocol,
-        sink: EventSink,
-        deadline: Deadline | None,
-        tracker: BudgetTracker | None,
-        heartbeat: Callable[[], None] | None,
-        run_id: str,
-        costs: RunCosts,
-    ) -> None:
-        self.adapter = adapter
-        self.prompt_name = prompt_name
-        self.session = session
-        self.sink = sink
-        self.tracker = tracker
-        self.run_id = run_id
+    def __init__(self, context: RunContext, costs: RunCosts) -> None:
+        self.context = context
+        adapter = context.adapter
         self.costs = costs
         self.usage = TokenUsage()
         self.last_cost: Decimal | None = None  # the latest response's
@@ -85,8 +66,8 @@ class ProviderCalls:
             adapter.request_client,
             max_retries=adapter.max_retries,
             timeout=adapter.timeout,
-            deadline=deadline,
-            heartbeat=heartbeat,
+            deadline=context.deadline,
+            heartbeat=context.heartbeat,
             poll_seconds=adapter.poll_seconds,
             # the secrets are known once the request is built (``know_tools``)
             redact=lambda text: self.redact.text(text),
@@ -95,14 +76,17 @@ class ProviderCalls:
     def know_tools(self, tools: Iterable[Any]) -> None:
         """Mask the credentials of the request's ``tools`` too, from now on."""
         self.redact = SecretRedactor(
-            [*tool_secrets(tools), _api_key(self.adapter.request_client)]
+            [*tool_secrets(tools), _api_key(self.context.adapter.request_client)]
         )
 
     def _fail(
         self, message: str, phase: Any, payload: Mapping[str, Any] | None = None
     ) -> PromptEvaluationError:
         return PromptEvaluationError(
-            message, prompt_name=self.prompt_name, phase=phase, provider_payload=payload
+            message,
+            prompt_name=self.context.prompt_name,
+            phase=phase,
+            provider_payload=payload,
         )
 
     def replay(self, recorded: Mapping[str, Any]) -> JsonObject:
@@ -120,8 +104,8 @@ class ProviderCalls:
         usage = TokenUsage.from_payload(data.get("usage"))
         self.usage = self.usage + usage
         self.last_cost = self.costs.provider_call(usage)
-        if self.tracker is not None:
-            self.tracker.record(usage)
+        if self.context.tracker is not None:
+            self.context.tracker.record(usage)
         items = output_items(data)
         self.citations.extend(citations_from_items(items, earlier=self.items))
         self.items.extend(items)
@@ -143,9 +127,9 @@ class ProviderCalls:
             reply = self.sender.send(request)
         except SendFailure as failure:
             message = redact.text(failure.message)
-            self.sink.emit(
+            self.context.sink.emit(
                 ProviderCallFailed(
-                    prompt_name=self.prompt_name,
+                    prompt_name=self.context.prompt_name,
                     turn=turn,
                     request=record,
                     input_offset=sent,
@@ -157,8 +141,8 @@ class ProviderCalls:
                     attempts=redact.attempts(failure.attempts),
                     phase=failure.phase,
                     started_at=started_at,
-                    session_id=self.session.session_id,
-                    event_id=event_id_for(self.run_id, "provider", turn),
+                    session_id=self.context.session.session_id,
+                    event_id=event_id_for(self.context.run_id, "provider", turn),
                 )
             )
             raise self._fail(message, failure.phase, redact(failure.payload)) from None
@@ -168,9 +152,9 @@ class ProviderCalls:
         self.scrub_history = self.scrub_history or reply.has_surrogates
         earlier = len(self.citations)
         usage = self.account(data)
-        self.sink.emit(
+        self.context.sink.emit(
             ProviderCallCompleted(
-                prompt_name=self.prompt_name,
+                prompt_name=self.context.prompt_name,
                 turn=turn,
                 request=record,
                 input_offset=sent,
@@ -186,8 +170,8 @@ class ProviderCalls:
                 attempts=redact.attempts(reply.attempts),
                 cost=self.last_cost,
                 started_at=started_at,
-                session_id=self.session.session_id,
-                event_id=event_id_for(self.run_id, "provider", turn),
+                session_id=self.context.session.session_id,
+                event_id=event_id_for(self.context.run_id, "provider", turn),
             )
         )
         self._check_status(data)
@@ -197,7 +181,7 @@ class ProviderCalls:
         """The types of the response's items neither the run nor any codec of
         the adapter reads."""
         known = set(BASE_ITEM_TYPES)
-        for codec in self.adapter.hosted_tool_codecs.values():
+        for codec in self.context.adapter.hosted_tool_codecs.values():
             known.update(codec.item_types)
         return tuple(
             str(field(item, "type"))

@@ -22,18 +22,17 @@ are not requested again and recorded calls are not run again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...deadlines import BudgetTracker, Deadline, TokenUsage
+from ...deadlines import TokenUsage
 from ...errors import (
     BudgetExceededError,
     EvaluationPhase,
     PromptEvaluationError,
 )
 from ...events import (
-    EventSink,
     PromptExecuted,
     PromptRendered,
     event_id_for,
@@ -42,10 +41,10 @@ from ...execution.calls import FunctionCall
 from ...execution.executor import ToolExecutor
 from ...pricing import PriceSheet
 from ...prompt import Prompt, PromptResponse, RenderedPrompt
-from ...session import SessionProtocol
 from .answer import hosted_outputs, structured_output
 from .approvals import McpApprovals
 from .codecs.base import field
+from .context import RunContext
 from .costs import RunCosts
 from .function_calls import function_call, function_call_output
 from .hosted_calls import HostedCalls
@@ -61,9 +60,6 @@ from .provider_calls import ProviderCalls
 from .quotas import HostedQuotas
 from .redaction import redact_tools
 from .resume import RunRecord
-
-if TYPE_CHECKING:
-    from .adapter import OpenAIAdapter
 
 logger = logging.getLogger(__name__)
 
@@ -94,40 +90,18 @@ class Run:
 
     def __init__(
         self,
-        adapter: OpenAIAdapter,
+        context: RunContext,
         prompt: Prompt,
-        session: SessionProtocol,
-        sink: EventSink,
-        deadline: Deadline | None,
-        tracker: BudgetTracker | None,
-        heartbeat: Callable[[], None] | None,
-        run_id: str,
         resume: RunRecord | None = None,
         pricing: PriceSheet | None = None,
     ) -> None:
-        self.adapter = adapter
+        self.context = context
         self.prompt = prompt
-        self.session = session
-        self.sink = sink
-        self.deadline = deadline
-        self.tracker = tracker
-        self.heartbeat = heartbeat
-        self.run_id = run_id
         self.resume = resume or RunRecord()
-        self.costs = RunCosts(pricing, adapter.model, tracker)
+        self.costs = RunCosts(pricing, context.adapter.model, context.tracker)
         self.sequence = SequenceCounter()
         self.call_ids: set[str] = set()
-        self.provider = ProviderCalls(
-            adapter,
-            prompt.name,
-            session,
-            sink,
-            deadline,
-            tracker,
-            heartbeat,
-            run_id,
-            self.costs,
-        )
+        self.provider = ProviderCalls(context, self.costs)
 
     @property
     def usage(self) -> TokenUsage:
@@ -135,7 +109,7 @@ class Run:
         return self.provider.usage
 
     def event_id(self, *parts: object) -> str:
-        return event_id_for(self.run_id, *parts)
+        return event_id_for(self.context.run_id, *parts)
 
     def _fail(
         self, message: str, phase: Any, payload: Mapping[str, Any] | None = None
@@ -145,12 +119,13 @@ class Run:
         )
 
     def execute(self, rendered: RenderedPrompt, max_turns: int) -> PromptResponse:
-        adapter = self.adapter
+        context = self.context
+        adapter = context.adapter
         provider = self.provider
         body = adapter.request_preview(rendered)  # validates before any request
         provider.know_tools(body.get("tools", ()))
         rendered, native_tools = adapter.bind_native(rendered)
-        self.sink.emit(
+        context.sink.emit(
             PromptRendered(
                 prompt_name=rendered.prompt_name,
                 text=rendered.text,
@@ -158,31 +133,31 @@ class Run:
                 params=rendered.params,
                 trust_level=rendered.trust_level,
                 withheld_hosted_tools=rendered.withheld_hosted_tools,
-                session_id=self.session.session_id,
+                session_id=context.session.session_id,
                 event_id=self.event_id("rendered"),
             )
         )
         executor = ToolExecutor(
             prompt=self.prompt,
             rendered=rendered,
-            session=self.session,
-            sink=self.sink,
+            session=context.session,
+            sink=context.sink,
             adapter=adapter,
             adapter_name=adapter.name,
-            deadline=self.deadline,
-            budget_tracker=self.tracker,
-            heartbeat=self.heartbeat,
+            deadline=context.deadline,
+            budget_tracker=context.tracker,
+            heartbeat=context.heartbeat,
             sequence=self.sequence,
-            run_id=self.run_id,
+            run_id=context.run_id,
             approvals=self.resume.approvals,
             answers=self.resume.answers,
         )
         mcp_approvals = McpApprovals(
             decisions=self.resume.approvals,
             rendered=rendered,
-            sink=self.sink,
-            session_id=self.session.session_id,
-            run_id=self.run_id,
+            sink=context.sink,
+            session_id=context.session.session_id,
+            run_id=context.run_id,
         )
         local = LocalCalls(
             executor, rendered, adapter.shell_executors, self.call_ids, self.sequence
@@ -190,9 +165,9 @@ class Run:
         quotas = HostedQuotas(
             rendered=rendered,
             serialize=adapter._serialize,
-            sink=self.sink,
-            session_id=self.session.session_id,
-            run_id=self.run_id,
+            sink=context.sink,
+            session_id=context.session.session_id,
+            run_id=context.run_id,
             ceiling=adapter.extra_request.get("max_tool_calls"),
         )
         hosted = HostedCalls(
@@ -203,9 +178,9 @@ class Run:
             quotas=quotas,
             costs=self.costs,
             sequence=self.sequence,
-            sink=self.sink,
-            session=self.session,
-            run_id=self.run_id,
+            sink=context.sink,
+            session=context.session,
+            run_id=context.run_id,
         )
         history: list[Any] = list(body.pop("input"))
         recorded = self.resume.responses
@@ -267,7 +242,7 @@ class Run:
                     output_text = executor.execute(call).output
                 history.append(function_call_output(call, output_text))
             if rendered.tool_choice is not None and rendered.tool_choice.forcing:
-                body["tool_choice"] = self.adapter.tool_choice_payload(
+                body["tool_choice"] = context.adapter.tool_choice_payload(
                     rendered.tool_choice.relaxed(), rendered
                 )
         raise self._fail(
@@ -282,13 +257,13 @@ class Run:
         *,
         before_request: bool = False,
     ) -> None:
-        if self.heartbeat is not None:
-            self.heartbeat()
-        if self.deadline is not None and self.deadline.expired():
-            raise self._fail(deadline_message, phase, self.deadline.payload())
-        if self.tracker is not None:
+        if self.context.heartbeat is not None:
+            self.context.heartbeat()
+        if self.context.deadline is not None and self.context.deadline.expired():
+            raise self._fail(deadline_message, phase, self.context.deadline.payload())
+        if self.context.tracker is not None:
             try:
-                self.tracker.check()
+                self.context.tracker.check()
                 if before_request:  # the money budget (costs.py)
                     self.costs.check_before_request()
             except BudgetExceededError as error:
@@ -302,15 +277,17 @@ class Run:
         output: Any = None
         if rendered.output is not None:
             output = structured_output(rendered, text, self.prompt.name)
-        by_tool = hosted_outputs(rendered, self.provider.items, self.adapter._codec)
-        self.sink.emit(
+        by_tool = hosted_outputs(
+            rendered, self.provider.items, self.context.adapter._codec
+        )
+        self.context.sink.emit(
             PromptExecuted(
                 prompt_name=rendered.prompt_name,
                 text=text,
                 output=output,
                 usage=self.usage,
                 turns=turns,
-                session_id=self.session.session_id,
+                session_id=self.context.session.session_id,
                 event_id=self.event_id("end"),
             )
         )
