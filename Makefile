@@ -54,8 +54,11 @@ serve: setup  ## Production server: migrate, collectstatic, then gunicorn (DEBUG
 	DEBUG=$${DEBUG:-0} HOST=$(HOST) PORT=$(PORT) \
 	  exec $(BIN)/gunicorn wink_project.wsgi -c gunicorn.conf.py
 
+# TEST_WORKERS: test processes side by side (pytest-xdist); 0 runs them in this one.
+TEST_WORKERS ?= 2
+
 test: setup  ## Set up and run every test (SQLite unless DATABASE_URL is set)
-	DEBUG=1 $(BIN)/python -m pytest
+	DEBUG=1 $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 browser:  ## Install Debian's Chromium and ChromeDriver for the browser tests (root)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \

@@ -122,6 +122,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # an application crash loses nothing committed; a power cut may lose the
     # last commits, never half of one).
     options = DATABASES["default"].setdefault("OPTIONS", {})
+    # The tests' database: in memory, as Django's SQLite backend makes it by
+    # default; named so that pytest-xdist's workers (make test) keep it so.
+    DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", ":memory:")
     options["transaction_mode"] = "IMMEDIATE"
     options.setdefault(
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
