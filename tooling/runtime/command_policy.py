@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .errors import PromptValidationError
 from .policies import PolicyDecision
+from .text import shortened
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -121,7 +122,7 @@ class CommandPolicy:
             decision = self.decide(command)
             if not decision.allowed:
                 return PolicyDecision.deny(
-                    f"Command {position} ({_short(str(command))!r}) refused: "
+                    f"Command {position} ({shortened(str(command))!r}) refused: "
                     f"{decision.reason}."
                 )
         return PolicyDecision.allow()
@@ -176,14 +177,14 @@ class CommandPolicy:
             allowed = ", ".join(sorted(self.allowed_programs)) or "none"
             return CommandDecision(
                 False,
-                f"program '{_short(program)}' is not allowed (allowed: {allowed})",
+                f"program '{shortened(program)}' is not allowed (allowed: {allowed})",
             )
         refused = self.refused_options.get(program, frozenset())
         for argument in argv[1:]:
             if _escapes(argument):
                 return CommandDecision(
                     False,
-                    f"argument '{_short(argument)}' leaves the working directory",
+                    f"argument '{shortened(argument)}' leaves the working directory",
                 )
             option = _refused_option(argument, refused)
             if option is not None:
@@ -230,7 +231,3 @@ def _refused_option(argument: str, refused: frozenset[str]) -> str | None:
             None,
         )
     return None
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"

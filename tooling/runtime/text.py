@@ -181,3 +181,8 @@ def fit(text: str, max_length: int) -> tuple[str, bool]:
     if len(text) <= max_length:
         return text, False
     return text[: max_length - 1] + "\u2026", True
+
+
+def shortened(text: str, limit: int = 80) -> str:
+    """``text`` as a message quotes it: at most ``limit`` characters (``fit``)."""
+    return fit(text, limit)[0]

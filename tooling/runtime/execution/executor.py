@@ -58,6 +58,7 @@ from ..prompt import Prompt, RenderedPrompt
 from ..reducers import Reducer, prompt_reducers, reduce_event
 from ..results import ToolResult
 from ..session import SessionProtocol
+from ..text import shortened
 from .arguments import parse_arguments
 from .calls import FunctionCall, ToolAnswers, ToolExecution
 from .handler import run_handler
@@ -170,7 +171,7 @@ class ToolExecutor:
         if tool is None or tool.handler is None:
             if tool is None and self.rendered.hosted_tool(call.name) is None:
                 message = (
-                    f"Unknown tool '{_short(call.name)}'. Available tools: "
+                    f"Unknown tool '{shortened(call.name)}'. Available tools: "
                     f"{', '.join(t.name for t in self.rendered.tools) or 'none'}."
                 )
             else:
@@ -234,10 +235,6 @@ class ToolExecutor:
         events = published if result.success else []
         execution = recorder.finish(tool, params, result, written, events)
         return execution, stop
-
-
-def _short(name: str, limit: int = 80) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "\u2026"
 
 
 def _counter() -> Iterator[int]:
