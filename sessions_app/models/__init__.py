@@ -16,8 +16,8 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
 ``state.py``, the daily spend roll-ups in ``spend.py``, the search text of a
-session in ``search.py``, and datasets, graders
-and experiments in ``experiments.py``; import them from here.
+session in ``search.py``, the fields audit rows share in ``fields.py``, and
+datasets, graders and experiments in ``experiments.py``; import them from here.
 """
 
 from sessions_app.models.approvals import ApprovalRequest, ApprovalRequestQuerySet
@@ -39,6 +39,7 @@ from sessions_app.models.experiments import (
     ExperimentRun,
     Grader,
 )
+from sessions_app.models.fields import cost_field, event_id_field, text_altered_field
 from sessions_app.models.search import SessionSearchText
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
@@ -46,13 +47,10 @@ from sessions_app.models.sessions import (
     AgentSessionQuerySet,
     AuditQuerySet,
     VisibleQuerySetMixin,
-    cost_field,
     count_of,
-    event_id_field,
     session_duration,
     session_search_text,
     session_url,
-    text_altered_field,
 )
 from sessions_app.models.spend import DailySpend, DailySpendDay
 from sessions_app.models.state import SessionStateEntry, VirtualFile

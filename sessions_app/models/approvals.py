@@ -11,11 +11,8 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from sessions_app import access
-from sessions_app.models.sessions import (
-    AgentSession,
-    event_id_field,
-    text_altered_field,
-)
+from sessions_app.models.fields import event_id_field, text_altered_field
+from sessions_app.models.sessions import AgentSession
 from tooling.append_only import (
     AppendOnlyError,
 )

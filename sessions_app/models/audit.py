@@ -12,14 +12,12 @@ from django.db.models import Q
 from django.db.models.functions import Cast, Concat, Reverse
 from django.utils import timezone
 
+from sessions_app.models.fields import cost_field, event_id_field, text_altered_field
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
     AgentSession,
     AuditQuerySet,
     VisibleQuerySetMixin,
-    cost_field,
-    event_id_field,
-    text_altered_field,
 )
 from tooling.append_only import (
     AppendOnlyModel,
