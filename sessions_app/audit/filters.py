@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 import django_filters
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.postgres.expressions import ArraySubquery
 from django.core.validators import MinLengthValidator, RegexValidator
 from django.db import connection, connections, transaction
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, F, Lookup, OuterRef, Q, QuerySet, Subquery
 from django_filters import fields as filter_fields
 
 from sessions_app.models import (
@@ -75,9 +76,11 @@ def search_index_plan(queryset: QuerySet[Any]) -> Iterator[None]:
     PostgreSQL prices ``LIKE`` as one operator whatever the text's length,
     so from about 8,000 expected matches (of 100,000 texts) it prefers
     reading every text, each tested with ``LIKE``: 130-190 ms against 35 ms
-    from the index for 9,400 matches (docs/benchmarks.md). ``filter_search``
-    takes the index only for fewer than ``SEARCH_INDEX_ROWS`` expected
-    matches, where the index read is always the cheaper one.
+    from the index for 9,400 matches (docs/benchmarks.md; 9 ms since the
+    matches are sorted inside a view, ADR 0028's second addendum).
+    ``filter_search`` takes the index only for fewer than
+    ``SEARCH_INDEX_ROWS`` expected matches, where the index read is always
+    the cheaper one.
     """
     database = connections[queryset.db]
     if (
@@ -90,6 +93,19 @@ def search_index_plan(queryset: QuerySet[Any]) -> Iterator[None]:
         with database.cursor() as cursor:
             cursor.execute("SET LOCAL enable_seqscan = off")
         yield
+
+
+class EqualsAny(Lookup):
+    """``lhs = ANY(rhs)``: the left side is one of the right side's array
+    (PostgreSQL; a filter's expression, not a registered lookup)."""
+
+    lookup_name = "equals_any"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
 
 
 def expected_rows(queryset: QuerySet[Any]) -> float:
@@ -238,7 +254,8 @@ class AgentSessionFilterSet(StrictFilterSet):
         texts the database expects to match (ADR 0028): few, and the trigram
         index of the texts (PostgreSQL) names them, they are sorted by their
         copy of ``created_at`` (``SEARCH_ORDER``, which the pages order by)
-        and only the page's sessions are read; many, and the page is read
+        inside the view ``SearchTextByTime`` reads, and only the page's
+        sessions are read; many, and the page is read
         newest first, each session's text tested until the page is full,
         which stops early because matches are frequent. SQLite has no
         trigram index: it always reads newest first.
@@ -248,29 +265,38 @@ class AgentSessionFilterSet(StrictFilterSet):
             return queryset
         folded = fold(value)
 
-        # Correlated subqueries with LIMIT 1: a test of each row read, which
-        # PostgreSQL cannot turn into a hashed subplan of every match (as it
-        # does an EXISTS under an OR: every tool call of every session read).
-        def tool_match(session: Any) -> Subquery:
-            return Subquery(
+        def tool_calls(session: Any) -> QuerySet[ToolInvocation]:
+            return (
                 ToolInvocation.objects.alias(text=tool_search_text())
                 .filter(session=session, text__icontains=value)
                 .order_by()
-                .values("pk")[:1]
             )
+
+        # A correlated subquery with LIMIT 1: a test of each row read, which
+        # PostgreSQL cannot turn into a hashed subplan of every match (as it
+        # does an EXISTS under an OR: every tool call of every session read).
+        def tool_match(session: Any) -> Subquery:
+            return Subquery(tool_calls(session).values("pk")[:1])
 
         if connection.vendor == "postgresql" and (
             expected_rows(SessionSearchText.objects.filter(text__contains=folded))
             <= SEARCH_INDEX_ROWS
         ):
-            return (
-                queryset.alias(search_tool=tool_match(OuterRef("pk")))
-                .filter(
-                    Q(search_text__text__contains=folded)
-                    | Q(search_text__ended=False, search_tool__isnull=False)
-                )
-                .annotate(**{SEARCH_ORDER: F("search_text__created_at")})
+            # The sessions in flight whose tool calls match (few: those
+            # running now) as an array the database reads once, before the
+            # page: every condition is then on the view's columns, and
+            # PostgreSQL tests them in the view's subquery, before the sort
+            # and before a session is read (a subquery per row would keep
+            # them outside it).
+            in_flight = ArraySubquery(
+                SessionSearchText.objects.filter(ended=False)
+                .filter(Exists(tool_calls(OuterRef("session_id"))))
+                .values("session_id")
             )
+            return queryset.filter(
+                Q(search_by_time__text__contains=folded)
+                | EqualsAny(F("search_by_time__session_id"), in_flight)
+            ).annotate(**{SEARCH_ORDER: F("search_by_time__created_at")})
         text_match = (
             SessionSearchText.objects.alias(
                 search_tool=tool_match(OuterRef("session_id"))

@@ -40,7 +40,7 @@ from sessions_app.models.experiments import (
     Grader,
 )
 from sessions_app.models.fields import cost_field, event_id_field, text_altered_field
-from sessions_app.models.search import SessionSearchText
+from sessions_app.models.search import SearchTextByTime, SessionSearchText
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
     AgentSession,
@@ -74,6 +74,7 @@ __all__ = [
     "PolicyDenial",
     "ProviderCall",
     "QuotaDecision",
+    "SearchTextByTime",
     "SessionPurge",
     "SessionSearchText",
     "SessionStateEntry",

@@ -5,11 +5,12 @@ the page as the API refuses them. Runs on SQLite and on PostgreSQL (with
 
 import datetime
 import io
+import json
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -469,6 +470,56 @@ def test_postgresql_reads_search_and_duration_from_their_indexes():
         ).qs.get()
         == session
     )
+
+
+def test_postgresql_reads_only_the_pages_sessions_of_a_search_from_the_index():
+    """The matching texts are sorted before a session is read (the view's
+    subquery, ``SearchTextByTime``), so a page of 10 of 40 matches reads 11
+    sessions, not 40; a session in flight whose tool call matches is named in
+    that subquery too."""
+    if connection.vendor != "postgresql":
+        pytest.skip("trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
+    matches = [
+        AgentSessionFactory.create(
+            created_at=timezone.now() - datetime.timedelta(minutes=n),
+            output_text=f"kraken sighting {n}",
+        )
+        for n in range(1, 40)
+    ]
+    AgentSessionFactory.create_batch(20, output_text="nothing here")
+    running = AgentSessionFactory.create(status=AgentSession.Status.RUNNING)
+    ToolInvocationFactory.create(session=running, params={"path": "Kraken.md"})
+    ended()
+    filterset = AgentSessionFilterSet(
+        QueryDict("q=kraken"), queryset=AgentSession.objects.summaries()
+    )
+    rows = filterset.qs.order_by(f"-{search_order(filterset.qs)}")[:11]
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # tiny tables
+        plan = json.loads(rows.explain(analyze=True, format="json"))[0]["Plan"]
+        assert [row.pk for row in rows] == [running.pk] + [s.pk for s in matches[:10]]
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    sessions_read = [
+        node
+        for node in nodes(plan)
+        if node.get("Relation Name") == "sessions_app_agentsession"
+        and node.get("Alias") == "sessions_app_agentsession"
+    ]
+    assert sessions_read, plan
+    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in sessions_read) <= 11
+    texts = [
+        node
+        for node in nodes(plan)
+        if node.get("Relation Name") == "sessions_app_sessionsearchtext"
+        and node["Node Type"] == "Bitmap Heap Scan"
+    ]
+    assert len(texts) == 1 and "ANY" in texts[0]["Recheck Cond"], plan
 
 
 def seqscan_setting():
