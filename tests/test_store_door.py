@@ -63,11 +63,12 @@ DOORS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"cursor", "execute", "raw"}),
         "the section tree's recursive reads",
     ),
-    # A text search that chose the trigram index is read in a transaction
-    # with sequential scans off (SET LOCAL enable_seqscan): PostgreSQL
-    # prices LIKE on a long text as one operator and would read every text
-    # instead (filters.search_index_plan, ADR 0028's addendum).
-    "sessions_app/audit/filters.py": (
+    # A list that sorts its few matches (a text search that chose the
+    # trigram index, a rare citation domain) is read in a transaction with
+    # sequential scans off (SET LOCAL enable_seqscan): PostgreSQL prices
+    # LIKE on a long text as one operator and would read every text instead
+    # (plans.search_index_plan, ADR 0028's addendum).
+    "sessions_app/audit/plans.py": (
         frozenset({"cursor", "execute"}),
         "a search's index plan",
     ),

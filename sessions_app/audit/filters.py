@@ -9,9 +9,7 @@ in UTC with offsets PostgreSQL accepts.
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,10 +18,12 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.expressions import ArraySubquery
 from django.core.validators import MinLengthValidator, RegexValidator
-from django.db import connection, connections, transaction
-from django.db.models import Exists, F, Lookup, OuterRef, Q, QuerySet, Subquery
+from django.db import connection
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django_filters import fields as filter_fields
 
+from sessions_app.audit import plans
+from sessions_app.audit.plans import SEARCH_ORDER, EqualsAny, expected_rows, unindexed
 from sessions_app.models import (
     AgentSession,
     Citation,
@@ -44,75 +44,6 @@ from tooling.api.input import (
 # shorter without reading every row.
 SEARCH_MIN_LENGTH = 3
 SEARCH_MAX_LENGTH = 200
-
-
-# Up to this many matching search texts (as PostgreSQL estimates them), a
-# search reads them from the trigram index; more, and it reads sessions newest
-# first (``filter_search``). About where both cost the same at 100,000
-# sessions when the matches are the oldest sessions (ADR 0028).
-SEARCH_INDEX_ROWS = 15_000
-
-# A search that reads the trigram index orders its matches by this
-# annotation (the search text's copy of ``created_at``), so PostgreSQL sorts
-# them before it reads a session; the pages order by it when it is there
-# (``search_order``).
-SEARCH_ORDER = "search_created_at"
-
-
-def search_order(queryset: QuerySet[Any]) -> str:
-    """The field a list of sessions is ordered by, newest first:
-    ``created_at``, or its copy a search sorts by."""
-    return SEARCH_ORDER if SEARCH_ORDER in queryset.query.annotations else "created_at"
-
-
-@contextmanager
-def search_index_plan(queryset: QuerySet[Any]) -> Iterator[None]:
-    """Read ``queryset`` (evaluated inside) the way ``filter_search`` chose:
-    a search that reads the trigram index on PostgreSQL runs in a
-    transaction that tells the planner not to read every search text
-    instead (``enable_seqscan`` off for that transaction only). Anything
-    else is read as it is.
-
-    PostgreSQL prices ``LIKE`` as one operator whatever the text's length,
-    so from about 8,000 expected matches (of 100,000 texts) it prefers
-    reading every text, each tested with ``LIKE``: 130-190 ms against 35 ms
-    from the index for 9,400 matches (docs/benchmarks.md; 9 ms since the
-    matches are sorted inside a view, ADR 0028's second addendum).
-    ``filter_search`` takes the index only for fewer than
-    ``SEARCH_INDEX_ROWS`` expected matches, where the index read is always
-    the cheaper one.
-    """
-    database = connections[queryset.db]
-    if (
-        database.vendor != "postgresql"
-        or SEARCH_ORDER not in queryset.query.annotations
-    ):
-        yield
-        return
-    with transaction.atomic(using=queryset.db):
-        with database.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_seqscan = off")
-        yield
-
-
-class EqualsAny(Lookup):
-    """``lhs = ANY(rhs)``: the left side is one of the right side's array
-    (PostgreSQL; a filter's expression, not a registered lookup)."""
-
-    lookup_name = "equals_any"
-    prepare_rhs = False
-
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
-
-
-def expected_rows(queryset: QuerySet[Any]) -> float:
-    """How many rows PostgreSQL expects ``queryset`` to return (its plan's
-    estimate: planned, not run)."""
-    plan = json.loads(queryset.explain(format="json"))
-    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 class DateTimePickerRangeWidget(filter_fields.DateRangeWidget):
@@ -280,7 +211,7 @@ class AgentSessionFilterSet(StrictFilterSet):
 
         if connection.vendor == "postgresql" and (
             expected_rows(SessionSearchText.objects.filter(text__contains=folded))
-            <= SEARCH_INDEX_ROWS
+            <= plans.SEARCH_INDEX_ROWS
         ):
             # The sessions in flight whose tool calls match (few: those
             # running now) as an array the database reads once, before the
@@ -361,7 +292,18 @@ class CitationFilterSet(StrictFilterSet):
 
     def filter_domain(self, queryset: Any, name: str, value: str) -> Any:
         value = value.strip()
-        return queryset.for_domain(value) if value else queryset
+        if not value:
+            return queryset
+        matches = queryset.for_domain(value)
+        if (
+            connection.vendor == "postgresql"
+            and expected_rows(Citation.objects.for_domain(value).order_by())
+            <= plans.DOMAIN_SORT_ROWS
+        ):
+            # few: read from the domain indexes and sorted (``plans``), not
+            # newest first through a year of other domains' citations
+            return matches.annotate(**{SEARCH_ORDER: unindexed("created_at")})
+        return matches
 
 
 def normalize_domain(value: str) -> str:

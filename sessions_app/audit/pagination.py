@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 
-from sessions_app.audit.filters import search_order
+from sessions_app.audit.plans import search_order
 
 MAX_PAGE_SIZE = 500
 
@@ -64,7 +64,7 @@ class StrictCursorPagination(CursorPagination):
 class CreatedAtCursorPagination(StrictCursorPagination):
     """Newest first on the indexed ``created_at`` (rows are append-only), or
     on the copy of it a text search sorts its matches by
-    (``filters.search_order``)."""
+    (``plans.search_order``)."""
 
     ordering = "-created_at"
 

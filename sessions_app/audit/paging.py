@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
-from sessions_app.audit.filters import search_index_plan, search_order
+from sessions_app.audit.plans import search_index_plan, search_order
 
 Position = tuple[datetime.datetime, Any]
 # The query parameters of a page: dropped from the links' other filters.

@@ -16,8 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions_app import services
-from sessions_app.audit import filters
-from sessions_app.audit.filters import AgentSessionFilterSet, search_order
+from sessions_app.audit import plans
+from sessions_app.audit.filters import AgentSessionFilterSet
+from sessions_app.audit.plans import search_order
 from sessions_app.models import AgentSession, SessionSearchText
 from sessions_app.models.search import SEPARATOR, index_missing, tool_text
 from sessions_app.runs import lifecycle
@@ -74,7 +75,7 @@ def search_plan(request, monkeypatch):
     if request.param == "index" and connection.vendor != "postgresql":
         pytest.skip("trigram indexes are PostgreSQL's (DATABASE_URL=postgres://...)")
     rows = 10**9 if request.param == "index" else -1
-    monkeypatch.setattr(filters, "SEARCH_INDEX_ROWS", rows)
+    monkeypatch.setattr(plans, "SEARCH_INDEX_ROWS", rows)
     return request.param
 
 
@@ -570,14 +571,14 @@ def test_the_index_plan_holds_for_its_read_only():
         ).qs
 
     assert seqscan_setting() == "on"
-    with filters.search_index_plan(searched("q=kraken")):
+    with plans.search_index_plan(searched("q=kraken")):
         assert seqscan_setting() == "off"
     assert seqscan_setting() == "on"  # its transaction ended
-    with filters.search_index_plan(searched("status=failed")):
+    with plans.search_index_plan(searched("status=failed")):
         assert seqscan_setting() == "on"  # not a search: read as it is
     with (  # an error ends it too
         pytest.raises(LookupError),
-        filters.search_index_plan(searched("q=kraken")),
+        plans.search_index_plan(searched("q=kraken")),
     ):
         raise LookupError("the read failed")
     assert seqscan_setting() == "on"
