@@ -63,8 +63,8 @@ class StrictCursorPagination(CursorPagination):
 
 class CreatedAtCursorPagination(StrictCursorPagination):
     """Newest first on the indexed ``created_at`` (rows are append-only), or
-    on the copy of it a text search sorts its matches by
-    (``plans.search_order``)."""
+    on the copy of it a filter with few matches sorts them by (a text search,
+    a rare citation domain: ``plans.search_order``)."""
 
     ordering = "-created_at"
 
