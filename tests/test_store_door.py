@@ -67,7 +67,8 @@ DOORS: dict[str, tuple[frozenset[str], str]] = {
     # trigram index, a rare citation domain) is read in a transaction with
     # sequential scans off (SET LOCAL enable_seqscan): PostgreSQL prices
     # LIKE on a long text as one operator and would read every text instead
-    # (plans.search_index_plan, ADR 0028's addendum).
+    # (plans.search_index_plan, ADR 0028's addenda; a rare domain is read
+    # the same way, one rule for every sorted read).
     "sessions_app/audit/plans.py": (
         frozenset({"cursor", "execute"}),
         "a search's index plan",

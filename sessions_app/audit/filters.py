@@ -224,6 +224,9 @@ class AgentSessionFilterSet(StrictFilterSet):
                 .filter(Exists(tool_calls(OuterRef("session_id"))))
                 .values("session_id")
             )
+            # (Django writes the join LEFT OUTER, the array's test having no
+            # say in it; both tests refuse a missing text, so PostgreSQL
+            # plans an inner join.)
             return queryset.filter(
                 Q(search_by_time__text__contains=folded)
                 | EqualsAny(F("search_by_time__session_id"), in_flight)

@@ -71,7 +71,15 @@ class CreatedAtCursorPagination(StrictCursorPagination):
     def get_ordering(
         self, request: Request, queryset: QuerySet[Any], view: Any
     ) -> tuple[str, ...]:
-        return (f"-{search_order(queryset)}",)
+        field = search_order(queryset)
+        if field == "created_at":
+            # read backwards from its index: rows that share a created_at
+            # come in the index's order on every page
+            return ("-created_at",)
+        # sorted: rows that share a created_at (a response's citations) are
+        # put in order by their key, or two pages' sorts could each put
+        # them differently (one listed twice, another never)
+        return (f"-{field}", "-pk")
 
 
 class SequenceCursorPagination(StrictCursorPagination):

@@ -61,14 +61,16 @@ def search_index_plan(queryset: QuerySet[Any]) -> Iterator[None]:
     that sorts its few matches (``SEARCH_ORDER``) runs, on PostgreSQL, in a
     transaction that tells the planner not to read every row instead
     (``enable_seqscan`` off for that transaction only). Anything else is
-    read as it is.
+    read as it is. A rare citation domain does not need it (PostgreSQL reads
+    its few matches from the domain indexes anyway); it is read the same way
+    so that one rule covers every sorted read.
 
     PostgreSQL prices ``LIKE`` as one operator whatever the text's length,
     so from about 8,000 expected matches (of 100,000 texts) it prefers
     reading every text, each tested with ``LIKE``: 130-190 ms against 35 ms
     from the index for 9,400 matches (docs/benchmarks.md; 9 ms since the
     matches are sorted inside a view, ADR 0028's second addendum).
-    ``filter_search`` takes the index only for fewer than
+    ``filter_search`` takes the index only for at most
     ``SEARCH_INDEX_ROWS`` expected matches, where the index read is always
     the cheaper one.
     """

@@ -63,7 +63,13 @@ def document(params: Any, output_text: str, tools: Iterable[str]) -> str:
 
 
 class SessionSearchText(models.Model):
-    """The text a search reads of a session (the module's docstring)."""
+    """The text a search reads of a session (the module's docstring).
+
+    A view reads this table (``SearchTextByTime``, migration 0026): a
+    migration that alters it must drop the view first and create it again
+    after (``BY_TIME_VIEW``). SQLite rebuilds a table it alters and refuses
+    while a view names it; PostgreSQL refuses to change the type of a column
+    the view reads."""
 
     session = models.OneToOneField(
         AgentSession,

@@ -16,7 +16,7 @@ from sessions_app.audit.filters import CitationFilterSet
 from sessions_app.audit.pages import CitationListView
 from sessions_app.audit.pagination import CreatedAtCursorPagination
 from sessions_app.models import Citation
-from tests.sessions_app.factories import CitationFactory
+from tests.sessions_app.factories import CitationFactory, ProviderCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +94,33 @@ def test_postgresql_sorts_a_rare_domains_citations_instead_of_walking_time():
     assert "Index Scan Backward using sessions_app_citation_created_at" in plan(
         "kind=url_citation"  # another filter: newest first, as before
     )
+
+
+def test_the_api_pages_a_rare_domains_tied_citations_each_once(
+    admin_client, monkeypatch
+):
+    """A provider response's citations share their created_at. Sorted (not
+    read from the time index), ties are put in order by their key: each
+    page's sort puts them alike, so the cursor's offset within the tie
+    neither repeats nor skips one."""
+    at = timezone.now() - datetime.timedelta(hours=1)
+    call = ProviderCallFactory.create()
+    made = [
+        CitationFactory.create(
+            session=call.session,
+            provider_call=call,
+            url=f"https://rare.example.org/p{n}",
+            domain="rare.example.org",
+            created_at=at,
+        )
+        for n in range(30)
+    ]
+    monkeypatch.setattr(plans, "DOMAIN_SORT_ROWS", 10**9)  # sorted (PostgreSQL)
+    monkeypatch.setattr(CreatedAtCursorPagination, "page_size", 4)
+
+    listed, url, query = [], API_URL, {"domain": "rare.example.org"}
+    while url:
+        body = admin_client.get(url, query).json()
+        listed += [row["id"] for row in body["results"]]
+        url, query = body["next"], {}
+    assert sorted(listed) == sorted(citation.pk for citation in made)
