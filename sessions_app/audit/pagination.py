@@ -64,22 +64,18 @@ class StrictCursorPagination(CursorPagination):
 class CreatedAtCursorPagination(StrictCursorPagination):
     """Newest first on the indexed ``created_at`` (rows are append-only), or
     on the copy of it a filter with few matches sorts them by (a text search,
-    a rare citation domain: ``plans.search_order``)."""
+    a rare citation domain: ``plans.search_order``), ties by key."""
 
     ordering = "-created_at"
 
     def get_ordering(
         self, request: Request, queryset: QuerySet[Any], view: Any
     ) -> tuple[str, ...]:
-        field = search_order(queryset)
-        if field == "created_at":
-            # read backwards from its index: rows that share a created_at
-            # come in the index's order on every page
-            return ("-created_at",)
-        # sorted: rows that share a created_at (a response's citations) are
-        # put in order by their key, or two pages' sorts could each put
-        # them differently (one listed twice, another never)
-        return (f"-{field}", "-pk")
+        # Then by key: rows that share a created_at (a provider response's
+        # citations all do) must come in one order on every page, or DRF's
+        # cursor (the first field's position and an offset within its ties)
+        # lists one twice and skips another wherever the database sorts.
+        return (f"-{search_order(queryset)}", "-pk")
 
 
 class SequenceCursorPagination(StrictCursorPagination):

@@ -1,3 +1,4 @@
+import datetime
 import uuid
 
 import pytest
@@ -539,3 +540,40 @@ def test_schema_validates_without_warnings(tmp_path):
 def test_api_reverse_names():
     assert reverse("sessions_api:session-list") == SESSIONS_URL
     assert reverse("sessions_api:citation-list") == CITATIONS_URL
+
+
+@pytest.mark.parametrize("size", [3, 4, 7])
+def test_cursor_pages_list_rows_that_share_a_created_at_each_once(
+    api_client, monkeypatch, size
+):
+    """A provider response's citations share its created_at. Ordered by key
+    after it, every page puts them alike (PostgreSQL sorts a session's
+    citations), so the cursor's offset within the tie repeats and skips none;
+    the same for sessions created at one instant."""
+    at = timezone.now() - datetime.timedelta(hours=1)
+    call = ProviderCallFactory.create()
+    cited = [
+        CitationFactory.create(
+            session=call.session,
+            provider_call=call,
+            url=f"https://example.org/p{n}",
+            created_at=at,
+        )
+        for n in range(30)
+    ]
+    CitationFactory.create_batch(5)
+    started = [AgentSessionFactory.create(created_at=at) for _ in range(30)]
+    monkeypatch.setattr(CreatedAtCursorPagination, "page_size", size)
+
+    def walk(url, query):
+        listed = []
+        while url:
+            body = api_client.get(url, query).json()
+            listed += [row["id"] for row in body["results"]]
+            url, query = body["next"], {}
+        return listed
+
+    citations = walk(CITATIONS_URL, {"session": str(call.session_id)})
+    assert sorted(citations) == sorted(citation.pk for citation in cited)
+    sessions = walk(SESSIONS_URL, {"created_at_before": (at).isoformat()})
+    assert sorted(sessions) == sorted(str(session.pk) for session in started)
