@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from sessions_app import services
 from sessions_app.audit.pagination import CreatedAtCursorPagination
 from sessions_app.models import AgentSession, Citation
+from tests.sessions_app.cursor_pages import listed_ids
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,
@@ -565,15 +566,9 @@ def test_cursor_pages_list_rows_that_share_a_created_at_each_once(
     started = [AgentSessionFactory.create(created_at=at) for _ in range(30)]
     monkeypatch.setattr(CreatedAtCursorPagination, "page_size", size)
 
-    def walk(url, query):
-        listed = []
-        while url:
-            body = api_client.get(url, query).json()
-            listed += [row["id"] for row in body["results"]]
-            url, query = body["next"], {}
-        return listed
-
-    citations = walk(CITATIONS_URL, {"session": str(call.session_id)})
+    citations = listed_ids(api_client, CITATIONS_URL, {"session": str(call.session_id)})
     assert sorted(citations) == sorted(citation.pk for citation in cited)
-    sessions = walk(SESSIONS_URL, {"created_at_before": (at).isoformat()})
+    sessions = listed_ids(
+        api_client, SESSIONS_URL, {"created_at_before": at.isoformat()}
+    )
     assert sorted(sessions) == sorted(str(session.pk) for session in started)

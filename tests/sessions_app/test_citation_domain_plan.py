@@ -16,6 +16,7 @@ from sessions_app.audit.filters import CitationFilterSet
 from sessions_app.audit.pages import CitationListView
 from sessions_app.audit.pagination import CreatedAtCursorPagination
 from sessions_app.models import Citation
+from tests.sessions_app.cursor_pages import listed_ids
 from tests.sessions_app.factories import CitationFactory, ProviderCallFactory
 
 pytestmark = pytest.mark.django_db
@@ -68,11 +69,7 @@ def test_a_domains_citations_page_newest_first(admin_client, monkeypatch):
     assert [c.pk for c in back.context["citations"]] == shown[5:10]
 
     monkeypatch.setattr(CreatedAtCursorPagination, "page_size", 4)
-    listed, url, query = [], API_URL, {"domain": "example.com"}
-    while url:
-        body = admin_client.get(url, query).json()
-        listed += [row["id"] for row in body["results"]]
-        url, query = body["next"], {}
+    listed = listed_ids(admin_client, API_URL, {"domain": "example.com"})
     assert listed == [citation.pk for citation in matches]
 
 
@@ -118,9 +115,5 @@ def test_the_api_pages_a_rare_domains_tied_citations_each_once(
     monkeypatch.setattr(plans, "DOMAIN_SORT_ROWS", 10**9)  # sorted (PostgreSQL)
     monkeypatch.setattr(CreatedAtCursorPagination, "page_size", 4)
 
-    listed, url, query = [], API_URL, {"domain": "rare.example.org"}
-    while url:
-        body = admin_client.get(url, query).json()
-        listed += [row["id"] for row in body["results"]]
-        url, query = body["next"], {}
+    listed = listed_ids(admin_client, API_URL, {"domain": "rare.example.org"})
     assert sorted(listed) == sorted(citation.pk for citation in made)

@@ -23,6 +23,7 @@ from sessions_app.models import AgentSession, SessionSearchText
 from sessions_app.models.search import SEPARATOR, index_missing, tool_text
 from sessions_app.runs import lifecycle
 from sessions_app.templatetags.audit_tags import seconds
+from tests.sessions_app.cursor_pages import listed_ids
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ToolInvocationFactory,
@@ -182,11 +183,7 @@ def test_search_pages_newest_first(admin_client):
     assert [s.pk for s in back.context["sessions"]] == shown[:25]
 
     # the API's cursor pages too, newest first, each session once
-    listed, url, query = [], API_URL, {"q": "gannet", "page_size": 7}
-    while url:
-        page = admin_client.get(url, query).json()
-        listed += [row["id"] for row in page["results"]]
-        url, query = page["next"], {}
+    listed = listed_ids(admin_client, API_URL, {"q": "gannet", "page_size": 7})
     assert listed == [str(s.pk) for s in sessions]
 
 
