@@ -307,7 +307,6 @@ def _spread(total: int, parts: int, rng: random.Random, spread: float) -> list[i
 class Generated:
     typical: str
     long: str
-    deep_position: str
     counts: dict[str, int]
 
 
@@ -382,8 +381,6 @@ class Generator:
         long_index = min(10, size.sessions - 1)  # on the first page of the list
         long = typical = ""
         typical_index = min(3, size.sessions - 1)
-        deep_index = size.sessions // 2
-        deep_position = ""
         status_names = [s for s, _ in STATUSES]
         status_weights = [w for _, w in STATUSES]
         ordinary_index = 0
@@ -422,13 +419,10 @@ class Generator:
                 session_id = self.session(created, status, n_tools, n_citations)
                 if index == typical_index:
                     typical = session_id
-            if index == deep_index:
-                deep_position = str(created)
         counts = {name: table.count for name, table in self.tables.items()}
         return Generated(
             typical=typical,
             long=long,
-            deep_position=deep_position,
             counts=counts,
         )
 
@@ -1012,7 +1006,6 @@ def generate(size: Size, server: str, name: str) -> dict[str, Any]:
         **size.signature(),
         "typical": result.typical,
         "long": result.long,
-        "deep_position": result.deep_position,
         "counts": result.counts,
     }
 
@@ -1279,8 +1272,24 @@ def session_sizes(info: dict[str, Any]) -> dict[str, int]:
 
 
 def drf_cursor(position: str) -> str:
-    """DRF's ``CursorPagination`` cursor for rows after ``position``."""
+    """A cursor of the API's ``CursorPagination`` for rows after ``position``
+    (``paging.encode_position``: a row's created_at and key)."""
     return base64.b64encode(urlencode({"p": position}).encode()).decode()
+
+
+def deep_position(info: dict[str, Any]) -> str:
+    """The position (``paging.encode_position``) of the session about half
+    way down the list: where both lists' deep pages start."""
+    from django.db import connection
+
+    from sessions_app.audit.paging import encode_position
+    from sessions_app.models import AgentSession
+
+    session = AgentSession.objects.order_by("-created_at", "-pk").only(
+        "pk", "created_at"
+    )[info["sessions"] // 2]
+    connection.close()
+    return encode_position((session.created_at, session.pk))
 
 
 def html_deep_url(client: httpx.Client, info: dict[str, Any]) -> str:
@@ -1290,17 +1299,7 @@ def html_deep_url(client: httpx.Client, info: dict[str, Any]) -> str:
         raise SystemExit(f"/audit/sessions/: HTTP {first.status_code}")
     if "page=2" in first.text:  # numbered pages
         return f"/audit/sessions/?page={info['sessions'] // 2 // 25 + 1}"
-    from sessions_app.audit.paging import encode_position
-    from sessions_app.models import AgentSession
-
-    session = AgentSession.objects.order_by("-created_at", "-pk").only(
-        "pk", "created_at"
-    )[info["sessions"] // 2]
-    from django.db import connection
-
-    connection.close()
-    cursor = encode_position((session.created_at, session.pk))
-    return f"/audit/sessions/?{urlencode({'after': cursor})}"
+    return f"/audit/sessions/?{urlencode({'after': deep_position(info)})}"
 
 
 def search_word(info: dict[str, Any]) -> str:
@@ -1340,8 +1339,7 @@ def endpoints(client: httpx.Client, info: dict[str, Any]) -> list[Endpoint]:
         Endpoint("API sessions, first page", "/api/sessions/", "list"),
         Endpoint(
             "API sessions, deep page",
-            "/api/sessions/?"
-            + urlencode({"cursor": drf_cursor(info["deep_position"])}),
+            "/api/sessions/?" + urlencode({"cursor": drf_cursor(deep_position(info))}),
             "deep:API sessions, first page",
         ),
         Endpoint("API sessions ?status=failed", "/api/sessions/?status=failed", "list"),

@@ -30,7 +30,7 @@ from sessions_app.approvals.serializers import (
     ApprovalRequestDetailSerializer,
     ApprovalRequestSerializer,
 )
-from sessions_app.audit.pagination import StrictCursorPagination
+from sessions_app.audit.pagination import KeysetCursorPagination
 from sessions_app.models import ApprovalRequest
 from tooling.api.errors import ErrorSerializer, error_body, from_django
 
@@ -42,11 +42,12 @@ class ApprovalConflictSerializer(ErrorSerializer):
     session_status = serializers.CharField(help_text="Its session's status.")
 
 
-class RequestedAtCursorPagination(StrictCursorPagination):
+class RequestedAtCursorPagination(KeysetCursorPagination):
     """Newest first on ``requested_at`` (``?status=pending`` for the open
-    ones)."""
+    ones), ties by key."""
 
-    ordering = ("-requested_at", "-id")
+    time_field = "requested_at"
+    ordering = ("-requested_at", "-pk")
 
 
 DECISION_RESPONSES = {

@@ -67,6 +67,19 @@ def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
     return created_at, pk
 
 
+def beyond(field: str, position: Position, *, newer: bool) -> Q:
+    """The rows after ``position`` in a list newest first by ``(field, pk)``
+    (``newer``: before it). Written so that the database seeks the index of
+    ``field`` to the position (``field <= created_at``) and tests the key
+    only among the rows that share its ``created_at``."""
+    created_at, pk = position
+    side = "gt" if newer else "lt"
+    return Q(**{f"{field}__{side}e": created_at}) & (
+        Q(**{f"{field}__{side}": created_at})
+        | Q(**{field: created_at, f"pk__{side}": pk})
+    )
+
+
 def keyset_page(
     queryset: QuerySet[Any],
     *,
@@ -82,19 +95,13 @@ def keyset_page(
     def _position(row: Any) -> Position:
         return getattr(row, field), row.pk
 
-    def since(created_at: datetime.datetime, pk: Any, newer: bool) -> Q:
-        side = "gt" if newer else "lt"
-        return Q(**{f"{field}__{side}": created_at}) | Q(
-            **{field: created_at, f"pk__{side}": pk}
-        )
-
     try:
         if before:
-            created_at, pk = decode_position(before, queryset)
+            position = decode_position(before, queryset)
             newer_rows = list(
-                queryset.filter(**{f"{field}__gte": created_at})
-                .filter(since(created_at, pk, newer=True))
-                .order_by(field, "pk")[: size + 1]
+                queryset.filter(beyond(field, position, newer=True)).order_by(
+                    field, "pk"
+                )[: size + 1]
             )
             more = len(newer_rows) > size
             rows = newer_rows[:size][::-1]
@@ -105,10 +112,8 @@ def keyset_page(
                 is_first=False,
             )
         if after:
-            created_at, pk = decode_position(after, queryset)
-            queryset = queryset.filter(**{f"{field}__lte": created_at}).filter(
-                since(created_at, pk, newer=False)
-            )
+            position = decode_position(after, queryset)
+            queryset = queryset.filter(beyond(field, position, newer=False))
     except InvalidCursor as error:
         raise Http404(str(error)) from error
     rows = list(queryset.order_by(f"-{field}", "-pk")[: size + 1])

@@ -13,3 +13,16 @@ def listed_ids(client: Any, url: str, query: dict[str, Any]) -> list[Any]:
         ids += [row["id"] for row in body["results"]]
         next_url, query = body["next"], {}
     return ids
+
+
+def listed_back(client: Any, url: str, query: dict[str, Any]) -> list[Any]:
+    """The ids of every row of ``url`` with ``query`` read from its last page
+    back to its first, following each ``previous`` link, in list order."""
+    body = client.get(url, query).json()
+    while body["next"]:
+        body = client.get(body["next"]).json()
+    pages = [[row["id"] for row in body["results"]]]
+    while body["previous"]:
+        body = client.get(body["previous"]).json()
+        pages.insert(0, [row["id"] for row in body["results"]])
+    return [pk for page in pages for pk in page]

@@ -1,9 +1,13 @@
+import base64
 import datetime
 import uuid
+from urllib.parse import urlencode
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -11,7 +15,7 @@ from rest_framework.test import APIClient
 from sessions_app import services
 from sessions_app.audit.pagination import CreatedAtCursorPagination
 from sessions_app.models import AgentSession, Citation
-from tests.sessions_app.cursor_pages import listed_ids
+from tests.sessions_app.cursor_pages import listed_back, listed_ids
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     CitationFactory,
@@ -566,9 +570,37 @@ def test_cursor_pages_list_rows_that_share_a_created_at_each_once(
     started = [AgentSessionFactory.create(created_at=at) for _ in range(30)]
     monkeypatch.setattr(CreatedAtCursorPagination, "page_size", size)
 
-    citations = listed_ids(api_client, CITATIONS_URL, {"session": str(call.session_id)})
+    query = {"session": str(call.session_id)}
+    citations = listed_ids(api_client, CITATIONS_URL, query)
     assert sorted(citations) == sorted(citation.pk for citation in cited)
-    sessions = listed_ids(
-        api_client, SESSIONS_URL, {"created_at_before": at.isoformat()}
-    )
+    # and back from the last page by the previous links, which DRF's own
+    # cursor (a created_at and an offset among its ties) walked skipping rows
+    assert listed_back(api_client, CITATIONS_URL, query) == citations
+    query = {"created_at_before": at.isoformat()}
+    sessions = listed_ids(api_client, SESSIONS_URL, query)
     assert sorted(sessions) == sorted(str(session.pk) for session in started)
+    assert listed_back(api_client, SESSIONS_URL, query) == sessions
+
+
+def test_a_cursor_names_a_row_and_reads_from_the_time_index(api_client):
+    """A cursor's position is a row's (created_at, key): a page is read from
+    ``created_at <=`` that time (the index seeks it), the key tested among
+    the rows that share it. A cursor of DRF's own kind (a time alone, as
+    this API gave out before) is refused as DRF refuses a bad one."""
+    AgentSessionFactory.create_batch(3)
+    first = api_client.get(SESSIONS_URL, {"page_size": 1}).json()
+    with CaptureQueriesContext(connection) as queries:
+        second = api_client.get(first["next"])
+    assert second.status_code == 200
+    listed = [query["sql"] for query in queries.captured_queries]
+    page = next(sql for sql in listed if "LIMIT 2" in sql)
+    assert '"created_at" <= ' in page, page
+    back = api_client.get(second.json()["previous"]).json()
+    assert back["results"] == first["results"] and back["previous"] is None
+
+    stale = base64.b64encode(
+        urlencode({"p": timezone.now().isoformat()}).encode()
+    ).decode()
+    response = api_client.get(SESSIONS_URL, {"cursor": stale})
+    assert response.status_code == 404
+    assert response.json()["detail"] == "Invalid cursor"

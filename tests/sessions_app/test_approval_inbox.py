@@ -31,6 +31,7 @@ from sessions_app.models import (
     PolicyDenial,
     ToolInvocation,
 )
+from tests.sessions_app.cursor_pages import listed_back, listed_ids
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ApprovalRequestFactory,
@@ -215,6 +216,26 @@ def test_inbox_pages_without_counting_every_request(client, alice):
     assert len(seen) == len(set(seen)) == 120  # every request once
     for bad in ("0", "x", "201", "-1", "1.5"):
         assert client.get("/audit/approvals/", {"page": bad}).status_code == 404
+
+
+def test_api_pages_requests_of_one_instant_each_once_both_ways(alice):
+    """Requests made at one instant (a turn's calls) share ``requested_at``:
+    the API's cursor is a keyset on it and the key, so the next links and
+    the previous links list each once."""
+    at = timezone.now()
+    made = [
+        str(
+            ApprovalRequestFactory.create(
+                status=Decision.APPROVED, decided_at=at, requested_at=at
+            ).pk
+        )
+        for _ in range(11)
+    ]
+    client = api(alice)
+    query = {"page_size": 3}
+    forward = listed_ids(client, "/api/approvals/", query)
+    assert sorted(forward) == sorted(made)
+    assert listed_back(client, "/api/approvals/", query) == forward
 
 
 def test_inbox_hides_approvals_from_those_who_may_neither_decide_nor_see(
