@@ -38,7 +38,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, services
-from sessions_app.audit import timeline
+from sessions_app.audit import timeline, trail
 from sessions_app.audit.event_rows import event_rows
 from sessions_app.audit.filters import (
     AgentSessionFilterSet,
@@ -146,7 +146,7 @@ class AgentSessionViewSet(
     def _detail(self, session: AgentSession) -> dict[str, Any]:
         """The session with the first rows of each list of its trail: the
         same queries for a session of 20 events and one of 10,000."""
-        session.trail = timeline.first_rows(  # type: ignore[attr-defined]
+        session.trail = trail.first_rows(  # type: ignore[attr-defined]
             session, limit=TRAIL_LIMIT
         )
         return AgentSessionDetailSerializer(

@@ -17,7 +17,7 @@ from sessions_app.audit.row_serializers import (
     ToolInvocationSerializer,
     VirtualFileSerializer,
 )
-from sessions_app.audit.timeline import TRAIL_LISTS
+from sessions_app.audit.trail import TRAIL_LISTS
 from sessions_app.models import AgentSession
 from tooling.api.input import StrictSerializer
 from tooling.models import TrustLevel
@@ -119,7 +119,7 @@ class AgentSessionDetailSerializer(
     """A session with the first rows of each list of its audit trail (provider
     call bodies excluded)."""
 
-    # The lists are read from ``session.trail`` (``timeline.first_rows``),
+    # The lists are read from ``session.trail`` (``trail.first_rows``),
     # which the view sets: the same bounded queries for any session's length.
 
     revision = serializers.CharField(

@@ -17,8 +17,7 @@ one query per kind on it. The cursor is the last position, so a page costs
 the same at the start and at the end of a long session, and for a session of
 20 events as for one of 10,000 (``(session, turn, sequence)`` indexes).
 
-``first_rows`` reads the first rows of each of a session's lists, bounded:
-what the session's detail in the API holds.
+The first rows of each list (a session's detail in the API) are ``trail``'s.
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ from sessions_app.models import (
     QuotaDecision,
     StateChange,
     ToolInvocation,
-    VirtualFile,
 )
 
 Position = tuple[int, int, int, int]
@@ -364,60 +362,3 @@ def events_page(
         for position, source, pk in keys
     ]
     return page, (page[-1].position if more and page else None)
-
-
-# -- the first rows of each list ----------------------------------------------------
-
-TRAIL_LISTS = (
-    "provider_calls",
-    "tool_invocations",
-    "citations",
-    "policy_denials",
-    "state_changes",
-    "files",
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Trail:
-    """The first rows of each of a session's lists, in timeline order;
-    ``truncated`` names the lists that hold more (page through them)."""
-
-    provider_calls: list[ProviderCall]
-    tool_invocations: list[ToolInvocation]
-    citations: list[Citation]
-    policy_denials: list[PolicyDenial]
-    state_changes: list[StateChange]
-    files: list[VirtualFile]
-    truncated: tuple[str, ...]
-
-
-def first_rows(session: AgentSession, *, limit: int) -> Trail:
-    """At most ``limit`` rows of each list (one query each, in index order):
-    what a session's detail holds, whatever the session's length."""
-    querysets: dict[str, QuerySet[Any]] = {
-        "provider_calls": ProviderCall.objects.filter(session=session)
-        .defer("request", "response")
-        .order_by("turn"),
-        "tool_invocations": ToolInvocation.objects.filter(session=session).order_by(
-            "sequence"
-        ),
-        "citations": session.citations.annotate(turn=F("provider_call__turn")).order_by(
-            "turn", "id"
-        ),
-        "policy_denials": PolicyDenial.objects.filter(session=session).order_by(
-            "turn", "sequence", "id"
-        ),
-        "state_changes": StateChange.objects.filter(session=session).order_by(
-            "turn", "sequence", "id"
-        ),
-        "files": VirtualFile.objects.filter(session=session).order_by("path"),
-    }
-    rows: dict[str, list[Any]] = {}
-    truncated: list[str] = []
-    for name in TRAIL_LISTS:
-        found = list(querysets[name][: limit + 1])
-        if len(found) > limit:
-            truncated.append(name)
-        rows[name] = found[:limit]
-    return Trail(**rows, truncated=tuple(truncated))

@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from sessions_app.audit import timeline
+from sessions_app.audit import trail
 from sessions_app.audit.api import DailyBudgetSpent
 from sessions_app.audit.serializers import TRAIL_LIMIT, AgentSessionDetailSerializer
 from sessions_app.costs.budgets import DailyBudgetExceeded
@@ -141,7 +141,7 @@ class ReplayView(APIView):
         fresh = AgentSession.objects.select_related("created_by", "cancelled_by").get(
             pk=replay.pk
         )
-        fresh.trail = timeline.first_rows(fresh, limit=TRAIL_LIMIT)  # type: ignore[attr-defined]
+        fresh.trail = trail.first_rows(fresh, limit=TRAIL_LIMIT)  # type: ignore[attr-defined]
         location = reverse(
             "sessions_api:session-detail", args=[fresh.pk], request=request
         )
