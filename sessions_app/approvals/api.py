@@ -47,7 +47,7 @@ class RequestedAtCursorPagination(KeysetCursorPagination):
     ones), ties by key."""
 
     time_field = "requested_at"
-    ordering = ("-requested_at", "-pk")
+    ordering = ("-requested_at", "-pk")  # (for a reader: time_field decides)
 
 
 DECISION_RESPONSES = {

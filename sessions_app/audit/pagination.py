@@ -77,10 +77,12 @@ class KeysetCursorPagination(StrictCursorPagination):
     a time and an offset among the rows that share it, and its ``previous``
     links skipped rows when more shared one than a page holds (a provider
     response's citations all share its ``created_at``;
-    encode/django-rest-framework#7709). A cursor it gave out is refused as
-    any bad cursor is (404 "Invalid cursor")."""
+    encode/django-rest-framework#7709). A cursor of DRF's kind (a time
+    alone, as this API gave out before ADR 0030) is refused as any bad
+    cursor is (404 "Invalid cursor")."""
 
     time_field = "created_at"
+    # (DRF's attribute, for a reader: ``time_field_of`` decides.)
     ordering = ("-created_at", "-pk")
 
     def time_field_of(self, queryset: QuerySet[Any]) -> str:
