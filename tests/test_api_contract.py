@@ -3,8 +3,10 @@ page, read every tool call; strict input; one error shape; throttling."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
@@ -348,13 +350,35 @@ def test_events_page_through_the_whole_timeline(api_client, demo):
     assert turns == sorted(turns)
 
 
+# Nested deeper than Python's JSON decoder goes (a RecursionError was a 500),
+# and a megabyte.
+NESTED = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
+
+
 @pytest.mark.parametrize(
-    "query", ["cursor=nope", "cursor=WzEsMiwzXQ", "page_size=0", "page_size=x"]
+    "query",
+    [
+        "cursor=nope",
+        "cursor=WzEsMiwzXQ",
+        "page_size=0",
+        "page_size=x",
+        f"cursor={NESTED}",
+        f"cursor={'A' * 1_000_000}",
+    ],
 )
 def test_bad_event_page_parameters_are_a_400(api_client, query):
     session = AgentSessionFactory.create()
     url = reverse("sessions_api:session-events", args=[session.pk])
     error(api_client.get(f"{url}?{query}"), 400, "invalid")
+
+
+@pytest.mark.parametrize("position", [NESTED, NESTED[:500], "A" * 100_000, "Wz\x00"])
+def test_a_list_refuses_a_hostile_cursor_as_an_invalid_one(api_client, position):
+    cursor = base64.b64encode(urlencode({"p": position}).encode()).decode()
+    for url in ("/api/sessions/", "/api/citations/", "/api/approvals/"):
+        response = api_client.get(url, {"cursor": cursor})
+        assert response.status_code == 404, (url, response.content[:200])
+        assert response.json()["detail"] == "Invalid cursor"
 
 
 def test_a_sessions_tool_calls_page_in_order_and_filter(api_client, demo):

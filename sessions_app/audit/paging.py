@@ -24,6 +24,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
 from sessions_app.audit.plans import search_index_plan, search_order
+from tooling.storable_json import loads
 
 Position = tuple[datetime.datetime, Any]
 # The query parameters of a page: dropped from the links' other filters.
@@ -48,10 +49,19 @@ def encode_position(position: Position) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+# A cursor this module gives out is about 100 characters; one far longer (a
+# megabyte of nested brackets) is refused before it is decoded.
+CURSOR_MAX_LENGTH = 512
+
+
 def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
     try:
+        if len(cursor) > CURSOR_MAX_LENGTH:
+            raise ValueError("too long")
         padded = cursor + "=" * (-len(cursor) % 4)
-        values = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        # (storable_json.loads: nesting too deep for the decoder is a
+        # ValueError, not a RecursionError)
+        values = loads(base64.urlsafe_b64decode(padded.encode("ascii")))
         if not (
             isinstance(values, list)
             and len(values) == 2

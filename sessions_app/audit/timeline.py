@@ -41,6 +41,7 @@ from sessions_app.models import (
     StateChange,
     ToolInvocation,
 )
+from tooling.storable_json import loads
 
 Position = tuple[int, int, int, int]
 
@@ -118,6 +119,9 @@ class Event:
         return self.position[0]
 
 
+CURSOR_MAX_LENGTH = 512
+
+
 def encode_cursor(position: Position) -> str:
     raw = json.dumps(list(position), separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -125,8 +129,11 @@ def encode_cursor(position: Position) -> str:
 
 def decode_cursor(cursor: str) -> Position:
     try:
+        if len(cursor) > CURSOR_MAX_LENGTH:  # 4 numbers: about 40 characters
+            raise ValueError("too long")
         padded = cursor + "=" * (-len(cursor) % 4)
-        values = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        # (nesting too deep for the decoder is a ValueError there)
+        values = loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeEncodeError) as error:
         raise InvalidCursor("The cursor is not one this API gave out.") from error
     if (

@@ -34,7 +34,7 @@ def arguments_key(name: str, arguments: str) -> tuple[str, str] | None:
     arguments are not a JSON value)."""
     try:
         decoded = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         return None
     return name, json.dumps(decoded, sort_keys=True, separators=(",", ":"))
 

@@ -384,6 +384,10 @@ def test_executor_tool_without_handler_is_a_failed_result() -> None:
             "Tool validation failed: arguments are not valid JSON (Expecting property "
             "name enclosed in double quotes: line 1 column 2 (char 1)).",
         ),
+        (
+            '{"query": ' + "[" * 100_000,
+            "Tool validation failed: arguments are not valid JSON (nested too deeply).",
+        ),
         ("[1, 2]", "Tool validation failed: arguments must be a JSON object."),
         ('"text"', "Tool validation failed: arguments must be a JSON object."),
         ("", "Tool validation failed: Missing required field: 'query'"),

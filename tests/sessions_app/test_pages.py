@@ -1,3 +1,5 @@
+import base64
+
 import factory
 import pytest
 from django.urls import reverse
@@ -149,8 +151,14 @@ def test_session_list_pages_keep_the_filters(admin_client):
     assert "?status=failed&amp;after=" in html
 
 
+# Cursors no page gave out, hostile ones too: nested deeper than Python's JSON
+# decoder goes (it raised RecursionError: a 500), a megabyte, NUL, not ASCII.
+NESTED = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
+HOSTILE_CURSORS = [NESTED, NESTED[:500], "A" * 1_000_000, "WzEs\x00", "Wz\u00e9"]
+
+
 def test_session_list_refuses_a_cursor_it_did_not_give_out(admin_client):
-    for cursor in ["nope", "WzEsMiwzXQ", "WyJ4IiwieSJd"]:
+    for cursor in ["nope", "WzEsMiwzXQ", "WyJ4IiwieSJd", *HOSTILE_CURSORS]:
         assert admin_client.get(LIST_URL, {"after": cursor}).status_code == 404
         assert admin_client.get(LIST_URL, {"before": cursor}).status_code == 404
 
@@ -436,6 +444,9 @@ def test_session_page_refuses_a_timeline_cursor_it_did_not_give_out(admin_client
     response = admin_client.get(session.get_absolute_url(), {"after": "nope"})
 
     assert response.status_code == 404
+    for cursor in HOSTILE_CURSORS:
+        response = admin_client.get(session.get_absolute_url(), {"after": cursor})
+        assert response.status_code == 404, cursor[:20]
 
 
 def test_session_detail_renders_the_timeline_in_order(admin_client):

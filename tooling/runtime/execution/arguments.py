@@ -22,6 +22,11 @@ def parse_arguments(tool: Tool[Any, Any], call: FunctionCall) -> Any:
         return RejectedToolParams(
             raw, f"Tool validation failed: arguments are not valid JSON ({error})."
         )
+    except RecursionError:  # deeper than Python's JSON decoder goes
+        return RejectedToolParams(
+            raw,
+            "Tool validation failed: arguments are not valid JSON (nested too deeply).",
+        )
     if not isinstance(decoded, dict):
         return RejectedToolParams(
             raw, "Tool validation failed: arguments must be a JSON object."

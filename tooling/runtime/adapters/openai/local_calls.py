@@ -274,7 +274,7 @@ def _entries(output: str, commands: tuple[str, ...]) -> list[dict[str, Any]]:
     call that did not run (denied, malformed), one refusal per command."""
     try:
         decoded = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         decoded = None
     if isinstance(decoded, list) and all(
         isinstance(entry, dict) and "outcome" in entry for entry in decoded

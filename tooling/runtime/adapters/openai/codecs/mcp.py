@@ -29,7 +29,7 @@ def decode_arguments(raw: Any) -> Any:
         return raw
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         return raw
 
 
