@@ -186,12 +186,7 @@ class AgentSessionDetailSerializer(
             "cancel_requested_at",
             "cancelled_by",
             "created_by",
-            "provider_calls",
-            "tool_invocations",
-            "citations",
-            "policy_denials",
-            "state_changes",
-            "files",
+            *TRAIL_LISTS,
             "truncated",
         ]
         read_only_fields = fields

@@ -551,10 +551,10 @@ def test_api_reverse_names():
 def test_cursor_pages_list_rows_that_share_a_created_at_each_once(
     api_client, monkeypatch, size
 ):
-    """A provider response's citations share its created_at. Ordered by key
-    after it, every page puts them alike (PostgreSQL sorts a session's
-    citations), so the cursor's offset within the tie repeats and skips none;
-    the same for sessions created at one instant."""
+    """A provider response's citations share its created_at. The cursor
+    names a row by (created_at, key) (ADR 0030), so the pages list each once
+    forward and back (PostgreSQL sorts a session's citations); the same for
+    sessions created at one instant."""
     at = timezone.now() - datetime.timedelta(hours=1)
     call = ProviderCallFactory.create()
     cited = [

@@ -97,9 +97,8 @@ def test_the_api_pages_a_rare_domains_tied_citations_each_once(
     admin_client, monkeypatch
 ):
     """A provider response's citations share their created_at. Sorted (not
-    read from the time index), ties are put in order by their key: each
-    page's sort puts them alike, so the cursor's offset within the tie
-    neither repeats nor skips one."""
+    read from the time index), ties are put in order by their key, which the
+    cursor names with the time (ADR 0030): no page repeats or skips one."""
     at = timezone.now() - datetime.timedelta(hours=1)
     call = ProviderCallFactory.create()
     made = [
