@@ -294,25 +294,15 @@ def test_run_starts_are_throttled_per_user(api_client, settings, demo):
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"session-start": "2/minute"},
     }
-    from rest_framework.settings import api_settings
-    from rest_framework.throttling import ScopedRateThrottle
-
-    api_settings.reload()
-    # drf-stubs types the rates as numbers; they are strings such as "2/minute".
-    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
-    try:
-        statuses = [
-            api_client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
-            for _ in range(3)
-        ]
-        assert [r.status_code for r in statuses] == [201, 201, 429]
-        error(statuses[2], 429, "throttled")
-        assert int(statuses[2]["Retry-After"]) > 0
-        # Reading is not throttled.
-        assert api_client.get(SESSIONS).status_code == 200
-    finally:
-        api_settings.reload()
-        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
+    statuses = [
+        api_client.post(SESSIONS, {"prompt": "demo/release"}, format="json")
+        for _ in range(3)
+    ]
+    assert [r.status_code for r in statuses] == [201, 201, 429]
+    error(statuses[2], 429, "throttled")
+    assert int(statuses[2]["Retry-After"]) > 0
+    # Reading is not throttled.
+    assert api_client.get(SESSIONS).status_code == 200
 
 
 # -- following a run -------------------------------------------------------------

@@ -54,20 +54,41 @@ def test_run_starts_are_counted_in_the_shared_cache(settings, user):
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"session-start": "2/minute"},
     }
-    from rest_framework.settings import api_settings
-    from rest_framework.throttling import ScopedRateThrottle
+    client = APIClient()
+    client.force_authenticate(user)
+    # refused or not, a start's throttle takes its slot first
+    client.post("/api/sessions/", {"prompt": "none/such"}, format="json")
+    assert cache_keys() == [f":1:throttle_session-start_{user.pk}:0"]
 
-    api_settings.reload()
-    ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
-    try:
-        client = APIClient()
-        client.force_authenticate(user)
-        # refused or not, a start's throttle takes its slot first
-        client.post("/api/sessions/", {"prompt": "none/such"}, format="json")
-        assert cache_keys() == [f":1:throttle_session-start_{user.pk}:0"]
-    finally:
-        api_settings.reload()
-        ScopedRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
+
+@pytest.mark.django_db
+def test_a_rate_set_in_the_settings_holds_while_they_do_and_no_longer(user):
+    """The rate is read at each request: a change of the settings reaches
+    the throttle, and undoing it ends it. (DRF binds its rates when its
+    module is imported; a test's 2/minute once outlived the test and threw
+    429 at the next test in the process that started three runs.)"""
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    client = APIClient()
+    client.force_authenticate(user)
+
+    def starts(count: int) -> list[int]:
+        return [
+            client.post(
+                "/api/sessions/", {"prompt": "none/such"}, format="json"
+            ).status_code
+            for _ in range(count)
+        ]
+
+    rates = {"session-start": "2/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        assert starts(3) == [400, 400, 429]
+    cache.clear()
+    assert starts(3) == [400, 400, 400]  # the default, 30/minute, again
 
 
 @pytest.mark.django_db(transaction=True)

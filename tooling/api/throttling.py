@@ -29,6 +29,7 @@ from typing import Any
 from django.core.cache import BaseCache
 from django.core.cache import cache as default_cache
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 
 
@@ -76,7 +77,11 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
     """DRF's ``ScopedRateThrottle`` (the view's ``throttle_scope``, the rate of
     that scope in ``DEFAULT_THROTTLE_RATES``, per user or else per client
     address), counted in ``Slots``: shared by every worker, exact when
-    requests arrive together."""
+    requests arrive together.
+
+    The rates are read from the settings at each request: DRF's class reads
+    them once, when its module is imported, so a settings change (a test's)
+    would not reach it, or would outlive the test that made it."""
 
     slots: Slots | None = None
 
@@ -84,6 +89,8 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
         self.scope = getattr(view, self.scope_attr, None)
         if not self.scope:
             return True
+        # drf-stubs types the rates as numbers; they are strings ("30/minute").
+        self.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # type: ignore[assignment]
         self.rate = self.get_rate()
         if self.rate is None:
             return True
