@@ -117,7 +117,7 @@ def test_models_and_migrations_are_in_sync():
 def test_settings_login_rates_parse(raw, expected):
     from unittest import mock
 
-    from wink_project.settings import env_rate
+    from wink_project.env import env_rate
 
     with mock.patch.dict(os.environ, {"WINK_LOGIN_RATE": raw}):
         assert env_rate("WINK_LOGIN_RATE", "5/15m") == expected
@@ -129,7 +129,7 @@ def test_settings_login_rates_refuse_what_is_not_a_rate(raw):
 
     from django.core.exceptions import ImproperlyConfigured
 
-    from wink_project.settings import env_rate
+    from wink_project.env import env_rate
 
     with (
         mock.patch.dict(os.environ, {"WINK_LOGIN_RATE": raw}),

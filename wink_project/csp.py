@@ -3,7 +3,7 @@
 The pages load no third-party script, style or font, and none of ours is
 inline (the styles and scripts are static files; the cost charts are SVG drawn
 with presentation attributes), so the policy allows only this origin:
-``WINK_CSP`` (settings.py) is the whole policy, the default's directives with
+``WINK_CSP`` (settings/security.py) is the whole policy, the default's directives with
 the environment's replacing or adding their own.
 
 Django's own DEBUG error pages (the technical 404 and 500 pages, the latter
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-if TYPE_CHECKING:  # settings.py imports this module: nothing of django.http
+if TYPE_CHECKING:  # the settings import this module: nothing of django.http
     from django.http import HttpRequest, HttpResponseBase
 
 HEADER = "Content-Security-Policy"

@@ -324,7 +324,7 @@ def test_budgets_admin_run_shows_the_reason(client, user):
     ("raw", "expected"), [("", None), ("5", D(5)), (" 0.25 ", D("0.25"))]
 )
 def test_budgets_setting_parses_dollars(raw, expected):
-    from wink_project.settings import env_usd
+    from wink_project.env import env_usd
 
     with mock.patch.dict(os.environ, {"WINK_DAILY_BUDGET_USD": raw}):
         assert env_usd("WINK_DAILY_BUDGET_USD") == expected
@@ -332,7 +332,7 @@ def test_budgets_setting_parses_dollars(raw, expected):
 
 @pytest.mark.parametrize("raw", ["five", "-1", "NaN", "Infinity", "0.00001", "1e9"])
 def test_budgets_setting_refuses_what_is_not_an_amount(raw):
-    from wink_project.settings import env_usd
+    from wink_project.env import env_usd
 
     with (
         mock.patch.dict(os.environ, {"WINK_DAILY_BUDGET_USD": raw}),

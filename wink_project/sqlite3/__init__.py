@@ -1,2 +1,2 @@
 """Django's SQLite backend, with a flush the append-only triggers let through
-(``base.py``). ``settings.py`` selects it for every SQLite database."""
+(``base.py``). ``settings/core.py`` selects it for every SQLite database."""
