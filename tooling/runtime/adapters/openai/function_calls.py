@@ -15,7 +15,7 @@ from typing import Any
 
 from ...execution.calls import FunctionCall
 from .codecs.base import field
-from .sending import excerpt
+from .send_failures import excerpt
 
 
 def function_call(item: Any, turn: int, call_ids: set[str]) -> FunctionCall:

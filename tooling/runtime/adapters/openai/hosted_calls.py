@@ -28,7 +28,7 @@ from .codecs.base import CodecFor, field
 from .costs import RunCosts
 from .native import typed_native_call
 from .quotas import HostedQuotas
-from .sending import excerpt
+from .send_failures import excerpt
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from ...policies import ToolPolicy
 from ...prompt import RenderedPrompt
 from ...tools import Tool
 from .codecs.base import field
-from .sending import excerpt
+from .send_failures import excerpt
 
 PATCH_ITEM = "apply_patch_call"
 SHELL_ITEM = "shell_call"

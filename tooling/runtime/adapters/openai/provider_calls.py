@@ -40,7 +40,8 @@ from .parsing import (
     response_id,
 )
 from .redaction import SecretRedactor, redact_request, redact_response, tool_secrets
-from .sending import Sender, SendFailure
+from .send_failures import SendFailure
+from .sending import Sender
 from .statuses import status_problem
 
 

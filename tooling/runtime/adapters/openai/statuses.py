@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .sending import excerpt
+from .send_failures import excerpt
 
 BACKGROUND_STATUSES = frozenset({"queued", "in_progress", "cancelled"})
 

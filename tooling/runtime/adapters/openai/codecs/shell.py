@@ -26,7 +26,7 @@ from ....hosted.shell import (
     ShellConfig,
     ShellResult,
 )
-from ..sending import excerpt
+from ..send_failures import excerpt
 from .base import NativeCall, field, status_ok
 
 
