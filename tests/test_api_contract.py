@@ -371,6 +371,87 @@ def test_a_list_refuses_a_hostile_cursor_as_an_invalid_one(api_client, position)
         assert response.json()["detail"] == "Invalid cursor"
 
 
+def _cursor(position: str) -> str:
+    """A DRF cursor holding ``position`` (what a client can forge)."""
+    return base64.b64encode(urlencode({"p": position}).encode()).decode()
+
+
+def _row_position(moment: str, key: str) -> str:
+    raw = json.dumps([moment, key]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.fixture
+def superuser_api():
+    client = APIClient()
+    client.force_authenticate(UserFactory.create(is_superuser=True, is_staff=True))
+    return client
+
+
+@pytest.mark.parametrize(
+    "moment", ["9999-12-31T23:59:59-15:00", "0001-01-01T00:00:00+15:00"]
+)
+def test_a_cursor_past_the_last_datetime_is_an_invalid_one(superuser_api, moment):
+    """In UTC, as the database compares it, such a time does not exist
+    (OverflowError: a 500 on every list)."""
+    uuid, number = "4d3c0f9e-b376-4e4d-a758-f3c6bffc1cec", "1"
+    keyset = {
+        "/api/sessions/": uuid,
+        "/api/approvals/": uuid,
+        "/api/citations/": number,
+        "/api/tool-invocations/": number,
+        "/api/revisions/": "a" * 64,
+    }
+    for url, key in keyset.items():
+        response = superuser_api.get(
+            url, {"cursor": _cursor(_row_position(moment, key))}
+        )
+        assert response.status_code == 404, (url, response.content[:200])
+        assert response.json()["detail"] == "Invalid cursor"
+    for url in ("/api/releases/", "/api/catalog-changes/"):  # DRF's, by a time
+        response = superuser_api.get(url, {"cursor": _cursor(moment)})
+        assert response.status_code == 404, (url, response.content[:200])
+
+
+@pytest.mark.parametrize(
+    "position", ["abc", "1.5", "1e5", "", "\x00", "9" * 30, "-" + "9" * 30]
+)
+def test_a_cursor_not_of_the_ordering_fields_type_is_an_invalid_one(
+    superuser_api, position
+):
+    """A session's tool calls by sequence, provider calls by turn, datasets by
+    id: DRF compared a position of another type in the database (a 500)."""
+    session = AgentSessionFactory.create()
+    ToolInvocationFactory.create(session=session)
+    urls = [
+        reverse("sessions_api:session-tool-invocations", args=[session.pk]),
+        reverse("sessions_api:session-provider-calls", args=[session.pk]),
+        "/api/datasets/",
+        "/api/experiments/",
+    ]
+    for url in urls:
+        response = superuser_api.get(url, {"cursor": _cursor(position)})
+        assert response.status_code == 404, (url, position, response.content[:200])
+        assert response.json()["detail"] == "Invalid cursor"
+
+
+def test_a_cursor_that_is_not_base64_is_an_invalid_one(superuser_api):
+    """DRF skips the characters base64 does not know: ``!!!!`` read as no
+    cursor at all, the first page."""
+    for url in ("/api/sessions/", "/api/prompts/", "/api/tools/", "/api/datasets/"):
+        response = superuser_api.get(url, {"cursor": "!!!!"})
+        assert response.status_code == 404, (url, response.content[:200])
+        # a cursor the list gave out still reads
+        assert superuser_api.get(url, {"page_size": 1}).status_code == 200
+
+
+def test_a_name_cursor_holding_nul_is_an_invalid_one(superuser_api, demo):
+    for url in ("/api/prompts/", "/api/tools/", "/api/hosted-tools/"):
+        response = superuser_api.get(url, {"cursor": _cursor("demo\x00")})
+        assert response.status_code == 404, (url, response.content[:200])
+        assert superuser_api.get(url, {"cursor": _cursor("demo")}).status_code == 200
+
+
 def test_a_sessions_tool_calls_page_in_order_and_filter(api_client, demo):
     session = services.start_session(prompt_ref="demo/release")
     url = reverse("sessions_api:session-tool-invocations", args=[session.pk])

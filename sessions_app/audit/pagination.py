@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import Cursor, CursorPagination
+from rest_framework.pagination import Cursor
 from rest_framework.request import Request
 
 from sessions_app.audit.paging import (
@@ -21,6 +21,7 @@ from sessions_app.audit.paging import (
     encode_position,
 )
 from sessions_app.audit.plans import search_order
+from tooling.api.pagination import CheckedCursorPagination
 
 MAX_PAGE_SIZE = 500
 
@@ -41,7 +42,7 @@ def page_size(raw: str | None, *, default: int, maximum: int = MAX_PAGE_SIZE) ->
     return size
 
 
-class StrictCursorPagination(CursorPagination):
+class StrictCursorPagination(CheckedCursorPagination):
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
 
@@ -88,6 +89,10 @@ class KeysetCursorPagination(StrictCursorPagination):
     def time_field_of(self, queryset: QuerySet[Any]) -> str:
         """The field the list is ordered by, newest first."""
         return self.time_field
+
+    def check_position(self, position: str) -> None:
+        """Nothing here: ``paginate_queryset`` reads the position as a row's
+        ``(time, pk)`` (``paging.decode_position``) and refuses any other."""
 
     def paginate_queryset(
         self, queryset: QuerySet[Any], request: Request, view: Any = None

@@ -71,8 +71,17 @@ def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
         created_at = datetime.datetime.fromisoformat(values[0])
         if created_at.tzinfo is None:
             raise ValueError(values[0])
+        # in UTC, as the database compares it: 9999-12-31T23:59:59-15:00 is
+        # past the last datetime there is (OverflowError)
+        created_at = created_at.astimezone(datetime.UTC)
         pk = queryset.model._meta.pk.to_python(values[1])
-    except (ValueError, TypeError, binascii.Error, ValidationError) as error:
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        binascii.Error,
+        ValidationError,
+    ) as error:
         raise InvalidCursor("Not a page of this list.") from error
     return created_at, pk
 

@@ -22,7 +22,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
@@ -31,6 +30,7 @@ from sessions_app import access
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import StrictSerializer
+from tooling.api.pagination import CheckedCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
 
@@ -49,7 +49,7 @@ class ModelPermission(permissions.BasePermission):
         return bool(request.user and request.user.has_perm(name))
 
 
-class IdPagination(CursorPagination):
+class IdPagination(CheckedCursorPagination):
     ordering = "-id"
 
 

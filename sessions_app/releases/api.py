@@ -21,7 +21,6 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -30,6 +29,7 @@ from sessions_app.audit.serializers import PROMPT_REF_RE
 from tooling import releases
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import StrictFilterSet, StrictSerializer
+from tooling.api.pagination import CheckedCursorPagination
 from tooling.models import PromptTemplate, Release
 
 
@@ -109,7 +109,7 @@ class ReleaseFilter(StrictFilterSet):
         fields: list[str] = []
 
 
-class ReleaseCursorPagination(CursorPagination):
+class ReleaseCursorPagination(CheckedCursorPagination):
     ordering = ("-requested_at", "-id")
 
 

@@ -1,4 +1,5 @@
 import base64
+import json
 
 import factory
 import pytest
@@ -154,13 +155,41 @@ def test_session_list_pages_keep_the_filters(admin_client):
 # Cursors no page gave out, hostile ones too: nested deeper than Python's JSON
 # decoder goes (it raised RecursionError: a 500), a megabyte, NUL, not ASCII.
 NESTED = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
-HOSTILE_CURSORS = [NESTED, NESTED[:500], "A" * 1_000_000, "WzEs\x00", "Wz\u00e9"]
+# ... and a time past the last datetime there is, in UTC (an OverflowError).
+PAST_THE_END = (
+    base64.urlsafe_b64encode(
+        b'["9999-12-31T23:59:59-15:00","4d3c0f9e-b376-4e4d-a758-f3c6bffc1cec"]'
+    )
+    .decode()
+    .rstrip("=")
+)
+HOSTILE_CURSORS = [
+    NESTED,
+    NESTED[:500],
+    "A" * 1_000_000,
+    "WzEs\x00",
+    "Wz\u00e9",
+    PAST_THE_END,
+]
 
 
 def test_session_list_refuses_a_cursor_it_did_not_give_out(admin_client):
     for cursor in ["nope", "WzEsMiwzXQ", "WyJ4IiwieSJd", *HOSTILE_CURSORS]:
         assert admin_client.get(LIST_URL, {"after": cursor}).status_code == 404
         assert admin_client.get(LIST_URL, {"before": cursor}).status_code == 404
+
+
+def test_every_keyset_page_refuses_a_time_past_the_last_there_is(admin_client):
+    for url, key in (
+        ("/audit/citations/", "1"),
+        ("/audit/revisions/", "a" * 64),
+    ):
+        for moment in ("9999-12-31T23:59:59-15:00", "0001-01-01T00:00:00+15:00"):
+            raw = json.dumps([moment, key]).encode()
+            cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+            for direction in ("after", "before"):
+                response = admin_client.get(url, {direction: cursor})
+                assert response.status_code == 404, (url, moment, direction)
 
 
 @pytest.mark.parametrize("count", [1, 8])

@@ -15,10 +15,10 @@ import django_filters
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import permissions, serializers, viewsets
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 
 from tooling.api.input import StrictFilterSet
+from tooling.api.pagination import CheckedCursorPagination
 from tooling.models import CatalogChange
 
 VIEW = "tooling.view_catalogchange"
@@ -58,7 +58,7 @@ class ChangeSerializer(serializers.ModelSerializer[CatalogChange]):
         return [link.prompt_ref for link in change.prompts.all()]
 
 
-class ChangeCursorPagination(CursorPagination):
+class ChangeCursorPagination(CheckedCursorPagination):
     ordering = ("-at", "-id")
 
 

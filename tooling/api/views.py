@@ -16,12 +16,12 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from tooling import assembly, services
 from tooling.api.errors import from_django
+from tooling.api.pagination import CheckedCursorPagination
 from tooling.api.serializers import (
     HostedToolSerializer,
     PreviewRequestSerializer,
@@ -39,11 +39,11 @@ from tooling.models import (
 from tooling.runtime import PromptError
 
 
-class RefCursorPagination(CursorPagination):
+class RefCursorPagination(CheckedCursorPagination):
     ordering = ("namespace", "key")
 
 
-class NameCursorPagination(CursorPagination):
+class NameCursorPagination(CheckedCursorPagination):
     ordering = "name"
 
 
