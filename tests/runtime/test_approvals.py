@@ -309,3 +309,40 @@ def test_approval_policy_refuses_malformed_options(
 def test_prompt_refuses_an_approval_rule_for_a_tool_it_does_not_have() -> None:
     with pytest.raises(PromptValidationError, match="refers to tool 'rollback'"):
         make_prompt(ApprovalPolicy([{"tool": "rollback"}]))
+
+
+# -- a condition on an argument the tool does not take ------------------------
+
+
+@pytest.mark.parametrize(
+    ("when", "named", "known"),
+    [
+        ({"environmnet": "production"}, "environmnet", "environment, force, "),
+        ({"environment": "production", "replica": 2}, "replica", "replicas, target"),
+        ({"target.regoin": "eu"}, "target.regoin", "(its arguments: region)"),
+    ],
+)
+def test_a_condition_on_an_argument_the_tool_does_not_take_is_refused(
+    when, named, known
+):
+    """It would never match: a misspelt key let every call through unasked
+    (found by a hostile review: production deploys ran without a decision)."""
+    policy = ApprovalPolicy([{"tool": "deploy", "when": when}], name="prod-gate")
+    with pytest.raises(PromptValidationError) as refused:
+        make_prompt(policy)
+    message = str(refused.value)
+    assert f"Policy 'prod-gate' has a condition on '{named}'" in message
+    assert "tool 'deploy' does not take" in message
+    assert known in message and "the rule would never ask" in message
+
+
+def test_conditions_on_arguments_the_tool_takes_are_accepted():
+    make_prompt(
+        ApprovalPolicy(
+            [
+                {"tool": "deploy", "when": {"environment": "production"}},
+                {"tool": "deploy", "when": {"target.region": "eu", "force": True}},
+                {"tool": "check"},
+            ]
+        )
+    )

@@ -498,3 +498,33 @@ def test_admin_tool_list_shows_which_handlers_are_read_only(admin_client):
         'class="field-read_only"><img src="/static/admin/img/icon-no.svg"'
         in (rows["writer"])
     )
+
+
+def test_an_approval_rule_on_an_argument_the_tool_does_not_take_is_refused(
+    admin_client,
+):
+    """A misspelt condition never matches: saved, production deploys ran
+    without a decision (found by a hostile review). The form names it."""
+    from tests.tooling.admin_forms import change_form_data
+    from tooling.demo import seed_demo_catalog
+
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.get(name="production-deploy")
+    before = policy.config
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
+    data = change_form_data(admin_client, url)
+    typo = {"tool": "deploy", "when": {"environmnet": "production"}}
+    data.update(
+        config_source="json",
+        config=json.dumps({"rules": [typo], "four_eyes": True}),
+    )
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 200
+    errors = " ".join(response.context["adminform"].form.errors.get("config", []))
+    assert "has a condition on 'environmnet', which tool 'deploy' does not take" in (
+        errors
+    ), errors
+    policy.refresh_from_db()
+    assert policy.config == before

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .errors import PromptValidationError
 from .policies import PolicyDecision
-from .serde import dump
+from .serde import dump, fields_of
 from .text import storable_text
 
 if TYPE_CHECKING:
@@ -284,6 +284,32 @@ def _check_rule(index: int, raw: object) -> ApprovalRule:
     return ApprovalRule(tool.strip(), MappingProxyType(conditions))
 
 
+def check_condition_arguments(
+    policy_name: str, tool: Tool[Any, Any], names: frozenset[str]
+) -> None:
+    """Refuse a condition on an argument ``tool`` does not take: it never
+    matches, so a misspelt one would let every call through unasked. Checked
+    as deep as the parameters are dataclasses (a mapping's keys are not
+    declared)."""
+    for name in sorted(names):
+        owner: Any = tool.params_type
+        path: list[str] = []
+        for part in name.split("."):
+            if owner is None or not dataclasses.is_dataclass(owner):
+                break
+            fields = {info.name: info for info in fields_of(owner)}
+            path.append(part)
+            if part not in fields:
+                known = ", ".join(sorted(fields)) or "none"
+                raise PromptValidationError(
+                    f"Policy '{policy_name}' has a condition on "
+                    f"'{'.'.join(path)}', which tool '{tool.name}' does not "
+                    f"take (its arguments: {known}): the rule would never ask.",
+                    placeholder="rules",
+                )
+            owner = fields[part].annotation
+
+
 def _check_approvers(approvers: object) -> Mapping[str, str]:
     if approvers is None:
         return MappingProxyType({})
@@ -390,6 +416,14 @@ class ApprovalPolicy:
 
     def referenced_tools(self) -> frozenset[str]:
         return frozenset(rule.tool for rule in self.rules)
+
+    def referenced_arguments(self) -> Mapping[str, frozenset[str]]:
+        """The argument names the rules' conditions read, by tool (dotted for
+        nested arguments): the prompt checks that its tools take them."""
+        names: dict[str, set[str]] = {}
+        for rule in self.rules:
+            names.setdefault(rule.tool, set()).update(rule.when)
+        return MappingProxyType({tool: frozenset(keys) for tool, keys in names.items()})
 
     def matching_rule(self, tool_name: str, params: Any) -> ApprovalRule | None:
         rules = [rule for rule in self.rules if rule.tool == tool_name]

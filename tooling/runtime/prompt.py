@@ -13,6 +13,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from .approvals import check_condition_arguments
 from .call_limits import check_call_limit_targets
 from .errors import PromptRenderError, PromptValidationError
 from .hosted.base import HostedTool
@@ -235,6 +236,12 @@ class Prompt(Generic[OutputT]):
                         f"prompt '{self.ns}/{self.key}' does not have.",
                         placeholder=tool_name,
                     )
+            arguments = getattr(policy, "referenced_arguments", None)
+            if arguments is not None:
+                for tool_name, names in sorted(arguments().items()):
+                    tool = self._function_tool(tool_name)
+                    if tool is not None:  # a hosted tool's are the provider's
+                        check_condition_arguments(policy.name, tool, names)
 
     def _check_tool_choice(self) -> None:
         if self.tool_choice is None:
