@@ -37,6 +37,7 @@ from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
 from tooling.admin.prompts import PromptTemplateAdmin
+from tooling.api.input import too_large
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 
 
@@ -258,6 +259,10 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
         params, trust_level = submitted
         if not access.may_start_at(request.user, trust_level):
             errors = [f"You may not start sessions at trust level '{trust_level}'."]
+            return self.render_preview(request, template, form, parameters, errors)
+        oversized = too_large(params)  # the API's limit (a 413 there)
+        if oversized is not None:
+            errors = [f"The parameter {oversized}"]
             return self.render_preview(request, template, form, parameters, errors)
         try:
             # what was previewed: the catalog as it is now, whatever its

@@ -314,6 +314,16 @@ def world(monkeypatch: Any) -> dict[str, Any]:
     AgentSession.objects.filter(pk=session.pk).update(
         lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
+    # only a finished session is replayed
+    finished = AgentSessionFactory.create(
+        created_by=user_b,
+        revision=revision,
+        prompt_ref=prompt.ref,
+        params={},
+        status=AgentSession.Status.SUCCEEDED,
+        output_text=SECRET_B,
+        rendered_prompt=SECRET_B,
+    )
     call = ProviderCallFactory.create(session=session, turn=1)
     invocation = ToolInvocationFactory.create(session=session, message=SECRET_B)
     citation = CitationFactory.create(
@@ -335,9 +345,9 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "sessions_app:session-detail": {"pk": session.pk},
             "sessions_app:session-progress": {"pk": session.pk},
             "sessions_app:session-cancel": {"pk": session.pk},
-            "sessions_app:session-replay": {"pk": session.pk},
+            "sessions_app:session-replay": {"pk": finished.pk},
             "sessions_app:session-compare": {"pk": session.pk, "other": session.pk},
-            "sessions_api:session-replay": {"pk": session.pk},
+            "sessions_api:session-replay": {"pk": finished.pk},
             "sessions_api:session-compare": {"pk": session.pk, "other": session.pk},
             "sessions_api:session-detail": {"pk": session.pk},
             "sessions_app:approval-detail": {"pk": approval.pk},

@@ -282,6 +282,21 @@ def test_a_bad_token_is_a_401(demo):
     assert response["WWW-Authenticate"] == "Token"
 
 
+def test_a_body_holding_a_key_twice_is_a_400(api_client, demo):
+    """Python's decoder keeps the last: this started demo/ship."""
+    body = '{"prompt": "demo/research", "prompt": "demo/ship"}'
+    response = api_client.post(SESSIONS, body, content_type="application/json")
+    detail = error(response, 400, "parse_error")["detail"]
+    assert 'the key "prompt" appears twice in one object' in detail, detail
+    nested = '{"prompt": "demo/release", "params": {"service": "a", "service": "b"}}'
+    response = api_client.post(SESSIONS, nested, content_type="application/json")
+    assert (
+        'the key "service" appears twice'
+        in error(response, 400, "parse_error")["detail"]
+    )
+    assert not AgentSession.objects.exists()
+
+
 def test_starting_without_the_permission_is_a_403(demo):
     client = APIClient()
     client.force_authenticate(UserFactory.create())

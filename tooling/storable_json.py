@@ -141,6 +141,37 @@ class StorableJSONValidator:
 validate_storable_json = StorableJSONValidator()
 
 
+class DuplicateKey(ValueError):
+    """An object of the JSON text holds one key twice (``key``)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"the key {json.dumps(key, ensure_ascii=True)} appears twice in one "
+            "object (only the last would be kept)"
+        )
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook``: the object, or ``DuplicateKey``. Python's
+    decoder keeps the last of two equal keys without a word, so
+    ``{"deploy": ["build"], "deploy": ["lint"]}`` would lose a rule."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(key)
+        found[key] = value
+    return found
+
+
+class UniqueKeysDecoder(json.JSONDecoder):
+    """``json.JSONDecoder`` refusing an object with a key twice (``unique_keys``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["object_pairs_hook"] = unique_keys
+        super().__init__(**kwargs)
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads``, with nesting too deep for the decoder a ``ValueError``."""
     try:
@@ -168,11 +199,21 @@ class StorableJSONFormField(forms.JSONField):
     default_validators = [validate_storable_json]
     widget = forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField"})
 
+    def __init__(self, **kwargs: Any) -> None:
+        # an object holding a key twice is refused, not read as its last
+        if kwargs.get("decoder") is None:
+            kwargs["decoder"] = UniqueKeysDecoder
+        super().__init__(**kwargs)
+
     def to_python(self, value: Any) -> Any:
         try:
             return super().to_python(value)
         except RecursionError:
             raise ValidationError(TOO_DEEP, code="invalid") from None
+        except DuplicateKey as error:
+            raise ValidationError(
+                f"Enter valid JSON: {error}.", code="invalid"
+            ) from None
         except ValidationError as error:
             if error.code != "invalid" or not isinstance(value, str):
                 raise

@@ -30,6 +30,7 @@ like any other (lease, sweeper), and the approved call, recorded with its
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -85,7 +86,9 @@ def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
         reason = ""
     if not isinstance(reason, str):
         raise ValidationError({"reason": "The reason must be text."})
-    if required and not reason.strip():
+    if required and not any(unicodedata.category(char)[0] in "LNPS" for char in reason):
+        # nothing to read: blank, or only invisible characters (a zero-width
+        # space, a bidi control: the model would read "Denied by ...: ")
         raise ValidationError({"reason": "Say why the call is denied."})
     if len(reason) > MAX_REASON:
         raise ValidationError(

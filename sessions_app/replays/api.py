@@ -30,7 +30,7 @@ from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch
 from tooling.api.errors import ErrorSerializer, from_django
-from tooling.api.input import StrictSerializer
+from tooling.api.input import JsonBooleanField, StrictSerializer
 from tooling.api.throttling import SharedScopedRateThrottle
 
 from .comparison import compare_sessions
@@ -51,11 +51,18 @@ class ReplayRequestSerializer(StrictSerializer):
         required=False,
         help_text="Replay against the revision this label points at instead.",
     )
-    live_tools = serializers.BooleanField(
+    live_tools = JsonBooleanField(
         default=False,
         help_text="Run read-only tools live (they change nothing outside the run); "
         "otherwise every call is answered from the source's record.",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "label" in attrs and "revision" in self.initial_data:
+            raise serializers.ValidationError(
+                {"label": ["Name a label or a revision to replay against, not both."]}
+            )
+        return attrs
 
 
 class FactSerializer(serializers.Serializer[Any]):

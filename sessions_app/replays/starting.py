@@ -32,6 +32,12 @@ def start_replay(
 ) -> AgentSession:
     """Replay ``source`` (module docstring); ``ValidationError`` as
     ``start_session``, or when the source has no revision to replay."""
+    if not source.is_finished:
+        # its record is not whole yet: what would the replay be compared to?
+        raise ValidationError(
+            "Only a finished session can be replayed; this one is "
+            f"{source.get_status_display().lower()}."
+        )
     if label and revision != SAME:
         raise ValidationError("Name a label or a revision to replay against, not both.")
     if revision == SAME and not label:

@@ -323,8 +323,8 @@ def test_prompt_refuses_an_approval_rule_for_a_tool_it_does_not_have() -> None:
     ],
 )
 def test_a_condition_on_an_argument_the_tool_does_not_take_is_refused(
-    when, named, known
-):
+    when: dict[str, Any], named: str, known: str
+) -> None:
     """It would never match: a misspelt key let every call through unasked
     (found by a hostile review: production deploys ran without a decision)."""
     policy = ApprovalPolicy([{"tool": "deploy", "when": when}], name="prod-gate")
@@ -336,7 +336,7 @@ def test_a_condition_on_an_argument_the_tool_does_not_take_is_refused(
     assert known in message and "the rule would never ask" in message
 
 
-def test_conditions_on_arguments_the_tool_takes_are_accepted():
+def test_conditions_on_arguments_the_tool_takes_are_accepted() -> None:
     make_prompt(
         ApprovalPolicy(
             [

@@ -134,11 +134,16 @@ def test_deny_answers_the_model_with_the_denial(paused: AgentSession, approver) 
     assert paused.output_text.endswith("deploy failed."), paused.output_text
 
 
-def test_deny_needs_a_reason(paused: AgentSession, approver) -> None:
+@pytest.mark.parametrize(
+    "reason", ["  ", "\u200b\u202e", "\t\u2028\u00ad", "\u0301", "\ufeff "]
+)
+def test_deny_needs_a_reason(paused: AgentSession, approver, reason: str) -> None:
+    """Blank, or only invisible characters (zero-width, bidi controls, a soft
+    hyphen, a lone combining mark): the model would read nothing."""
     approval = ApprovalRequest.objects.get(session=paused)
     with pytest.raises(ValidationError) as raised:
         decisions.decide(
-            approval_id=approval.pk, user=approver, approve=False, reason="  "
+            approval_id=approval.pk, user=approver, approve=False, reason=reason
         )
     assert raised.value.message_dict == {"reason": ["Say why the call is denied."]}
     approval.refresh_from_db()

@@ -276,3 +276,46 @@ def test_a_recorded_calls_deep_arguments_match_no_call():
 
     assert arguments_key("deploy", '{"a": ' + "[" * 100_000) is None
     assert arguments_key("deploy", '{"b": 1, "a": 2}') == ("deploy", '{"a":2,"b":1}')
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "true", "0", None, [True]])
+def test_the_api_takes_live_tools_as_a_json_boolean_only(source, value):
+    """DRF's BooleanField read "yes", 1 and "0": the input is strict."""
+    api = APIClient()
+    api.force_login(source.created_by)
+    response = api.post(
+        f"/api/sessions/{source.pk}/replay/", {"live_tools": value}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert "live_tools" in response.json()["errors"]
+    assert not AgentSession.objects.filter(replay_of=source).exists()
+
+
+def test_the_api_refuses_a_label_with_a_revision_even_same(source):
+    api = APIClient()
+    api.force_login(source.created_by)
+    response = api.post(
+        f"/api/sessions/{source.pk}/replay/",
+        {"label": "production", "revision": "same"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "label" in response.json()["errors"]
+
+
+def test_only_a_finished_session_is_replayed(source):
+    """Its record is not whole yet: the page offers no replay, nor does the API."""
+    waiting = AgentSessionFactory.create(
+        status=AgentSession.Status.AWAITING_APPROVAL,
+        created_by=source.created_by,
+        prompt_ref=source.prompt_ref,
+        revision=source.revision,
+    )
+    api = APIClient()
+    api.force_login(source.created_by)
+    response = api.post(f"/api/sessions/{waiting.pk}/replay/", {}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"]["non_field_errors"] == [
+        "Only a finished session can be replayed; this one is awaiting approval."
+    ]
+    assert not AgentSession.objects.filter(replay_of=waiting).exists()

@@ -528,3 +528,56 @@ def test_an_approval_rule_on_an_argument_the_tool_does_not_take_is_refused(
     ), errors
     policy.refresh_from_db()
     assert policy.config == before
+
+
+def test_policy_json_holding_a_key_twice_is_refused_not_cut_to_the_last(admin_client):
+    """Python's decoder keeps the last of two equal keys: "deploy" would have
+    lost its build and test prerequisites without a word."""
+    policy = PolicyDefinition.objects.create(
+        name="release-order",
+        kind="sequential_dependency",
+        config={"dependencies": {"deploy": ["build", "test"]}},
+    )
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
+    twice = '{"dependencies": {"deploy": ["build", "test"], "deploy": ["lint"]}}'
+
+    response = admin_client.post(
+        url,
+        {"name": policy.name, "kind": policy.kind, "config": twice, "description": ""},
+    )
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors["config"]
+    assert errors == [
+        'Enter valid JSON: the key "deploy" appears twice in one object (only '
+        "the last would be kept)."
+    ]
+    assert twice in response.content.decode().replace("&quot;", '"')  # kept as typed
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"deploy": ["build", "test"]}}
+
+
+def test_a_sequential_dependency_option_it_does_not_know_is_refused(admin_client):
+    policy = PolicyDefinition.objects.create(
+        name="release-order",
+        kind="sequential_dependency",
+        config={"dependencies": {"deploy": ["build"]}},
+    )
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
+    config = {"dependencies": {"deploy": ["build"]}, "dependencis": {"x": ["y"]}}
+
+    response = admin_client.post(
+        url,
+        {
+            "name": policy.name,
+            "kind": policy.kind,
+            "config": json.dumps(config),
+            "description": "",
+        },
+    )
+
+    assert response.status_code == 200
+    errors = " ".join(response.context["adminform"].form.errors["config"])
+    assert "Unknown sequential dependency option(s): dependencis" in errors, errors
+    policy.refresh_from_db()
+    assert policy.config == {"dependencies": {"deploy": ["build"]}}

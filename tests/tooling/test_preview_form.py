@@ -162,6 +162,20 @@ def test_run_uses_the_typed_parameters(admin_client):
     assert session.params["topic"] == "ran" and session.params["count"] == 2
 
 
+def test_an_optional_text_field_emptied_runs_with_its_default(admin_client):
+    """Emptied, the field gave "" (rendered as nothing, stored as the run's
+    parameter) where the form says its default applies."""
+    prompt = typed_prompt()
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {**typed_post(topic="ran", note=""), "run": "Run"},
+    )
+    assert response.status_code == 302
+    session = AgentSession.objects.get()
+    assert "note" not in session.params, session.params
+    assert session.params["topic"] == "ran"
+
+
 def test_a_prompt_without_parameters_says_so(admin_client):
     prompt = PromptTemplateFactory.create()
     add_sections(prompt, SectionDefinitionFactory.create())
@@ -408,3 +422,25 @@ def test_the_budget_left_counts_the_runs_in_flight(admin_client, admin_user):
     html = admin_client.get(preview_url(prompt)).content.decode()
     # 1.00 - 0.10 spent - 0.50 the run in flight may still spend
     assert "$0.4000 left today" in html
+
+
+def test_run_refuses_a_parameter_over_the_apis_limit(admin_client, settings):
+    """The API answers 413 past WINK_API_MAX_PARAM_BYTES; the Run button
+    stored it."""
+    settings.WINK_API_MAX_PARAM_BYTES = 1000
+    prompt = typed_prompt()
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {**typed_post(topic="x" * 2000), "run": "Run"},
+    )
+    assert response.status_code == 200
+    assert response.context["errors"] == [
+        "The parameter topic is 2002 bytes encoded; each is at most 1000."
+    ]
+    assert not AgentSession.objects.exists()
+    # within it, it runs
+    response = admin_client.post(
+        reverse("admin:tooling_prompttemplate_run", args=[prompt.pk]),
+        {**typed_post(topic="x" * 900), "run": "Run"},
+    )
+    assert response.status_code == 302

@@ -40,6 +40,19 @@ def encoded_size(value: Any) -> int:
     )
 
 
+def too_large(members: Mapping[Any, Any]) -> str | None:
+    """The first of ``members`` (a run's parameters) whose value is over
+    ``WINK_API_MAX_PARAM_BYTES`` JSON encoded, said as ``name is N bytes
+    encoded; each is at most L.``; ``None`` when none is. The API answers it
+    with a 413, the admin's Run button with an error on the page."""
+    limit = int(settings.WINK_API_MAX_PARAM_BYTES)
+    for name, value in members.items():
+        size = encoded_size(value)
+        if size > limit:
+            return f"{name} is {size} bytes encoded; each is at most {limit}."
+    return None
+
+
 class StrictSerializer(serializers.Serializer[Any]):
     """A request body serializer that refuses what it does not know."""
 
@@ -64,19 +77,25 @@ class StrictSerializer(serializers.Serializer[Any]):
             raise serializers.ValidationError(
                 {path or "non_field_errors": [UNSTORABLE] for path in bad}
             )
-        limit = int(settings.WINK_API_MAX_PARAM_BYTES)
         for field in self.sized_fields:
             members = data.get(field)
             if not isinstance(members, Mapping):
                 continue
-            for name, value in members.items():
-                size = encoded_size(value)
-                if size > limit:
-                    raise RequestTooLarge(
-                        f"{field}.{name} is {size} bytes encoded; each is at most "
-                        f"{limit}."
-                    )
+            message = too_large(members)
+            if message is not None:
+                raise RequestTooLarge(f"{field}.{message}")
         return super().to_internal_value(data)
+
+
+class JsonBooleanField(serializers.BooleanField):
+    """A body's ``true`` or ``false``, nothing else: DRF's ``BooleanField``
+    also reads ``"yes"``, ``"on"``, ``1`` and ``"0"``."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if data is True or data is False:
+            return data
+        self.fail("invalid", input=data)
+        raise AssertionError  # (``fail`` raises)
 
 
 class StrictBooleanField(forms.Field):

@@ -23,6 +23,13 @@ def build_policy(definition: PolicyDefinition) -> ToolPolicy:
             "Config must be a JSON object.", placeholder="config"
         )
     if definition.kind == PolicyDefinition.Kind.SEQUENTIAL_DEPENDENCY:
+        unknown = set(config) - {"dependencies"}
+        if unknown:
+            raise PromptValidationError(
+                "Unknown sequential dependency option(s): "
+                f"{', '.join(sorted(map(str, unknown)))} (allowed: dependencies).",
+                placeholder="config",
+            )
         dependencies = config.get("dependencies")
         if not isinstance(dependencies, Mapping) or not dependencies:
             raise PromptValidationError(

@@ -34,7 +34,10 @@ def _string_field(spec: ParameterSpec) -> forms.Field:
         if long
         else forms.TextInput(attrs={"size": 60})
     )
-    return forms.CharField(required=spec.required, strip=False, widget=widget)
+    # emptied: None, not "" (``values`` leaves it out: its default applies)
+    return forms.CharField(
+        required=spec.required, strip=False, widget=widget, empty_value=None
+    )
 
 
 def _boolean_field(spec: ParameterSpec) -> forms.Field:
