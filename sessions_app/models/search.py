@@ -24,6 +24,7 @@ from django.apps import apps
 from django.db import models
 
 from sessions_app.models.sessions import AgentSession
+from tooling.runtime.text import storable_text
 
 # The statuses of an ended session (``AgentSession.TERMINAL``, as values a
 # migration's historical model can compare).
@@ -45,19 +46,42 @@ def fold(text: str) -> str:
     return text.casefold().replace(RECORD_SEPARATOR, " ")
 
 
+def readable_json(value: Any) -> str:
+    """``value`` as JSON text whose strings read as they are: not escaped, so
+    ``said "hello"``, ``C:\\temp`` or a tab in a parameter is found by
+    typing it (JSON writes ``said \\"hello\\"``). Only a search reads it:
+    it need not parse. A NUL byte or a lone surrogate (which JSON escaped)
+    is replaced: no database stores it."""
+    try:
+        return storable_text(_readable(value))[0]
+    except RecursionError:  # deeper than any parameter the API takes
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _readable(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        members = (f'"{key}": {_readable(item)}' for key, item in value.items())
+        return "{" + ", ".join(members) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_readable(item) for item in value) + "]"
+    return json.dumps(value)
+
+
 def tool_text(params: Any, raw_arguments: str) -> str:
     """A tool call's arguments as a search reads them: parsed, as JSON text
-    with its characters as they are (not ``\\u`` escapes); the text the model
+    with its characters as they are (``readable_json``); the text the model
     sent when it could not be parsed."""
     if params is None:
         return raw_arguments
-    return json.dumps(params, ensure_ascii=False)
+    return readable_json(params)
 
 
 def document(params: Any, output_text: str, tools: Iterable[str]) -> str:
     """The folded text of a session: its parameters, its output and its tool
     calls' arguments (``tool_text``)."""
-    parts = [json.dumps(params, ensure_ascii=False) if params else "", output_text]
+    parts = [readable_json(params) if params else "", output_text]
     parts.extend(tools)
     return SEPARATOR.join(fold(part) for part in parts if part)
 
@@ -216,19 +240,25 @@ def index_ended(
     )
 
 
-def index_missing(batch: int = 500, registry: Any = apps) -> int:
+def index_missing(
+    batch: int = 500, registry: Any = apps, *, rewrite: bool = False
+) -> int:
     """Write the search text of every session without one, and the whole text
     of every ended session whose text holds only its parameters (ended by a
-    process older than migration 0025); how many. Safe beside running workers:
-    a text in flight never replaces one written meanwhile, and a whole one is
-    what the session's end writes."""
+    process older than migration 0025); how many. ``rewrite``: every
+    session's, as this version writes it (an older one escaped quotes,
+    backslashes and tabs). Safe beside running workers: a text in flight
+    never replaces one written meanwhile, and a whole one is what the
+    session's end writes."""
     sessions = registry.get_model("sessions_app", "AgentSession")
     texts = registry.get_model("sessions_app", "SessionSearchText")
     written = 0
-    due = sessions.objects.filter(
-        models.Q(search_text__isnull=True)
-        | models.Q(status__in=ENDED, search_text__ended=False)
-    ).order_by("pk")
+    due = sessions.objects.order_by("pk")
+    if not rewrite:
+        due = due.filter(
+            models.Q(search_text__isnull=True)
+            | models.Q(status__in=ENDED, search_text__ended=False)
+        )
     while True:
         # in key order, each batch after the last: the table read once
         ids = list(due.values_list("pk", flat=True)[:batch])

@@ -248,6 +248,52 @@ def test_a_record_separator_inside_a_text_is_still_found(admin_client):
     assert api_ids(admin_client, q="skua\x1egull") == {str(session.pk)}
 
 
+@pytest.mark.usefixtures("search_plan")
+def test_text_holding_quotes_backslashes_or_tabs_is_found_as_typed(admin_client):
+    """JSON escapes them (``said \\"hello\\"``): the search text holds the
+    parameters and arguments as they read (found by a hostile review)."""
+    quoted = AgentSessionFactory.create(params={"question": 'He said "hello world"'})
+    path = AgentSessionFactory.create()
+    ToolInvocationFactory.create(session=path, params={"file": "C:\\temp\\zebra.txt"})
+    tabbed = AgentSessionFactory.create(params={"note": "line one\tTABBED"})
+    AgentSessionFactory.create(params={"question": "hello world"})
+
+    assert api_ids(admin_client, q='said "hello world"') == {str(quoted.pk)}
+    assert page_ids(admin_client, q='said "hello world"') == {str(quoted.pk)}
+    assert api_ids(admin_client, q="C:\\temp\\zebra") == {str(path.pk)}
+    assert api_ids(admin_client, q="one\ttabbed") == {str(tabbed.pk)}
+    # JSON's own shape still matches: a key and its value
+    assert api_ids(admin_client, q='"file": "c:') == {str(path.pk)}
+
+
+def test_readable_json_is_json_but_for_its_strings_escapes():
+    from sessions_app.models.search import readable_json
+
+    value = {"a": [1, 2.5, True, None, {"b": 'x"y\\z\n'}], "é": "ü\x00"}
+    assert readable_json(value) == (
+        '{"a": [1, 2.5, true, null, {"b": "x"y\\z\n"}], "é": "ü\ufffd"}'
+    )
+    assert readable_json({"k": "plain"}) == json.dumps({"k": "plain"})
+
+
+def test_index_sessions_all_rewrites_every_text_as_this_version_writes_it(
+    admin_client,
+):
+    old = AgentSessionFactory.create(params={"question": 'He said "hi"'})
+    ended()
+    # as a version before readable_json wrote it
+    SessionSearchText.objects.filter(session=old).update(
+        text='{"question": "he said \\"hi\\""}'
+    )
+    assert api_ids(admin_client, q='said "hi"') == set()
+    out = io.StringIO()
+
+    call_command("index_sessions", "--all", stdout=out)
+
+    assert out.getvalue().strip() == "Wrote the search text of 1 session(s)."
+    assert api_ids(admin_client, q='said "hi"') == {str(old.pk)}
+
+
 def test_index_sessions_writes_the_missing_texts_once(admin_client):
     old = AgentSessionFactory.create(output_text="Cormorant")
     ToolInvocationFactory.create(session=old, params={"bird": "shag"})

@@ -20,6 +20,16 @@ class Command(BaseCommand):
         "it). Safe to run beside workers, and again."
     )
 
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            dest="rewrite",
+            help="Rewrite every session's text as this version writes it (one "
+            "written before 2026-11-30 escaped quotes, backslashes and tabs, "
+            "which a search then did not find as typed).",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
-        written = index_missing()
+        written = index_missing(rewrite=options["rewrite"])
         self.stdout.write(f"Wrote the search text of {written} session(s).")
