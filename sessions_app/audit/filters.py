@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.postgres.expressions import ArraySubquery
 from django.core.validators import MinLengthValidator, RegexValidator
 from django.db import connection
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django_filters import fields as filter_fields
 
 from sessions_app.audit import plans
@@ -39,6 +39,7 @@ from tooling.api.input import (
     StrictFilterSet,
     UtcIsoDateTimeField,
 )
+from tooling.casefold import Folded
 
 # The shortest text search: a trigram index (PostgreSQL) finds nothing
 # shorter without reading every row.
@@ -171,8 +172,14 @@ class AgentSessionFilterSet(StrictFilterSet):
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:
         # The users' ids as a subquery, not a join: the page is then read
         # newest first from the (created_by, created_at) index. Any case:
-        # "Alice" finds alice (two accounts differing by case: both).
-        users = get_user_model().objects.filter(username__iexact=value).values("pk")
+        # "Alice" finds alice, "ÉLODIE" élodie (two accounts differing by
+        # case: both).
+        users = (
+            get_user_model()
+            .objects.alias(folded=Folded("username"))
+            .filter(folded=Folded(Value(value)))
+            .values("pk")
+        )
         return queryset.filter(created_by__in=Subquery(users))
 
     def filter_search(self, queryset: Any, name: str, value: str) -> Any:

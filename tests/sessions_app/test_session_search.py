@@ -441,6 +441,13 @@ def test_the_user_filter_takes_any_case(admin_client, api_client):
     assert page_ids(admin_client, user="ALICE") == {str(mine.pk)}
     assert api_ids(api_client, user="Alice") == {str(mine.pk)}
     assert page_ids(admin_client, user="nobody") == set()
+    # every letter, not ASCII's only (SQLite's LIKE folded those alone)
+    elodie = AgentSessionFactory.create(
+        created_by=UserFactory.create(username="élodie")
+    )
+    assert api_ids(api_client, user="ÉLODIE") == {str(elodie.pk)}
+    assert page_ids(admin_client, user="Élodie") == {str(elodie.pk)}
+    assert page_ids(admin_client, user="elodie") == set()
 
 
 def test_date_boxes_are_pickers_with_a_format_hint(admin_client):

@@ -8,6 +8,9 @@ which the triggers refuse outside a purge. The flush's statements run in one
 transaction (``execute_sql_flush``); they are framed here by the purge flag's
 row (``tooling.purge_flag``), written first and deleted last, so it is never
 committed and nothing else sees it.
+
+Each connection also gets ``tooling.casefold``'s function (SQLite's own
+``upper()`` and ``LIKE`` fold ASCII letters only).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from django.db.backends.sqlite3 import base, operations
 
+from tooling.casefold import SQLITE_FUNCTION, casefold
 from tooling.purge_flag import (
     PURGE_FLAG_TABLE,
     SQLITE_CLEAR_PURGE_FLAG,
@@ -47,3 +51,8 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+
+    def get_new_connection(self, conn_params: Any) -> Any:
+        connection = super().get_new_connection(conn_params)
+        connection.create_function(SQLITE_FUNCTION, 1, casefold, deterministic=True)
+        return connection
