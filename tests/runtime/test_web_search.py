@@ -176,6 +176,18 @@ def test_web_search_domain_filter_rejects_invalid_domains(domain: str) -> None:
     )
 
 
+def test_a_domain_beyond_ascii_is_refused_naming_its_ascii_form() -> None:
+    error = invalid(DomainFilter, allowed=("M\u00fcnchen.de",))
+    assert error.message == (
+        "'M\u00fcnchen.de' is not a valid domain name (expected something like "
+        "'example.com'); a name with letters beyond ASCII is written in its ASCII "
+        "form: 'xn--mnchen-3ya.de'."
+    )
+    assert DomainFilter(allowed=("xn--mnchen-3ya.de",)).allowed == (
+        "xn--mnchen-3ya.de",
+    )
+
+
 # -- GeoHint -----------------------------------------------------------------------
 
 
@@ -186,7 +198,7 @@ def test_web_search_geo_hint_upper_cases_country(code: str, expected: str) -> No
     assert GeoHint(country_code=code).country_code == expected
 
 
-@pytest.mark.parametrize("code", ["XX", "UK", "d", ""])
+@pytest.mark.parametrize("code", ["XX", "d", ""])
 def test_web_search_geo_hint_rejects_non_iso_countries(code: str) -> None:
     error = invalid(GeoHint, country_code=code)
     assert error.message == (
@@ -206,6 +218,10 @@ def test_web_search_geo_hint_rejects_non_iso_countries(code: str) -> None:
         (
             "Germany",
             "'Germany' is not an ISO 3166-1 alpha-2 country code; Germany is 'DE'.",
+        ),
+        (
+            "UK",
+            "'UK' is not an ISO 3166-1 alpha-2 country code; United Kingdom is 'GB'.",
         ),
     ],
 )

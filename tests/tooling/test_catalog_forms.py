@@ -79,6 +79,22 @@ def test_countries_table_names_every_assigned_code() -> None:
         ("Korea, Republic of", "KR"),
         ("United States of America", "US"),
         ("Georgia", "GE"),
+        # the names people type (a hostile review found them refused) ...
+        ("Russia", "RU"),
+        ("Turkey", "TR"),
+        ("UK", "GB"),
+        ("Ivory Coast", "CI"),
+        ("Cape Verde", "CV"),
+        ("Brunei", "BN"),
+        # ... and accents or the apostrophe's kind aside, either way
+        ("Cote d'Ivoire", "CI"),
+        ("C\u00f4te d\u2019Ivoire", "CI"),
+        ("Curacao", "CW"),
+        ("Reunion", "RE"),
+        ("S\u00e3o Tom\u00e9 and Pr\u00edncipe", "ST"),
+        ("Turkiye", "TR"),
+        ("Korea", None),  # two countries: neither
+        ("Congo", "CG"),  # ISO's short name
         ("Germania", None),
         ("Ger", None),
         ("", None),
@@ -448,3 +464,19 @@ def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
         "Write 'Authorization' as Header-Name=ENV_VAR, for example "
         "Authorization=DEEPWIKI_MCP_AUTH."
     ]
+
+
+def test_no_name_a_country_is_found_by_names_another() -> None:
+    """Every name of every code (ISO's, the official, the common ones), as
+    compared (case and accents aside), names that code alone."""
+    from tooling.runtime.hosted.countries import (
+        ALPHA3,
+        COMMON_NAMES,
+        OTHER_NAMES,
+        _key,
+    )
+
+    for code, name in COUNTRY_NAMES.items():
+        names = (name, ALPHA3[code], *OTHER_NAMES.get(code, ()))
+        for text in (*names, *COMMON_NAMES.get(code, ())):
+            assert country_code(text) == code, (text, code, _key(text))

@@ -5,12 +5,14 @@ here so the runtime needs no data file or package.
 ``COUNTRY_NAMES`` maps each alpha-2 code to its ISO short name (what a picker
 shows); ``OTHER_NAMES`` the names people also type (the common and the
 official name, where ISO gives them); ``ALPHA3`` the alpha-3 codes.
-``country_code`` finds a code by any of them, exactly (letter case and
-surrounding spaces aside).
+``COMMON_NAMES`` the English names people type that ISO words otherwise
+("Russia", "UK", "Ivory Coast"). ``country_code`` finds a code by any of them
+(letter case, spaces, accents and the kind of apostrophe aside).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -720,15 +722,56 @@ ALPHA3: Mapping[str, str] = MappingProxyType(
 ISO_3166_ALPHA2: frozenset[str] = frozenset(COUNTRY_NAMES)
 
 
+# Names people type that ISO gives in another form (English, in common use;
+# none names two countries: "Korea", "Congo" alone are left to ISO's names).
+COMMON_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "BN": ("Brunei",),
+        "CD": ("DR Congo", "Democratic Republic of the Congo", "Congo-Kinshasa"),
+        "CG": ("Congo-Brazzaville",),
+        "CI": ("Ivory Coast",),
+        "CV": ("Cape Verde",),
+        "FK": ("Falkland Islands",),
+        "FM": ("Micronesia",),
+        "GB": ("UK", "Great Britain", "Britain"),
+        "MF": ("Saint Martin",),
+        "MK": ("Macedonia",),
+        "MM": ("Burma",),
+        "MO": ("Macau",),
+        "NL": ("The Netherlands", "Holland"),
+        "PS": ("Palestine",),
+        "RU": ("Russia",),
+        "SX": ("Sint Maarten",),
+        "SZ": ("Swaziland",),
+        "TL": ("East Timor",),
+        "TR": ("Turkey",),
+        "US": ("America", "United States of America"),
+        "VA": ("Vatican", "Vatican City", "Holy See"),
+        "VG": ("British Virgin Islands",),
+        "VI": ("US Virgin Islands", "U.S. Virgin Islands"),
+    }
+)
+
+
 def _key(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    """``text`` as names are compared: spaces, letter case, accents and the
+    kind of apostrophe aside ("cote d'ivoire" is "Côte d\\u2019Ivoire")."""
+    decomposed = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(bare.split()).casefold()
 
 
 _BY_TEXT: Mapping[str, str] = MappingProxyType(
     {
         _key(text): code
         for code, name in COUNTRY_NAMES.items()
-        for text in (code, ALPHA3[code], name, *OTHER_NAMES.get(code, ()))
+        for text in (
+            code,
+            ALPHA3[code],
+            name,
+            *OTHER_NAMES.get(code, ()),
+            *COMMON_NAMES.get(code, ()),
+        )
     }
 )
 

@@ -46,10 +46,27 @@ def validate_domain(domain: str, *, placeholder: str = "allowed_domains") -> str
     if "/" in value or not _DOMAIN.fullmatch(value):
         raise PromptValidationError(
             f"'{domain}' is not a valid domain name (expected something like "
-            "'example.com').",
+            f"'example.com'){_ascii_form(value)}.",
             placeholder=placeholder,
         )
     return value
+
+
+def _ascii_form(value: str) -> str:
+    """For a name with letters beyond ASCII (``münchen.de``), the hint of its
+    ASCII form (IDNA, ``xn--mnchen-3ya.de``), which is what domain filters
+    compare; else nothing."""
+    if value.isascii():
+        return ""
+    try:
+        encoded = value.encode("idna").decode("ascii")
+    except UnicodeError:
+        return ""
+    if not _DOMAIN.fullmatch(encoded):
+        return ""
+    return (
+        f"; a name with letters beyond ASCII is written in its ASCII form: '{encoded}'"
+    )
 
 
 def _domains(value: Any, placeholder: str) -> tuple[str, ...]:
