@@ -456,8 +456,41 @@ def test_a_cursor_that_is_not_base64_is_an_invalid_one(superuser_api):
     for url in ("/api/sessions/", "/api/prompts/", "/api/tools/", "/api/datasets/"):
         response = superuser_api.get(url, {"cursor": "!!!!"})
         assert response.status_code == 404, (url, response.content[:200])
-        # a cursor the list gave out still reads
-        assert superuser_api.get(url, {"page_size": 1}).status_code == 200
+
+
+def test_the_cursors_a_list_gives_out_still_read(superuser_api):
+    """Walked by its ``next`` links, then back by ``previous``: a time-ordered
+    list of DRF's (catalog changes, ties of one instant included) and a
+    keyset list (sessions)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    from tooling.models import CatalogChange, ToolDefinition
+
+    kind = ContentType.objects.get_for_model(ToolDefinition)
+    CatalogChange.objects.bulk_create(
+        CatalogChange(
+            content_type=kind,
+            object_id=str(n),
+            object_repr=f"t{n}",
+            action=CatalogChange.Action.CHANGED,
+        )
+        for n in range(55)
+    )
+    AgentSessionFactory.create_batch(5)
+    for url, count in (
+        ("/api/catalog-changes/", 55),
+        ("/api/sessions/?page_size=2", 5),
+    ):
+        seen, link, last = [], url, None
+        while link:
+            page = superuser_api.get(link)
+            assert page.status_code == 200, (link, page.content[:200])
+            body = page.json()
+            seen += [row["id"] for row in body["results"]]
+            link, last = body["next"], body
+        assert len(seen) == len(set(seen)) == count, url
+        assert last is not None and last["previous"]
+        assert superuser_api.get(last["previous"]).status_code == 200
 
 
 def test_a_name_cursor_holding_nul_is_an_invalid_one(superuser_api, demo):
@@ -557,3 +590,22 @@ def test_who_started_and_cancelled_are_null_when_nobody(api_client):
     session = AgentSessionFactory.create(created_by=None)
     body = api_client.get(f"{SESSIONS}{session.pk}/").json()
     assert body["created_by"] is None and body["cancelled_by"] is None
+
+
+def test_a_checked_cursor_reads_pk_and_leaves_lookups_as_drf_does():
+    """``-pk`` is the key's field; a related lookup or an annotation is no
+    field of the model: not checked (it was a FieldDoesNotExist, a 500)."""
+    import uuid
+
+    from rest_framework.exceptions import NotFound
+
+    from tooling.api.pagination import CheckedCursorPagination
+
+    by_key = CheckedCursorPagination()
+    by_key.model, by_key.ordering = AgentSession, ("-pk",)
+    by_key.check_position(str(uuid.uuid4()))
+    with pytest.raises(NotFound):
+        by_key.check_position("abc")
+    by_lookup = CheckedCursorPagination()
+    by_lookup.model, by_lookup.ordering = AgentSession, ("-created_by__username",)
+    by_lookup.check_position("anyone")

@@ -81,12 +81,20 @@ class RunNotResumed(ApprovalClosed):
     otherwise) before the approved call ran: the call did not run."""
 
 
+# Letters and symbols that show as nothing (Hangul fillers, the blank Braille
+# pattern): a "reason" of them alone is blank.
+_BLANK_LOOKALIKES = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
 def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
     if reason is None:
         reason = ""
     if not isinstance(reason, str):
         raise ValidationError({"reason": "The reason must be text."})
-    if required and not any(unicodedata.category(char)[0] in "LNPS" for char in reason):
+    if required and not any(
+        unicodedata.category(char)[0] in "LNPS" and char not in _BLANK_LOOKALIKES
+        for char in reason
+    ):
         # nothing to read: blank, or only invisible characters (a zero-width
         # space, a bidi control: the model would read "Denied by ...: ")
         raise ValidationError({"reason": "Say why the call is denied."})

@@ -271,9 +271,13 @@ def index_missing(
             unique_fields=["session"],
             update_fields=REWRITTEN,
         )
-        texts.objects.bulk_create(
-            [row for row in rows if not row.ended], ignore_conflicts=True
-        )
+        in_flight = [row for row in rows if not row.ended]
+        texts.objects.bulk_create(in_flight, ignore_conflicts=True)
+        if rewrite:  # over a text in flight; never over one its end wrote
+            for row in in_flight:
+                texts.objects.filter(session_id=row.session_id, ended=False).update(
+                    text=row.text
+                )
         written += len(ids)
         due = due.filter(pk__gt=ids[-1])
     return written

@@ -346,3 +346,26 @@ def test_conditions_on_arguments_the_tool_takes_are_accepted() -> None:
             ]
         )
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class MaybeTargetParams:
+    target: Target | None = None
+
+
+def maybe_deploy(
+    params: MaybeTargetParams, *, context: ToolContext
+) -> ToolResult[None]:
+    return ToolResult.ok(None, "deployed")
+
+
+def test_a_condition_under_an_optional_parameter_is_checked_too() -> None:
+    """``target: Target | None``: its fields are declared all the same."""
+    tool = Tool(name="deploy", description="Deploy.", handler=maybe_deploy)
+    policy = ApprovalPolicy([{"tool": "deploy", "when": {"target.regoin": "eu"}}])
+    section = MarkdownSection(key="task", title="Task", template="Go.", tools=[tool])
+    with pytest.raises(PromptValidationError) as refused:
+        Prompt(ns="tests", key="maybe", sections=[section], policies=[policy])
+    assert "condition on 'target.regoin'" in str(refused.value)
+    fine = ApprovalPolicy([{"tool": "deploy", "when": {"target.region": "eu"}}])
+    Prompt(ns="tests", key="maybe", sections=[section], policies=[fine])

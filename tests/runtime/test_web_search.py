@@ -186,6 +186,12 @@ def test_a_domain_beyond_ascii_is_refused_naming_its_ascii_form() -> None:
     assert DomainFilter(allowed=("xn--mnchen-3ya.de",)).allowed == (
         "xn--mnchen-3ya.de",
     )
+    # IDNA 2003 (Python's codec) writes "faß.de" as "fass.de", another
+    # domain: no hint where it differs from what browsers use
+    assert invalid(DomainFilter, allowed=("fa\u00df.de",)).message == (
+        "'fa\u00df.de' is not a valid domain name (expected something like "
+        "'example.com')."
+    )
 
 
 # -- GeoHint -----------------------------------------------------------------------

@@ -135,7 +135,16 @@ def test_deny_answers_the_model_with_the_denial(paused: AgentSession, approver) 
 
 
 @pytest.mark.parametrize(
-    "reason", ["  ", "\u200b\u202e", "\t\u2028\u00ad", "\u0301", "\ufeff "]
+    "reason",
+    [
+        "  ",
+        "\u200b\u202e",
+        "\t\u2028\u00ad",
+        "\u0301",
+        "\ufeff ",
+        "\u3164\u115f\u1160",  # Hangul fillers: letters that show as nothing
+        "\uffa0 \u2800",  # a halfwidth filler, the blank Braille pattern
+    ],
 )
 def test_deny_needs_a_reason(paused: AgentSession, approver, reason: str) -> None:
     """Blank, or only invisible characters (zero-width, bidi controls, a soft

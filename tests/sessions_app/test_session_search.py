@@ -280,18 +280,26 @@ def test_index_sessions_all_rewrites_every_text_as_this_version_writes_it(
     admin_client,
 ):
     old = AgentSessionFactory.create(params={"question": 'He said "hi"'})
+    waiting = AgentSessionFactory.create(
+        status=AgentSession.Status.AWAITING_APPROVAL,
+        params={"question": 'She said "hi"'},
+    )
     ended()
-    # as a version before readable_json wrote it
+    # as a version before readable_json wrote them
     SessionSearchText.objects.filter(session=old).update(
         text='{"question": "he said \\"hi\\""}'
+    )
+    SessionSearchText.objects.filter(session=waiting).update(
+        text='{"question": "she said \\"hi\\""}'
     )
     assert api_ids(admin_client, q='said "hi"') == set()
     out = io.StringIO()
 
     call_command("index_sessions", "--all", stdout=out)
 
-    assert out.getvalue().strip() == "Wrote the search text of 1 session(s)."
-    assert api_ids(admin_client, q='said "hi"') == {str(old.pk)}
+    assert out.getvalue().strip() == "Wrote the search text of 2 session(s)."
+    assert api_ids(admin_client, q='said "hi"') == {str(old.pk), str(waiting.pk)}
+    assert not SessionSearchText.objects.get(session=waiting).ended
 
 
 def test_index_sessions_writes_the_missing_texts_once(admin_client):

@@ -14,7 +14,7 @@ import base64
 import datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
@@ -49,7 +49,15 @@ class CheckedCursorPagination(CursorPagination):
         """404 unless ``position`` is a value the first ordering field can
         compare (overridden where the position is read otherwise)."""
         ordering = (self.ordering,) if isinstance(self.ordering, str) else self.ordering
-        field = self.model._meta.get_field(ordering[0].lstrip("-"))
+        name = ordering[0].lstrip("-")
+        try:
+            field = (
+                self.model._meta.pk
+                if name == "pk"
+                else self.model._meta.get_field(name)
+            )
+        except FieldDoesNotExist:  # a lookup or an annotation: as DRF reads it
+            return
         try:
             if "\x00" in position:  # no database stores it
                 raise ValueError(position)

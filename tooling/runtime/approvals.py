@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .errors import PromptValidationError
 from .policies import PolicyDecision
-from .serde import dump, fields_of
+from .serde import dump, fields_of, split_optional
 from .text import storable_text
 
 if TYPE_CHECKING:
@@ -292,7 +292,7 @@ def check_condition_arguments(
     as deep as the parameters are dataclasses (a mapping's keys are not
     declared)."""
     for name in sorted(names):
-        owner: Any = tool.params_type
+        owner: Any = split_optional(tool.params_type)[0]
         path: list[str] = []
         for part in name.split("."):
             if owner is None or not dataclasses.is_dataclass(owner):
@@ -307,7 +307,7 @@ def check_condition_arguments(
                     f"take (its arguments: {known}): the rule would never ask.",
                     placeholder="rules",
                 )
-            owner = fields[part].annotation
+            owner = split_optional(fields[part].annotation)[0]
 
 
 def _check_approvers(approvers: object) -> Mapping[str, str]:

@@ -52,11 +52,17 @@ def validate_domain(domain: str, *, placeholder: str = "allowed_domains") -> str
     return value
 
 
+# Python's "idna" codec is IDNA 2003, which maps these to other characters
+# ("faß.de" to "fass.de", another domain); browsers follow IDNA 2008 and keep
+# them: no hint for a name holding one.
+_IDNA2003_DEVIATIONS = frozenset("\u00df\u03c2\u200c\u200d")
+
+
 def _ascii_form(value: str) -> str:
     """For a name with letters beyond ASCII (``münchen.de``), the hint of its
     ASCII form (IDNA, ``xn--mnchen-3ya.de``), which is what domain filters
-    compare; else nothing."""
-    if value.isascii():
+    compare; else (or where IDNA 2003 and 2008 differ) nothing."""
+    if value.isascii() or any(char in _IDNA2003_DEVIATIONS for char in value):
         return ""
     try:
         encoded = value.encode("idna").decode("ascii")
