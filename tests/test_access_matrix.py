@@ -302,28 +302,23 @@ def world(monkeypatch: Any) -> dict[str, Any]:
         requested_by=user_b,
         requested_by_name="user_b",
     )
-    session = AgentSessionFactory.create(
-        created_by=user_b,
-        revision=revision,
-        prompt_ref=prompt.ref,
-        params={},
-        status=AgentSession.Status.RUNNING,
-        output_text=SECRET_B,
-        rendered_prompt=SECRET_B,
-    )
+
+    def user_bs(status: str) -> AgentSession:
+        return AgentSessionFactory.create(
+            created_by=user_b,
+            revision=revision,
+            prompt_ref=prompt.ref,
+            params={},
+            status=status,
+            output_text=SECRET_B,
+            rendered_prompt=SECRET_B,
+        )
+
+    session = user_bs(AgentSession.Status.RUNNING)
     AgentSession.objects.filter(pk=session.pk).update(
         lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
-    # only a finished session is replayed
-    finished = AgentSessionFactory.create(
-        created_by=user_b,
-        revision=revision,
-        prompt_ref=prompt.ref,
-        params={},
-        status=AgentSession.Status.SUCCEEDED,
-        output_text=SECRET_B,
-        rendered_prompt=SECRET_B,
-    )
+    finished = user_bs(AgentSession.Status.SUCCEEDED)  # only one is replayed
     call = ProviderCallFactory.create(session=session, turn=1)
     invocation = ToolInvocationFactory.create(session=session, message=SECRET_B)
     citation = CitationFactory.create(

@@ -40,7 +40,7 @@ from tooling.runtime import (
     StateChanged,
     ToolInvoked,
 )
-from tooling.runtime.approvals import MAX_DEADLINE_SECONDS
+from tooling.runtime.approval_rules import MAX_DEADLINE_SECONDS
 from tooling.runtime.citations import Citation as RuntimeCitation
 from tooling.runtime.serde import dump
 

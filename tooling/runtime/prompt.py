@@ -13,7 +13,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from .approvals import check_condition_arguments
+from .approval_rules import check_condition_arguments
 from .call_limits import check_call_limit_targets
 from .errors import PromptRenderError, PromptValidationError
 from .hosted.base import HostedTool
