@@ -13,12 +13,16 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from .approval_rules import check_condition_arguments
 from .call_limits import check_call_limit_targets
 from .errors import PromptRenderError, PromptValidationError
 from .hosted.base import HostedTool
 from .limits import check_hosted_tool_limits
 from .policies import ToolPolicy
+from .prompt_checks import (
+    check_param_descriptions,
+    check_policy_references,
+    check_tool_choice,
+)
 
 # Re-exported: they lived here before rendered.py held them.
 from .rendered import OutputT
@@ -86,11 +90,11 @@ class Prompt(Generic[OutputT]):
         self.tool_choice = tool_choice
         self._nodes = tuple(self._walk(self.sections, (), ()))
         self._tool_sections = self._check_tools()
-        self.param_descriptions = self._check_param_descriptions(
-            param_descriptions or {}
+        self.param_descriptions = check_param_descriptions(
+            self, param_descriptions or {}
         )
-        self._check_policies()
-        self._check_tool_choice()
+        check_policy_references(self)
+        check_tool_choice(self)
         self.hosted_tool_limits = check_hosted_tool_limits(
             self, {} if hosted_tool_limits is None else hosted_tool_limits
         )
@@ -149,6 +153,14 @@ class Prompt(Generic[OutputT]):
             hosted for node in self._nodes for hosted in node.section.hosted_tools()
         )
 
+    def declared_policies(self) -> tuple[ToolPolicy, ...]:
+        """The prompt's own policies, then every section's, in declaration
+        order, whether or not its section is enabled."""
+        return (
+            *self.policies,
+            *(policy for node in self._nodes for policy in node.section.policies),
+        )
+
     def _walk(
         self,
         sections: Sequence[Section],
@@ -187,72 +199,6 @@ class Prompt(Generic[OutputT]):
                     )
                 owners[tool_name] = node
         return owners
-
-    def _function_tool(self, name: str) -> Tool[Any, Any] | None:
-        node = self._tool_sections.get(name)
-        if node is None:
-            return None
-        return next((t for t in node.section.tools() if t.name == name), None)
-
-    def _check_param_descriptions(
-        self, overrides: Mapping[str, Mapping[str, str]]
-    ) -> Mapping[str, Mapping[str, str]]:
-        checked: dict[str, Mapping[str, str]] = {}
-        for tool_name, fields in overrides.items():
-            tool = self._function_tool(tool_name)
-            if tool is None:
-                raise PromptValidationError(
-                    f"Parameter descriptions given for unknown tool '{tool_name}'."
-                )
-            if not tool.accepts_overrides:
-                raise PromptValidationError(
-                    f"Tool '{tool_name}' does not accept overrides."
-                )
-            known = (
-                {info.name for info in fields_of(tool.params_type)}
-                if (tool.params_type)
-                else set()
-            )
-            for field_name in fields:
-                if field_name not in known:
-                    raise PromptValidationError(
-                        f"Tool '{tool_name}' has no parameter '{field_name}'."
-                    )
-            checked[tool_name] = MappingProxyType(dict(fields))
-        return MappingProxyType(checked)
-
-    def _check_policies(self) -> None:
-        all_policies = [*self.policies]
-        for node in self._nodes:
-            all_policies.extend(node.section.policies)
-        for policy in all_policies:
-            referenced = getattr(policy, "referenced_tools", None)
-            if referenced is None:
-                continue
-            for tool_name in sorted(referenced()):
-                if tool_name not in self._tool_sections:
-                    raise PromptValidationError(
-                        f"Policy '{policy.name}' refers to tool '{tool_name}', which "
-                        f"prompt '{self.ns}/{self.key}' does not have.",
-                        placeholder=tool_name,
-                    )
-            arguments = getattr(policy, "referenced_arguments", None)
-            if arguments is not None:
-                for tool_name, names in sorted(arguments().items()):
-                    tool = self._function_tool(tool_name)
-                    if tool is not None:  # a hosted tool's are the provider's
-                        check_condition_arguments(policy.name, tool, names)
-
-    def _check_tool_choice(self) -> None:
-        if self.tool_choice is None:
-            return
-        for tool_name in self.tool_choice.tools:
-            if tool_name not in self._tool_sections:
-                raise PromptValidationError(
-                    f"tool_choice names '{tool_name}', which prompt "
-                    f"'{self.ns}/{self.key}' does not have.",
-                    placeholder=tool_name,
-                )
 
     def _collect_param_names(self) -> frozenset[str]:
         names: set[str] = set()
