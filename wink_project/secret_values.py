@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
@@ -43,6 +43,10 @@ _QUERY_SECRET = re.compile(
     r"[^=&#\s]*=)[^&#\s'\"]*",
     flags=re.IGNORECASE,
 )
+# OpenTelemetry's exporter variables: a collector's headers (an API key) and
+# an endpoint whose query may carry one.
+_OTLP_HEADERS = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$")
+_OTLP_ENDPOINT = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$")
 # A header value such as "Bearer <token>": the token alone is a secret too.
 _TOKEN_PART_LENGTH = 8
 _MAX_DEPTH = 8
@@ -66,6 +70,20 @@ def _url_passwords(text: str) -> list[str]:
     return found
 
 
+def _otlp_secrets(name: str, value: str) -> list[str]:
+    """The secrets an OpenTelemetry exporter variable holds: each header's
+    value (``key=value,...``), an endpoint's query."""
+    if _OTLP_HEADERS.match(name):
+        return [
+            unquote(pair.partition("=")[2]).strip()
+            for pair in value.split(",")
+            if "=" in pair
+        ]
+    if _OTLP_ENDPOINT.match(name):
+        return [urlsplit(value.strip()).query]
+    return []
+
+
 def _from_setting(name: str, value: Any, found: set[str], depth: int = 0) -> None:
     if depth > _MAX_DEPTH:
         return
@@ -87,8 +105,9 @@ def configured_secrets() -> set[str]:
     (``SECRET_NAME``; every ``DATABASES`` PASSWORD, ``SECRET_KEY`` and its
     fallbacks, ``OPENAI_API_KEY``, ``EMAIL_HOST_PASSWORD``, the approval
     webhook's secret), the approval webhook's URL, the password of every URL
-    (database, broker, result backend, caches), and the variables MCP headers
-    may read."""
+    (database, broker, result backend, caches, the OTLP collector), the
+    variables MCP headers may read, and an OTLP exporter's header values and
+    its endpoint's query."""
     found: set[str] = set()
     for name in dir(settings):
         if name.isupper():
@@ -100,6 +119,7 @@ def configured_secrets() -> set[str]:
         if SECRET_NAME.search(name) or mcp_header_variable(name):
             found.add(value)
         found.update(_url_passwords(value))
+        found.update(_otlp_secrets(name, value))
     return found
 
 

@@ -158,11 +158,33 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # every record's secrets masked, whichever library wrote it (an OTLP
+    # endpoint's query, a connection string): wink_project/log_masking.py
+    "filters": {
+        "secrets": {"()": "wink_project.log_masking.SecretMaskingFilter"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["secrets"],
+        },
+        "mail_admins": {
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+            "class": "django.utils.log.AdminEmailHandler",
+        },
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # the SDK's HTTP client logs every request at INFO: a line per provider
-    # call in a worker's log (the SDK's own client is httpx2)
-    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")},
+    "loggers": {
+        # the SDK's HTTP client logs every request at INFO: a line per provider
+        # call in a worker's log (the SDK's own client is httpx2)
+        **{name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")},
+        # Django's own console handler (DEBUG on) is replaced: its records
+        # reach the root's, once and masked (they were written twice)
+        "django": {"handlers": ["mail_admins"], "level": "INFO"},
+    },
 }
 
 # DEBUG pages and error reports (HTML, text, the report mailed to ADMINS) show
