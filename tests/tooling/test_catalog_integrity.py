@@ -361,3 +361,72 @@ def test_two_concurrent_edits_cannot_make_a_cycle(django_user_model):
     parents = dict(SectionDefinition.objects.values_list("key", "parent__key"))
     assert not (parents["a"] == "b" and parents["b"] == "a"), parents
     assert sorted(statuses) == [200, 302]  # one saved, one refused
+
+
+def test_disabling_a_prompts_only_section_is_refused(admin_client):
+    # it was saved, and the prompt then ran with an empty system prompt
+    section = SectionDefinitionFactory.create(key="only")
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    data = change_form_data(admin_client, change_url(section))
+    data.pop("enabled")
+
+    page = refused(admin_client.post(change_url(section), data))
+
+    assert f"would break prompt &#x27;{prompt.ref}&#x27;" in page
+    assert "no enabled section left" in page
+    section.refresh_from_db()
+    assert section.enabled
+
+
+def test_disabling_one_of_two_sections_is_saved(admin_client):
+    first = SectionDefinitionFactory.create(key="first")
+    second = SectionDefinitionFactory.create(key="second")
+    add_sections(PromptTemplateFactory.create(), first, second)
+    data = change_form_data(admin_client, change_url(first))
+    data.pop("enabled")
+
+    assert admin_client.post(change_url(first), data).status_code == 302
+    first.refresh_from_db()
+    assert not first.enabled
+
+
+def test_a_prompt_holding_a_section_and_its_parent_is_refused(admin_client):
+    # the child's text and tools were rendered twice (as 1.1 and as 2)
+    parent = SectionDefinitionFactory.create(key="parent")
+    child = SectionDefinitionFactory.create(key="child", parent=parent)
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, parent)
+    data = change_form_data(admin_client, change_url(prompt))
+    data.update(
+        {
+            "prompt_sections-TOTAL_FORMS": "2",
+            "prompt_sections-1-section": str(child.pk),
+            "prompt_sections-1-position": "1",
+            "prompt_sections-1-prompt": str(prompt.pk),
+        }
+    )
+
+    page = refused(admin_client.post(change_url(prompt), data))
+
+    assert (
+        "Section &#x27;child&#x27; is in this prompt twice (under &#x27;parent&#x27;"
+        " and at the top)" in page
+    )
+    assert list(prompt.sections.all()) == [parent]
+
+
+def test_moving_a_prompts_root_under_its_other_root_is_refused(admin_client):
+    first = SectionDefinitionFactory.create(key="first")
+    second = SectionDefinitionFactory.create(key="second")
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, first, second)
+    data = change_form_data(admin_client, change_url(second))
+    data["parent"] = str(first.pk)
+
+    page = refused(admin_client.post(change_url(second), data))
+
+    assert f"would break prompt &#x27;{prompt.ref}&#x27;" in page
+    assert "is in this prompt twice" in page
+    second.refresh_from_db()
+    assert second.parent is None

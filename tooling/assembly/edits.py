@@ -202,6 +202,15 @@ def _broken(
         if not after["sections"]:
             problems.append((template.ref, "it would have no section left."))
             continue
+        if not any(section["enabled"] for section in after["sections"]):
+            problems.append(
+                (
+                    template.ref,
+                    "it would have no enabled section left (its prompt "
+                    "would be empty).",
+                )
+            )
+            continue
         try:
             thaw_prompt(after)
         except PromptError as error:

@@ -108,6 +108,7 @@ def freeze_prompt(
         "policies": [_fields(policy, _POLICY_FIELDS) for policy in edit.rows(policies)],
         "sections": [_freeze_section(root, children_of, (), edit) for root in roots],
     }
+    _check_each_section_once(data["sections"])
     limits = getattr(template, "hosted_tool_limits", None)
     if limits:  # left out when empty: the hash of a prompt without limits stays
         data["prompt"]["hosted_tool_limits"] = limits
@@ -117,6 +118,27 @@ def freeze_prompt(
             None if row is None else sorted(str(k) for k in row.hosted_kinds or [])
         )
     return data
+
+
+def _check_each_section_once(
+    sections: Sequence[Mapping[str, Any]],
+    seen: dict[str, str] | None = None,
+    under: str = "",
+) -> None:
+    """Refuse a section that is in the prompt twice (a root that is also
+    below another root): its text and tools would be there twice."""
+    seen = {} if seen is None else seen
+    for section in sections:
+        key = section["key"]
+        where = f"under '{under}'" if under else "at the top"
+        if key in seen:
+            raise PromptValidationError(
+                f"Section '{key}' is in this prompt twice ({seen[key]} and "
+                f"{where}): include it once (its sections come with it).",
+                section_path=(key,),
+            )
+        seen[key] = where
+        _check_each_section_once(section.get("children") or (), seen, key)
 
 
 def _freeze_section(

@@ -15,9 +15,12 @@ from django.core.exceptions import ValidationError
 from tooling import assembly
 from tooling.assembly import CatalogEdit
 from tooling.models import (
+    CatalogRevision,
     ModelCapability,
     ModelPrice,
+    PromptLabel,
     PromptTemplate,
+    Release,
     SectionDefinition,
     TrustLevel,
     lock_section_tree,
@@ -59,6 +62,19 @@ class SectionDefinitionForm(forms.ModelForm):
             "planning_strategy",
         }
     )
+
+    def clean_default_params(self) -> dict[str, Any]:
+        """Empty (or ``null``) declares no parameters; anything else must be
+        an object, as stored."""
+        value = self.cleaned_data.get("default_params")
+        if value in (None, ""):
+            return {}
+        if not isinstance(value, dict):
+            raise ValidationError(
+                'Default params must be a JSON object, e.g. {"name": "default"} '
+                "(empty: no parameters)."
+            )
+        return value
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -205,6 +221,7 @@ class PromptTemplateForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        self._refuse_renaming_a_recorded_prompt(cleaned)
         schema = cleaned.get("output_schema")
         if schema not in (None, {}, ""):
             candidate = PromptTemplate(
@@ -215,6 +232,33 @@ class PromptTemplateForm(forms.ModelForm):
             )
             validated(self, lambda: assembly.output_for(candidate), "output_schema")
         return cleaned
+
+    def _refuse_renaming_a_recorded_prompt(self, cleaned: dict[str, Any]) -> None:
+        """Sessions, revisions, releases and history name a prompt by its
+        ``namespace/key``: once it has run or been released, a new name would
+        cut it off from them (its label would point at a revision of another
+        name, and no run would start)."""
+        old = self.instance
+        if old.pk is None or not {"namespace", "key"} <= cleaned.keys():
+            return
+        saved = PromptTemplate.objects.filter(pk=old.pk).values("namespace", "key")
+        before = saved.first()
+        if before is None or (before["namespace"], before["key"]) == (
+            cleaned["namespace"],
+            cleaned["key"],
+        ):
+            return
+        ref = f"{before['namespace']}/{before['key']}"
+        if (
+            PromptLabel.objects.filter(prompt_id=old.pk).exists()
+            or Release.objects.filter(prompt_ref=ref).exists()
+            or CatalogRevision.objects.filter(prompt_ref=ref).exists()
+        ):
+            raise ValidationError(
+                f"'{ref}' has run or been released under this name: its sessions, "
+                "revisions, releases and history keep it, so it cannot be renamed. "
+                "Add a prompt under the new name instead (and disable this one)."
+            )
 
 
 class PromptSectionFormSet(forms.BaseInlineFormSet):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
@@ -346,11 +347,27 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
         )
 
 
+def validate_prompt_name(value: str) -> None:
+    """A prompt's namespace or its key. Runs, releases and the API name a
+    prompt ``namespace/key``, so that reference must name one prompt and read
+    as what it is: no '/', no whitespace, no control or invisible character
+    (a bidi control, a zero-width space)."""
+    for position, char in enumerate(value, start=1):
+        if char == "/" or char.isspace() or unicodedata.category(char)[0] in "CZ":
+            shown = "'/'" if char == "/" else f"U+{ord(char):04X}"
+            raise ValidationError(
+                "Use no '/', space or invisible character here: the prompt is "
+                "named namespace/key (%(char)s at character %(position)s).",
+                code="invalid_prompt_name",
+                params={"char": shown, "position": position},
+            )
+
+
 class PromptTemplate(TimestampedModel):
     """A prompt: ordered root sections, policies, model and run limits."""
 
-    namespace = models.CharField(max_length=100)
-    key = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=100, validators=[validate_prompt_name])
+    key = models.CharField(max_length=100, validators=[validate_prompt_name])
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     model = models.CharField(max_length=100, default="gpt-5.4")
@@ -373,9 +390,26 @@ class PromptTemplate(TimestampedModel):
         help_text="auto, none, required, tool:NAME, allowed:A,B or "
         "allowed-required:A,B (tool names separated by commas).",
     )
-    deadline_seconds = models.PositiveIntegerField(null=True, blank=True)
-    max_total_tokens = models.PositiveIntegerField(null=True, blank=True)
-    max_turns = models.PositiveIntegerField(default=8)
+    deadline_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(
+                1, "A run's deadline is at least 1 second (empty: the default)."
+            )
+        ],
+    )
+    max_total_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(1, "A token limit is at least 1 (empty: no limit).")
+        ],
+    )
+    max_turns = models.PositiveIntegerField(
+        default=8,
+        validators=[MinValueValidator(1, "A run needs at least one turn.")],
+    )
     max_cost_per_session = models.DecimalField(
         max_digits=12,
         decimal_places=4,
