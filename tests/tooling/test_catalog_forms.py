@@ -28,6 +28,7 @@ from tests.tooling.hosted_admin import add_hosted
 from tooling import assembly
 from tooling.forms import (
     PolicyDefinitionForm,
+    PromptTemplateForm,
     SectionDefinitionForm,
     ToolDefinitionForm,
     country_choices,
@@ -480,3 +481,128 @@ def test_no_name_a_country_is_found_by_names_another() -> None:
         names = (name, ALPHA3[code], *OTHER_NAMES.get(code, ()))
         for text in (*names, *COMMON_NAMES.get(code, ())):
             assert country_code(text) == code, (text, code, _key(text))
+
+
+@pytest.mark.parametrize(
+    "template", ["It costs $5 a month.", "Pay in $", "B says ${y"], ids=repr
+)
+def test_section_form_reports_a_dollar_that_is_no_placeholder(template: str) -> None:
+    # it was a 500: placing the error re-read the template's placeholders
+    bound = SectionDefinitionForm(
+        data={
+            "key": "price",
+            "title": "Price",
+            "template": template,
+            "default_params": "{}",
+            "position": "1",
+            "enabled": "on",
+        }
+    )
+    assert not bound.is_valid()
+    assert "$$ for a literal dollar sign" in bound.errors["template"][0]
+
+
+@pytest.mark.parametrize("typed", ["", "null"], ids=repr)
+def test_section_form_reads_empty_default_params_as_none_declared(typed: str) -> None:
+    bound = SectionDefinitionForm(
+        data={
+            "key": "plain",
+            "title": "Plain",
+            "template": "plain",
+            "default_params": typed,
+            "position": "1",
+            "enabled": "on",
+        }
+    )
+    assert bound.is_valid(), bound.errors
+    section = bound.save()  # it was a 500: NOT NULL constraint failed
+    section.refresh_from_db()
+    assert section.default_params == {}
+
+
+@pytest.mark.parametrize("typed", ["[]", "[1]", '"x"', "5"])
+def test_section_form_refuses_default_params_that_are_no_object(typed: str) -> None:
+    bound = SectionDefinitionForm(
+        data={
+            "key": "plain",
+            "title": "Plain",
+            "template": "plain",
+            "default_params": typed,
+            "position": "1",
+            "enabled": "on",
+        }
+    )
+    assert not bound.is_valid()
+    assert bound.errors["default_params"] == [
+        'Default params must be a JSON object, e.g. {"name": "default"} '
+        "(empty: no parameters)."
+    ]
+
+
+def test_prompt_form_refuses_zero_limits_saying_what_they_mean() -> None:
+    # a deadline of 0 was saved and the run got the 900 s default; a turn
+    # limit of 0 said 'Constraint "max_turns_gte_1" is violated.'
+    bound = PromptTemplateForm(
+        data={
+            "namespace": "tests",
+            "key": "limits",
+            "model": "gpt-5.4",
+            "tool_choice": "auto",
+            "deadline_seconds": "0",
+            "max_total_tokens": "0",
+            "max_turns": "0",
+            "hosted_tool_limits": "{}",
+        }
+    )
+
+    assert not bound.is_valid()
+    assert bound.errors["deadline_seconds"] == [
+        "A run's deadline is at least 1 second (empty: the default)."
+    ]
+    assert bound.errors["max_total_tokens"] == [
+        "A token limit is at least 1 (empty: no limit)."
+    ]
+    assert bound.errors["max_turns"] == ["A run needs at least one turn."]
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "field"),
+    [
+        ("web_search", {"city": "B\u202eerlin"}, "city"),
+        ("file_search", {"vector_store_ids": "vs_1\u202e"}, "vector_store_ids"),
+        (
+            "mcp",
+            {
+                "server_label": "docs",
+                "server_url": "https://ex.com/\u202e",
+                "server_description": "x\u2066",
+            },
+            "server_description",
+        ),
+    ],
+)
+def test_hosted_text_options_refuse_bidi_controls(
+    kind: str, fields: dict[str, str], field: str
+) -> None:
+    # saved as typed, as the function tool and policy forms refuse it
+    bound = HostedToolDefinitionForm(
+        data={"name": "tool", "kind": kind, "description": "D.", **fields}
+    )
+    assert not bound.is_valid()
+    assert str(bound.errors[field][0]).startswith(
+        "Must not contain bidirectional control characters (U+"
+    )
+
+
+def test_a_policy_name_refuses_bidi_controls() -> None:
+    bound = PolicyDefinitionForm(
+        data={
+            "name": "production-deploy\u202e",
+            "kind": PolicyDefinition.Kind.CALL_LIMIT,
+            "config": '{"limits": {"deploy": 1}}',
+        }
+    )
+    assert not bound.is_valid()
+    assert bound.errors["name"] == [
+        "Must not contain bidirectional control characters (U+202E)."
+    ]

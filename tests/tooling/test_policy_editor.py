@@ -419,7 +419,30 @@ def test_every_mistake_of_an_approval_policy_at_once() -> None:
             "deadline_seconds must be a whole number of seconds from 1 to "
             "31622400 (a year), or left out for the default."
         ],
+        # it was read as the site's default, and a stored "true" lost
+        "four_eyes": ["Choose the site's default, yes or no."],
     }
+
+
+@pytest.mark.parametrize(
+    ("posted", "stored"),
+    [("true", True), ("false", False), ("unknown", None), ("", None)],
+)
+def test_four_eyes_takes_its_three_choices(posted: str, stored: bool | None) -> None:
+    form = fields_form(
+        "approval", **rows("rules", {"tool": "deploy"}), four_eyes=posted
+    )
+    assert form.is_valid(), form.errors
+    assert form.save().config.get("four_eyes") == stored
+
+
+@pytest.mark.parametrize("posted", ["TRUE", "1", "yes", "maybe"])
+def test_four_eyes_refuses_any_other_value(posted: str) -> None:
+    form = fields_form(
+        "approval", **rows("rules", {"tool": "deploy"}), four_eyes=posted
+    )
+    assert not form.is_valid()
+    assert form.errors["four_eyes"] == ["Choose the site's default, yes or no."]
 
 
 def test_an_unknown_permission_is_refused_on_its_field() -> None:

@@ -96,6 +96,14 @@ def validate_no_bidi(value: Any) -> None:
         raise ValidationError(problem, code="bidi")
 
 
+def validate_no_bidi_text(value: Any) -> None:
+    """A text field's validator for bidirectional controls alone (a
+    ``CharField`` refuses NUL itself): ``Must not contain ... (U+202E).``"""
+    found = BIDI_CONTROLS.search(value) if isinstance(value, str) else None
+    if found:
+        raise ValidationError(f"{BIDI} (U+{ord(found.group()):04X}).", code="bidi")
+
+
 def validate_text(value: Any) -> None:
     """A text field's validator: ``text_problem`` as an error."""
     if isinstance(value, str):

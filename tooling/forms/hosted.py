@@ -29,6 +29,7 @@ from tooling.runtime.hosted.spec import (
 )
 from tooling.storable_json import StorableJSONFormField
 
+from .editors import validate_no_bidi, validate_no_bidi_text
 from .fields import CountryField, DatalistInput
 from .validation import refuse_breaking, runtime_error
 
@@ -83,12 +84,16 @@ def _form_field(option: HostedOption) -> forms.Field:
         "help_text": option.help,
     }
     shape = option.shape
+    # text an operator types reads as it is: no bidi control may reorder it
+    typed = [validate_no_bidi_text]
     if shape in ("lines", "header_env"):
         textarea = forms.Textarea(attrs={"rows": option.rows})
-        return forms.CharField(widget=textarea, **common)
+        return forms.CharField(widget=textarea, validators=typed, **common)
     if shape == "json":
         textarea = forms.Textarea(attrs={"rows": option.rows})
-        return _OptionalJSONField(widget=textarea, **common)
+        return _OptionalJSONField(
+            widget=textarea, validators=[validate_no_bidi], **common
+        )
     if shape == "choice":
         blank = [] if option.blank is None else [("", option.blank)]
         choices = [*blank, *((value, value) for value in option.choices)]
@@ -110,7 +115,10 @@ def _form_field(option: HostedOption) -> forms.Field:
     if shape == "boolean":
         return forms.BooleanField(initial=option.default, **common)
     return forms.CharField(
-        max_length=option.max_length, initial=option.default, **common
+        max_length=option.max_length,
+        initial=option.default,
+        validators=typed,
+        **common,
     )
 
 

@@ -23,7 +23,7 @@ from tooling.assembly import CatalogEdit
 from tooling.models import PolicyDefinition
 from tooling.runtime import PromptError
 
-from .editors import bidi_problem, validate_text
+from .editors import bidi_problem, validate_no_bidi_text, validate_text
 from .fields import DatalistInput
 from .policy_configs import (
     EDITOR_FIELDS,
@@ -56,6 +56,35 @@ _FOUR_EYES = [
     ("true", "Yes: whoever started the run may not decide"),
     ("false", "No"),
 ]
+
+
+class ThreeWaySelect(forms.NullBooleanSelect):
+    """Posts what was sent: a value that is none of the choices is refused
+    by the field, not read as "the site's default" (Django's reads it so)."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.get(name)
+
+
+class ThreeWayField(forms.NullBooleanField):
+    """Unset, yes or no; anything else is an error."""
+
+    # django-stubs give NullBooleanField BooleanField's bool: None is its point
+    def to_python(self, value: Any) -> bool | None:  # type: ignore[override]
+        if value in (None, "", "unknown"):
+            return None
+        if value in (True, "True", "true", "2"):
+            return True
+        if value in (False, "False", "false", "3"):
+            return False
+        raise ValidationError(
+            "Choose the site's default, yes or no.", code="invalid_choice"
+        )
+
+    def validate(self, value: Any) -> None:
+        pass
+
+
 _JSON_HELP = (
     'Sequential dependency: {"dependencies": {"deploy": ["build", "test"]}}. Read '
     'before write: {"read_tools": ["read_file"], "write_tools": ["write_file", '
@@ -130,10 +159,10 @@ class PolicyDefinitionForm(forms.ModelForm):
         help_text="How long a request waits before it is denied (1 s to a year); "
         "empty: WINK_APPROVAL_TIMEOUT_SECONDS.",
     )
-    four_eyes = forms.NullBooleanField(
+    four_eyes = ThreeWayField(
         label="Four eyes",
         required=False,
-        widget=forms.NullBooleanSelect,
+        widget=ThreeWaySelect,
         help_text="Whether the person who started the run is kept from deciding.",
     )
 
@@ -148,7 +177,7 @@ class PolicyDefinitionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         four_eyes = self.fields["four_eyes"].widget
-        assert isinstance(four_eyes, forms.NullBooleanSelect)
+        assert isinstance(four_eyes, ThreeWaySelect)
         four_eyes.choices = _FOUR_EYES
         stored = self.instance.config if self.instance.pk is not None else None
         choices = tool_choices(referenced_names(stored))
@@ -223,6 +252,12 @@ class PolicyDefinitionForm(forms.ModelForm):
                 "the JSON: choose \u201cWith the fields below\u201d to save the "
                 "fields, or undo their edit.",
             )
+
+    def clean_name(self) -> str:
+        """Shown in denials and the audit trail: it reads as it is."""
+        name: str = self.cleaned_data["name"]
+        validate_no_bidi_text(name)
+        return name
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

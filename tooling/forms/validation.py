@@ -50,13 +50,22 @@ def runtime_error(
     An error about one of ``template``'s placeholders belongs to the template
     field, even when the placeholder is named like another field (``$key``).
     """
-    if template and error.placeholder in template_placeholders(template):
+    if template and error.placeholder in _placeholders(template):
         name: str | None = "template"
     else:
         name = _FIELD_OF.get(error.placeholder or "", default)
     if name in form.fields:
         return ValidationError({name: error.message})
     return ValidationError(error.message)
+
+
+def _placeholders(template: str) -> frozenset[str]:
+    """The template's placeholders; none when it does not parse (its own
+    error is then the one being reported, on the field the caller chose)."""
+    try:
+        return frozenset(template_placeholders(template))
+    except PromptError:
+        return frozenset()
 
 
 def validated(
