@@ -30,6 +30,7 @@ from django.db.models import (
     Subquery,
 )
 from django.db.models.functions import JSONObject
+from django.utils import timezone
 
 from sessions_app.models import (
     SESSION_BODY_FIELDS,
@@ -199,12 +200,16 @@ class ShownStatus:
 
 
 RUN_ENDED = ShownStatus("cancelled", "Closed (the run ended)")
+OVERDUE = ShownStatus(
+    ApprovalRequest.Status.EXPIRED.value, "Expired (the sweeper closes it)"
+)
 
 
 def shown_status(approval: ApprovalRequest) -> ShownStatus:
     """The approval's status as a person should read it: a request still
     marked pending whose run was cancelled (or ended otherwise) waits for
-    nobody, and is shown so."""
+    nobody, and one past its deadline can no longer be decided (a decision
+    is refused as closed): each is shown so, before the sweeper records it."""
     if approval.status == PENDING:
         run = approval.session.status
         if run == AgentSession.Status.CANCELLED:
@@ -212,4 +217,6 @@ def shown_status(approval: ApprovalRequest) -> ShownStatus:
             return ShownStatus(cancelled.value, cancelled.label)
         if run in AgentSession.TERMINAL:
             return RUN_ENDED
+        if approval.expires_at <= timezone.now():
+            return OVERDUE
     return ShownStatus(approval.status, approval.get_status_display())

@@ -29,6 +29,7 @@ from sessions_app import access
 from sessions_app.approvals import decisions, inbox
 from sessions_app.approvals.filters import ApprovalRequestFilterSet
 from sessions_app.audit.bidi import NeutraliseBidiMixin
+from sessions_app.audit.filtered import FilteredListMixin
 from sessions_app.models import AgentSession, ApprovalRequest
 
 
@@ -83,7 +84,9 @@ def described(approval: ApprovalRequest) -> ApprovalRequest:
     return approval
 
 
-class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
+class ApprovalListView(
+    LoginRequiredMixin, NeutraliseBidiMixin, FilteredListMixin, ListView
+):
     """The inbox: pending approvals first (soonest deadline first), then the
     decided ones, newest first; 50 a page, read from the index of that order
     (``approval_inbox_order``) without counting every request: a page is its
@@ -95,6 +98,7 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
     # ?page= beyond this is refused (an offset read that far is the cost a
     # page must not have; filter instead)
     max_page = 200
+    filterset_class = ApprovalRequestFilterSet
 
     def paginate_queryset(
         self, queryset: Any, page_size: int
@@ -110,10 +114,7 @@ class ApprovalListView(LoginRequiredMixin, NeutraliseBidiMixin, ListView):
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
         queryset = inbox.listed(inbox.with_context(inbox.visible_to(self.request.user)))
-        self.filterset = ApprovalRequestFilterSet(self.request.GET, queryset=queryset)
-        if not self.filterset.is_valid():
-            return queryset.none()
-        return inbox.pending_first(self.filterset.qs)
+        return inbox.pending_first(self.filtered(queryset))
 
     def get_paginate_by(self, queryset: Any) -> int:
         return self.page_size

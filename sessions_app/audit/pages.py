@@ -34,6 +34,7 @@ from sessions_app import access, services
 from sessions_app.approvals import inbox
 from sessions_app.audit import paging, timeline, waterfall
 from sessions_app.audit.bidi import NeutraliseBidiMixin
+from sessions_app.audit.filtered import FilteredListMixin
 from sessions_app.audit.filters import AgentSessionFilterSet, CitationFilterSet
 from sessions_app.experiments import pages as experiment_pages
 from sessions_app.models import (
@@ -132,25 +133,20 @@ def search_call_fields() -> dict[str, Any]:
 
 
 class SessionListView(
-    LoginRequiredMixin, NeutraliseBidiMixin, paging.KeysetListMixin, ListView
+    LoginRequiredMixin,
+    NeutraliseBidiMixin,
+    FilteredListMixin,
+    paging.KeysetListMixin,
+    ListView,
 ):
     template_name = "sessions_app/agentsession_list.html"
     context_object_name = "sessions"
+    filterset_class = AgentSessionFilterSet
 
     def get_queryset(self) -> QuerySet[AgentSession]:
-        queryset = AgentSession.objects.visible_to(self.request.user).summaries()
-        self.filterset = AgentSessionFilterSet(self.request.GET, queryset=queryset)
-        if not self.filterset.is_valid():
-            return queryset.none()
-        return self.filterset.qs
-
-    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        # Invalid filters: the page shows the form's errors, with the API's
-        # status (400), instead of an empty list.
-        response = super().get(request, *args, **kwargs)
-        if self.filterset.form.errors:
-            response.status_code = 400
-        return response
+        return self.filtered(
+            AgentSession.objects.visible_to(self.request.user).summaries()
+        )
 
 
 def _first(queryset: QuerySet[Any], limit: int) -> tuple[list[Any], bool]:
@@ -355,15 +351,16 @@ class SessionCancelView(LoginRequiredMixin, View):
 
 
 class CitationListView(
-    LoginRequiredMixin, NeutraliseBidiMixin, paging.KeysetListMixin, ListView
+    LoginRequiredMixin,
+    NeutraliseBidiMixin,
+    FilteredListMixin,
+    paging.KeysetListMixin,
+    ListView,
 ):
     page_size = 50
     template_name = "sessions_app/citation_list.html"
     context_object_name = "citations"
+    filterset_class = CitationFilterSet
 
     def get_queryset(self) -> QuerySet[Citation]:
-        queryset = Citation.objects.visible_to(self.request.user).listing()
-        self.filterset = CitationFilterSet(self.request.GET, queryset=queryset)
-        if not self.filterset.is_valid():
-            return queryset.none()
-        return self.filterset.qs
+        return self.filtered(Citation.objects.visible_to(self.request.user).listing())

@@ -47,14 +47,23 @@ def start_replay(
                 "revisions existed): name a revision, a label or the draft."
             )
         revision = source.revision_id
-    return start_session(
-        prompt_ref=source.prompt_ref,
-        params=source.params,
-        user=user,
-        trust_level=source.trust_level,
-        client=client,
-        label=label or None,
-        revision=None if label else revision,
-        replay_of=source,
-        live_tools=live_tools,
-    )
+    try:
+        return start_session(
+            prompt_ref=source.prompt_ref,
+            params=source.params,
+            user=user,
+            trust_level=source.trust_level,
+            client=client,
+            label=label or None,
+            revision=None if label else revision,
+            replay_of=source,
+            live_tools=live_tools,
+        )
+    except ValidationError as error:
+        if "prompt" not in getattr(error, "error_dict", {}):
+            raise
+        # a replay's body names no prompt: say which one is gone
+        raise ValidationError(
+            f"This session's prompt '{source.prompt_ref}' is no longer an enabled "
+            "prompt of the catalog: it cannot be replayed."
+        ) from error

@@ -18,6 +18,7 @@ from django.views.generic import ListView, TemplateView
 
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
+from sessions_app.audit.filtered import FilteredListMixin
 from sessions_app.audit.paging import KeysetListMixin
 from tooling.models import CatalogRevision
 
@@ -37,17 +38,19 @@ class RevisionAccessMixin(LoginRequiredMixin):
 
 
 class RevisionListView(
-    RevisionAccessMixin, NeutraliseBidiMixin, KeysetListMixin, ListView
+    RevisionAccessMixin,
+    NeutraliseBidiMixin,
+    FilteredListMixin,
+    KeysetListMixin,
+    ListView,
 ):
     template_name = "sessions_app/revision_list.html"
     context_object_name = "revisions"
 
+    filterset_class = RevisionFilterSet
+
     def get_queryset(self) -> QuerySet[CatalogRevision]:
-        queryset = CatalogRevision.objects.defer("data")
-        self.filterset = RevisionFilterSet(self.request.GET, queryset=queryset)
-        if not self.filterset.is_valid():
-            return queryset.none()
-        return self.filterset.qs
+        return self.filtered(CatalogRevision.objects.defer("data"))
 
 
 def stored(digest: str) -> CatalogRevision:

@@ -373,3 +373,39 @@ def test_approve_racing_cancel_answers_what_happened(settings: Any) -> None:
             assert closed.status == Decision.APPROVED
         outcomes.append(("409", final))
     assert len(outcomes) == ROUNDS
+
+
+# -- past its deadline, before the sweeper ------------------------------------------
+
+
+def test_a_request_past_its_deadline_reads_expired_without_a_decision_form(
+    client: Client, paused: AgentSession, alice: Any
+) -> None:
+    # it read "Pending" with Approve and Deny, and a click said "already expired"
+    approval = ApprovalRequest.objects.get(session=paused)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        expires_at=approval.requested_at
+    )
+    client.force_login(alice)
+
+    listing = text_of(client.get("/audit/approvals/")).split("Deadline / decision")
+    page = client.get(f"/audit/approvals/{approval.pk}/")
+
+    assert "Expired (the sweeper closes it)" in listing[1]
+    assert "due " in listing[1] and "the run ended" not in listing[1]
+    assert "Expired (the sweeper closes it)" in text_of(page)
+    assert 'value="approve"' not in page.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == Decision.PENDING  # a read writes nothing
+
+
+def test_a_request_within_its_deadline_is_still_pending(
+    client: Client, paused: AgentSession, alice: Any
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    client.force_login(alice)
+
+    page = client.get(f"/audit/approvals/{approval.pk}/")
+
+    assert "needs approval" in text_of(page)
+    assert 'value="approve"' in page.content.decode()

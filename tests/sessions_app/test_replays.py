@@ -319,3 +319,22 @@ def test_only_a_finished_session_is_replayed(source):
         "Only a finished session can be replayed; this one is awaiting approval."
     ]
     assert not AgentSession.objects.filter(replay_of=waiting).exists()
+
+
+def test_a_session_of_a_prompt_no_longer_in_the_catalog_says_so(source):
+    # it was a 400 under "prompt", a key the replay's body does not have
+    PromptTemplate.objects.filter(namespace="demo", key="research").update(
+        enabled=False
+    )
+    api = APIClient()
+    api.force_login(source.created_by)
+
+    response = api.post(f"/api/sessions/{source.pk}/replay/", {}, format="json")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert "prompt" not in body.get("errors", {})
+    assert (
+        "This session's prompt 'demo/research' is no longer an enabled prompt of the "
+        "catalog: it cannot be replayed." in str(body)
+    )
