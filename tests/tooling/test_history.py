@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.tooling.admin_forms import change_form_data
@@ -21,7 +22,15 @@ from tests.tooling.factories import (
     add_sections,
 )
 from tooling.append_only import AppendOnlyError
-from tooling.history.snapshot import diff, snapshot, version
+from tooling.history import recording
+from tooling.history.snapshot import (
+    PAGE_LINES,
+    TEXT_LINES_MAX,
+    DiffBudget,
+    diff,
+    snapshot,
+    version,
+)
 from tooling.models import (
     CatalogChange,
     SectionDefinition,
@@ -203,7 +212,6 @@ def test_change_rows_are_append_only():
         CatalogChange.objects.filter(pk=change.pk).update(reason="rewritten")
     with pytest.raises(AppendOnlyError):
         change.delete()
-    from django.db import connection
 
     with (
         pytest.raises(
@@ -313,3 +321,66 @@ def test_the_hosted_tool_form_carries_the_reason_and_the_version(client):
     assert "after you opened it" in refused.content.decode()
     hosted.refresh_from_db()
     assert hosted.description == "Search the web."
+
+
+def _recorded_template_change(
+    section: SectionDefinition, before: str, after: str
+) -> None:
+    old = snapshot(section)
+    recording.record(
+        section,
+        before={**old, "template": before},
+        after={**old, "template": after},
+        reason="Reordered",
+    )
+
+
+def test_history_refuses_a_user_without_permission_before_reading_changes(
+    client: Any,
+) -> None:
+    section = SectionDefinitionFactory.create(template="One.\nTwo.")
+    _recorded_template_change(section, "One.\nTwo.", "Two.\nOne.")
+    login(client, User.objects.create_user("stan", password="pw", is_staff=True))
+    url = reverse("admin:tooling_sectiondefinition_history", args=[section.pk])
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 403
+    read = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in read if "tooling_catalogchange" in sql], read
+
+
+def test_history_shows_sizes_for_a_text_too_long_to_compare(client: Any) -> None:
+    lines = [f"Line {i} of a long template." for i in range(20_000)]
+    # every other line moved to the end: the worst case of a line diff
+    reordered = lines[1::2] + lines[0::2]
+    section = SectionDefinitionFactory.create(template="\n".join(reordered))
+    _recorded_template_change(section, "\n".join(lines), "\n".join(reordered))
+    login(client, editor("alice"))
+    page = client.get(
+        reverse("admin:tooling_sectiondefinition_history", args=[section.pk])
+    )
+    html = page.content.decode()
+    assert "Too long to compare line by line" in html
+    assert "before 20,000 lines (" in html and "after 20,000 lines (" in html
+    assert "Line 12345 of" not in html
+    assert len(html) < 100_000
+
+
+def test_history_compares_at_most_a_page_of_lines() -> None:
+    budget = DiffBudget()
+    text = "\n".join(f"Line {i}." for i in range(TEXT_LINES_MAX - 1))
+    shown = [
+        diff({"template": text}, {"template": text + "\nMore."}, budget=budget)[0]
+        for _ in range(PAGE_LINES // TEXT_LINES_MAX)
+    ]
+    # each comparison takes 2 * TEXT_LINES_MAX - 1 lines of the page's budget
+    assert [field.not_compared for field in shown] == [
+        "",
+        "",
+        "page_full",
+        "page_full",
+        "page_full",
+    ]
+    longer = text + "\n" + text
+    (field,) = diff({"template": text}, {"template": longer}, budget=DiffBudget())
+    assert field.not_compared == "too_long"

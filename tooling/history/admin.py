@@ -9,12 +9,13 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
 
 from tooling.history import recording
-from tooling.history.snapshot import diff, snapshot, version
+from tooling.history.snapshot import DiffBudget, diff, snapshot, version
 from tooling.models import CatalogChange
 
 REASON = "change_reason"
@@ -167,24 +168,22 @@ class HistoryAdminMixin(admin.ModelAdmin):
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
         model: type[models.Model] = self.model
-        obj = (
-            model._default_manager.filter(pk=object_id).first()
-            if object_id.isdigit()
-            else None
-        )
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None or not self.has_view_or_change_permission(request, obj):
+            # Django's view answers (a redirect, or 403) before any diff is
+            # computed: the history is read only for who may see it.
+            return super().history_view(request, object_id, extra_context)
+        budget = DiffBudget()
         changes = []
-        if obj is not None:
-            for change in recording.history_of(obj).select_related("content_type")[
-                :200
-            ]:
-                changes.append(
-                    {
-                        "change": change,
-                        "diff": diff(change.before, change.after),
-                        "own": change.object_id == str(obj.pk)
-                        and change.content_type.model_class() is model,
-                    }
-                )
+        for change in recording.history_of(obj).select_related("content_type")[:200]:
+            changes.append(
+                {
+                    "change": change,
+                    "diff": diff(change.before, change.after, budget=budget),
+                    "own": change.object_id == str(obj.pk)
+                    and change.content_type.model_class() is model,
+                }
+            )
         context = {**(extra_context or {}), "catalog_changes": changes}
         return super().history_view(request, object_id, extra_context=context)
 
@@ -231,5 +230,5 @@ class CatalogChangeAdmin(admin.ModelAdmin):
     def changes(self, obj: CatalogChange) -> str:
         return render_to_string(
             "admin/tooling/catalog_change_diff.html",
-            {"diff": diff(obj.before, obj.after)},
+            {"diff": diff(obj.before, obj.after, budget=DiffBudget())},
         )

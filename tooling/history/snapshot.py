@@ -86,6 +86,14 @@ class FieldChange:
     added: list[Any] = field(default_factory=list)
     removed: list[Any] = field(default_factory=list)
     reordered: bool = False
+    # Why a text was not compared line by line ("too_long" or "page_full"):
+    # the page shows the sizes instead (see ``DiffBudget``).
+    not_compared: str = ""
+
+    @property
+    def sizes(self) -> str:
+        """The two texts' sizes, for a text not compared line by line."""
+        return f"before {_size(self.before)}, after {_size(self.after)}"
 
     @property
     def shown_before(self) -> str:
@@ -97,11 +105,23 @@ class FieldChange:
 
     @property
     def kind(self) -> str:
+        if self.not_compared:
+            return "not_compared"
         if self.lines:
             return "text"
         if isinstance(self.before, list) or isinstance(self.after, list):
             return "list"
         return "value"
+
+
+def _size(value: Any) -> str:
+    if not isinstance(value, str):
+        return "nothing"
+    lines = len(value.splitlines())
+    return (
+        f"{lines:,} line{'' if lines == 1 else 's'} "
+        f"({len(value):,} character{'' if len(value) == 1 else 's'})"
+    )
 
 
 def _shown(value: Any) -> str:
@@ -124,31 +144,77 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) and ("\n" in value or len(value) > 80)
 
 
+# A line diff (difflib) costs up to the product of the two texts' lengths: a
+# 20,000-line template saved with its lines reordered takes about a minute.
+# So a text is compared line by line only while each side is within these
+# bounds, and a page compares at most PAGE_LINES lines (both sides counted)
+# in all; past them it shows the texts' sizes instead.
+TEXT_LINES_MAX = 2_000
+TEXT_CHARS_MAX = 200_000
+PAGE_LINES = 10_000
+
+
+@dataclass
+class DiffBudget:
+    """What one page may still compare line by line (``diff(budget=...)``)."""
+
+    lines: int = PAGE_LINES
+
+    def allows(self, a: list[str], b: list[str], chars: int) -> str:
+        """``""`` when ``a`` and ``b`` may be compared (and takes their
+        lines from the budget), else why not."""
+        if max(len(a), len(b)) > TEXT_LINES_MAX or chars > TEXT_CHARS_MAX:
+            return "too_long"
+        if len(a) + len(b) > self.lines:
+            return "page_full"
+        self.lines -= len(a) + len(b)
+        return ""
+
+
+def _text_change(name: str, a: Any, b: Any, budget: DiffBudget | None) -> FieldChange:
+    a_text = a if isinstance(a, str) else ""
+    b_text = b if isinstance(b, str) else ""
+    a_lines, b_lines = a_text.splitlines(), b_text.splitlines()
+    if budget is not None:
+        refused = budget.allows(a_lines, b_lines, max(len(a_text), len(b_text)))
+        if refused:
+            return FieldChange(name, a, b, not_compared=refused)
+    lines = list(
+        difflib.unified_diff(a_lines, b_lines, "before", "after", lineterm="", n=2)
+    )[2:]
+    return FieldChange(name, a, b, lines=lines)
+
+
+def _missing(items: list[Any], other: list[Any]) -> list[Any]:
+    """The items of ``items`` not in ``other``, in order (by set when the
+    items are hashable: a long list is not compared item by item)."""
+    try:
+        seen = set(other)
+    except TypeError:
+        return [item for item in items if item not in other]
+    return [item for item in items if item not in seen]
+
+
 def diff(
-    before: dict[str, Any] | None, after: dict[str, Any] | None
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    *,
+    budget: DiffBudget | None = None,
 ) -> list[FieldChange]:
     """What changed from ``before`` to ``after``, field by field (a created
-    row: every field against nothing; a deleted one: nothing after)."""
+    row: every field against nothing; a deleted one: nothing after). With a
+    ``budget``, a text longer than its bounds, or past what the page may
+    still compare, is not compared line by line (``not_compared``)."""
     old, new = before or {}, after or {}
     changes = []
     for name in changed_fields(before, after):
         a, b = old.get(name), new.get(name)
         if _is_text(a) or _is_text(b):
-            lines = list(
-                difflib.unified_diff(
-                    (a or "").splitlines(),
-                    (b or "").splitlines(),
-                    "before",
-                    "after",
-                    lineterm="",
-                    n=2,
-                )
-            )[2:]
-            changes.append(FieldChange(name, a, b, lines=lines))
+            changes.append(_text_change(name, a, b, budget))
         elif isinstance(a, list) or isinstance(b, list):
             a_list, b_list = list(a or []), list(b or [])
-            added = [item for item in b_list if item not in a_list]
-            removed = [item for item in a_list if item not in b_list]
+            added = _missing(b_list, a_list)
+            removed = _missing(a_list, b_list)
             changes.append(
                 FieldChange(
                     name,
