@@ -23,6 +23,7 @@ from django.utils.formats import date_format
 
 from sessions_app import access
 from sessions_app.admin_base import ReadOnlyAdmin
+from sessions_app.audit.bidi import neutralised
 from tooling import releases
 from tooling.models import (
     LABEL_RULE,
@@ -201,8 +202,11 @@ class ReleasePageMixin:
                 "admin:tooling_prompttemplate_preview", args=[template.pk]
             ),
         }
-        return TemplateResponse(
-            request, "admin/sessions_app/prompttemplate_releases.html", context
+        # Reasons and notes may hold bidi controls: shown as marks.
+        return neutralised(
+            TemplateResponse(
+                request, "admin/sessions_app/prompttemplate_releases.html", context
+            )
         )
 
 

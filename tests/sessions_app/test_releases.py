@@ -309,6 +309,26 @@ def test_the_admin_release_page_requests_and_approves(client, catalog):
     assert "Select a valid choice" in bad.content.decode()
 
 
+def test_the_admin_release_page_shows_bidi_controls_as_marks(
+    client: Any, catalog: None
+) -> None:
+    alice, bob = releaser("alice", superuser=True), releaser("bob", superuser=True)
+    pending = releases.request_release(
+        template=template(),
+        label="production",
+        revision=releases.draft_revision(template()),
+        user=alice,
+        reason="ok \u202e txet",
+    )
+    releases.reject(pending, user=bob, note="no \u2067 ton")
+    client.force_login(bob)
+    html = client.get(
+        reverse("admin:tooling_prompttemplate_releases", args=[template().pk])
+    ).content.decode()
+    assert "ok [U+202E] txet" in html and "no [U+2067] ton" in html
+    assert "\u202e" not in html and "\u2067" not in html
+
+
 def test_the_demo_runs_from_production_until_a_second_person_releases_an_edit(
     client, settings
 ):

@@ -384,3 +384,29 @@ def test_history_compares_at_most_a_page_of_lines() -> None:
     longer = text + "\n" + text
     (field,) = diff({"template": text}, {"template": longer}, budget=DiffBudget())
     assert field.not_compared == "too_long"
+
+
+def test_history_shows_bidi_controls_as_marks(client: Any) -> None:
+    section = SectionDefinitionFactory.create(title="Plain")
+    old = snapshot(section)
+    recording.record(
+        section,
+        before=old,
+        after={**old, "title": "evil \u2066title"},
+        reason="ok \u202e txet",
+    )
+    login(client, editor("alice"))
+    history = client.get(
+        reverse("admin:tooling_sectiondefinition_history", args=[section.pk])
+    ).content.decode()
+    assert "Reason: ok [U+202E] txet" in history
+    assert "evil [U+2066]title" in history
+    assert "\u202e" not in history and "\u2066" not in history
+    change = CatalogChange.objects.get()
+    for url in (
+        reverse("admin:tooling_catalogchange_changelist"),
+        reverse("admin:tooling_catalogchange_change", args=[change.pk]),
+    ):
+        page = client.get(url).content.decode()
+        assert "ok [U+202E] txet" in page and "\u202e" not in page
+    assert change.reason == "ok \u202e txet"  # the record keeps them

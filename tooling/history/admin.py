@@ -14,6 +14,7 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
 
+from tooling.bidi import neutralised
 from tooling.history import recording
 from tooling.history.snapshot import DiffBudget, diff, snapshot, version
 from tooling.models import CatalogChange
@@ -185,7 +186,10 @@ class HistoryAdminMixin(admin.ModelAdmin):
                 }
             )
         context = {**(extra_context or {}), "catalog_changes": changes}
-        return super().history_view(request, object_id, extra_context=context)
+        # A reason or a text may hold bidi controls: shown as marks.
+        return neutralised(
+            super().history_view(request, object_id, extra_context=context)
+        )
 
 
 @admin.register(CatalogChange)
@@ -225,6 +229,24 @@ class CatalogChangeAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # Reasons and texts may hold bidi controls: the pages show them as marks
+    # (read-only pages: no form submits the marks back).
+    def changelist_view(
+        self, request: HttpRequest, extra_context: Any = None
+    ) -> HttpResponse:
+        return neutralised(super().changelist_view(request, extra_context))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        return neutralised(
+            super().change_view(request, object_id, form_url, extra_context)
+        )
 
     @admin.display(description="Fields")
     def changes(self, obj: CatalogChange) -> str:

@@ -1,0 +1,43 @@
+"""Bidirectional control characters, shown neutralised on pages.
+
+Model output and text people type (a change's reason, a release's note) can
+hold right-to-left overrides and isolates that reorder how the text around
+them is displayed ("Trojan Source"). A page passed through ``neutralised``
+shows each as a visible ``[U+202E]``-style mark after rendering, so what a
+reader sees is the order the characters are in. The record keeps them; only
+the page changes. The audit pages, the catalog's History pages and the release
+page use it (``sessions_app.audit.bidi`` adds a mixin for class-based views).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.template.response import SimpleTemplateResponse
+
+from tooling.runtime.text import BIDI_CONTROLS
+
+
+def neutralise(text: str) -> str:
+    return BIDI_CONTROLS.sub(lambda match: f"[U+{ord(match.group()):04X}]", text)
+
+
+def _rewrite(response: HttpResponse) -> HttpResponse:
+    if response.streaming or "text/html" not in response.get("Content-Type", ""):
+        return response
+    charset = response.charset or "utf-8"
+    text = response.content.decode(charset, errors="replace")
+    if BIDI_CONTROLS.search(text):
+        response.content = neutralise(text).encode(charset)
+    return response
+
+
+def neutralised(response: Any) -> Any:
+    """``response`` with bidi controls shown as marks (after it is rendered)."""
+    if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
+        response.add_post_render_callback(_rewrite)
+        return response
+    if isinstance(response, HttpResponse):
+        return _rewrite(response)
+    return response
