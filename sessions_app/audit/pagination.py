@@ -1,7 +1,7 @@
-"""Pagination for append-only audit rows: keyset cursors, strict page sizes.
-
-DRF quietly replaces a ``page_size`` it cannot use with the default; here it is
-a 400, and the schema says what is allowed.
+"""Pagination for append-only audit rows: keyset cursors, strict page sizes
+(``tooling.api.pagination.StrictCursorPagination``: a ``page_size`` DRF would
+quietly replace with the default is a 400, and the schema says what is
+allowed).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor
 from rest_framework.request import Request
 
@@ -21,52 +21,21 @@ from sessions_app.audit.paging import (
     encode_position,
 )
 from sessions_app.audit.plans import search_order
-from tooling.api.pagination import CheckedCursorPagination
+from tooling.api.pagination import (
+    MAX_PAGE_SIZE,
+    StrictCursorPagination,
+    page_size,
+)
 
-MAX_PAGE_SIZE = 500
-
-
-def page_size(raw: str | None, *, default: int, maximum: int = MAX_PAGE_SIZE) -> int:
-    """``raw`` (a query value) as a page size: absent is ``default``; anything
-    but a whole number from 1 to ``maximum`` is a 400."""
-    if raw is None:
-        return default
-    try:
-        size = int(raw)
-    except ValueError:
-        size = 0
-    if not 1 <= size <= maximum:
-        raise ValidationError(
-            {"page_size": [f"Enter a whole number from 1 to {maximum}."]}
-        )
-    return size
-
-
-class StrictCursorPagination(CheckedCursorPagination):
-    page_size_query_param = "page_size"
-    max_page_size = MAX_PAGE_SIZE
-
-    def get_page_size(self, request: Request) -> int:
-        return page_size(
-            request.query_params.get(self.page_size_query_param),
-            default=self.page_size or MAX_PAGE_SIZE,
-            maximum=self.max_page_size,
-        )
-
-    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
-        parameters = super().get_schema_operation_parameters(view)
-        for parameter in parameters:
-            if parameter["name"] == self.page_size_query_param:
-                parameter["schema"] = {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": self.max_page_size,
-                }
-                parameter["description"] = (
-                    f"Results per page (1-{self.max_page_size}; "
-                    f"{self.page_size} by default)."
-                )
-        return parameters
+__all__ = [
+    "MAX_PAGE_SIZE",
+    "CreatedAtCursorPagination",
+    "KeysetCursorPagination",
+    "SequenceCursorPagination",
+    "StrictCursorPagination",
+    "TurnCursorPagination",
+    "page_size",
+]
 
 
 class KeysetCursorPagination(StrictCursorPagination):

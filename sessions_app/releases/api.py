@@ -29,7 +29,7 @@ from sessions_app.audit.serializers import PROMPT_REF_RE
 from tooling import releases
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import StrictFilterSet, StrictSerializer
-from tooling.api.pagination import CheckedCursorPagination
+from tooling.api.pagination import StrictCursorPagination
 from tooling.models import PromptTemplate, Release
 
 
@@ -109,7 +109,7 @@ class ReleaseFilter(StrictFilterSet):
         fields: list[str] = []
 
 
-class ReleaseCursorPagination(CheckedCursorPagination):
+class ReleaseCursorPagination(StrictCursorPagination):
     ordering = ("-requested_at", "-id")
 
 

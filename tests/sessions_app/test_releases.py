@@ -259,6 +259,22 @@ def test_the_api_refuses_bad_requests(catalog, payload, status, field):
     assert not Release.objects.exists()
 
 
+def test_the_api_pages_releases_by_page_size_and_refuses_a_bad_one(
+    catalog: None,
+) -> None:
+    alice = releaser("alice")
+    for label in ("one", "two", "three"):
+        release(alice, label=label)
+    first = api(alice).get("/api/releases/", {"page_size": 2}).json()
+    assert [row["label"] for row in first["results"]] == ["three", "two"]
+    rest = api(alice).get(first["next"]).json()
+    assert [row["label"] for row in rest["results"]] == ["one"]
+    for size in ("0", "9999", "abc", "-1", ""):
+        response = api(alice).get("/api/releases/", {"page_size": size})
+        assert response.status_code == 400, (size, response.content)
+        assert "page_size" in response.json()["errors"]
+
+
 def test_the_api_needs_the_release_permissions(catalog):
     alice = releaser("alice")
     pending = release(alice)

@@ -410,3 +410,24 @@ def test_history_shows_bidi_controls_as_marks(client: Any) -> None:
         page = client.get(url).content.decode()
         assert "ok [U+202E] txet" in page and "\u202e" not in page
     assert change.reason == "ok \u202e txet"  # the record keeps them
+
+
+def test_the_api_pages_changes_by_page_size_and_refuses_a_bad_one() -> None:
+    from rest_framework.test import APIClient
+
+    section = SectionDefinitionFactory.create(title="Plain")
+    old = snapshot(section)
+    for title in ("One", "Two", "Three"):
+        recording.record(section, before=old, after={**old, "title": title})
+    api = APIClient()
+    auditor = User.objects.create_user("audrey", password="pw")
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    api.force_authenticate(auditor)
+    first = api.get("/api/catalog-changes/", {"page_size": 2}).json()
+    assert [c["after"]["title"] for c in first["results"]] == ["Three", "Two"]
+    rest = api.get(first["next"]).json()
+    assert [c["after"]["title"] for c in rest["results"]] == ["One"]
+    for size in ("0", "9999", "abc", "-1", ""):
+        response = api.get("/api/catalog-changes/", {"page_size": size})
+        assert response.status_code == 400, (size, response.content)
+        assert "page_size" in response.json()["errors"]

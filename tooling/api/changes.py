@@ -18,7 +18,7 @@ from rest_framework import permissions, serializers, viewsets
 from rest_framework.request import Request
 
 from tooling.api.input import StrictFilterSet
-from tooling.api.pagination import CheckedCursorPagination
+from tooling.api.pagination import StrictCursorPagination
 from tooling.models import CatalogChange
 
 VIEW = "tooling.view_catalogchange"
@@ -58,7 +58,7 @@ class ChangeSerializer(serializers.ModelSerializer[CatalogChange]):
         return [link.prompt_ref for link in change.prompts.all()]
 
 
-class ChangeCursorPagination(CheckedCursorPagination):
+class ChangeCursorPagination(StrictCursorPagination):
     ordering = ("-at", "-id")
 
 

@@ -6,6 +6,11 @@ ordering field as it is, so a position that is not of the field's type (``abc``
 for a sequence number, a time past the last there is) failed in the database:
 a 500. ``CheckedCursorPagination`` answers both as DRF answers a cursor it
 cannot read: 404 "Invalid cursor".
+
+DRF also quietly replaces a ``page_size`` it cannot use with the default (and
+reads none unless told to): ``StrictCursorPagination`` reads it and answers
+anything but a whole number from 1 to 500 with a 400, and the schema says
+what is allowed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models import QuerySet
+from rest_framework import exceptions
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
@@ -67,3 +73,49 @@ class CheckedCursorPagination(CursorPagination):
                 value.astimezone(datetime.UTC)  # as the database compares it
         except (ValidationError, ValueError, TypeError, OverflowError):
             raise NotFound(self.invalid_cursor_message) from None
+
+
+MAX_PAGE_SIZE = 500
+
+
+def page_size(raw: str | None, *, default: int, maximum: int = MAX_PAGE_SIZE) -> int:
+    """``raw`` (a query value) as a page size: absent is ``default``; anything
+    but a whole number from 1 to ``maximum`` is a 400."""
+    if raw is None:
+        return default
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= maximum:
+        raise exceptions.ValidationError(
+            {"page_size": [f"Enter a whole number from 1 to {maximum}."]}
+        )
+    return size
+
+
+class StrictCursorPagination(CheckedCursorPagination):
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request: Request) -> int:
+        return page_size(
+            request.query_params.get(self.page_size_query_param),
+            default=self.page_size or MAX_PAGE_SIZE,
+            maximum=self.max_page_size,
+        )
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_page_size,
+                }
+                parameter["description"] = (
+                    f"Results per page (1-{self.max_page_size}; "
+                    f"{self.page_size} by default)."
+                )
+        return parameters
