@@ -431,3 +431,10 @@ def test_the_api_pages_changes_by_page_size_and_refuses_a_bad_one() -> None:
         response = api.get("/api/catalog-changes/", {"page_size": size})
         assert response.status_code == 400, (size, response.content)
         assert "page_size" in response.json()["errors"]
+
+
+def test_a_list_diff_takes_unhashable_items() -> None:
+    (field,) = diff({"items": []}, {"items": [{"a": 1}, ["b"]]})
+    assert field.added == [{"a": 1}, ["b"]] and field.removed == []
+    (field,) = diff({"items": ["x", {"a": 1}]}, {"items": ["y"]})
+    assert field.added == ["y"] and field.removed == ["x", {"a": 1}]

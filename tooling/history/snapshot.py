@@ -190,9 +190,9 @@ def _missing(items: list[Any], other: list[Any]) -> list[Any]:
     items are hashable: a long list is not compared item by item)."""
     try:
         seen = set(other)
-    except TypeError:
+        return [item for item in items if item not in seen]
+    except TypeError:  # a dict or a list among them
         return [item for item in items if item not in other]
-    return [item for item in items if item not in seen]
 
 
 def diff(
