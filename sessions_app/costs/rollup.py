@@ -39,7 +39,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from sessions_app.costs.ranges import DateRange
+from sessions_app.costs.ranges import EARLIEST, DateRange
 from sessions_app.models import (
     AgentSession,
     DailySpend,
@@ -311,7 +311,8 @@ def days_to_roll_up(
     first = AgentSession.objects.order_by().aggregate(first=Min("created_at"))["first"]
     if first is None:
         return []
-    start = local_date(first)
+    # No report reads a day before EARLIEST (and its bounds may overflow).
+    start = max(local_date(first), EARLIEST)
     end = last_closed_day(now)
     marked = set(
         DailySpendDay.objects.filter(

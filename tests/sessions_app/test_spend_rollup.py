@@ -12,6 +12,7 @@ import datetime
 import random
 import threading
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, Group
@@ -443,6 +444,42 @@ def test_the_command_and_the_task_roll_up_the_closed_days(people, capsys):
 def test_the_command_refuses_a_bad_day(db):
     with pytest.raises(CommandError, match="Not a date"):
         call_command("roll_up_spend", "--day", "yesterday")
+
+
+@pytest.mark.parametrize(
+    "day", ["0001-01-01", "0001-01-02", "1999-12-31", "9001-01-01", "9999-12-31"]
+)
+def test_the_command_refuses_a_day_outside_the_reports_range(
+    db: None, day: str
+) -> None:
+    with pytest.raises(
+        CommandError,
+        match=f"{day} is outside the days cost reports cover: "
+        "from 2000-01-01 to 9000-12-31",
+    ):
+        call_command("roll_up_spend", "--day", day)
+    assert not DailySpendDay.objects.exists()
+
+
+def test_the_command_rolls_up_the_first_day_reports_cover(people: Any) -> None:
+    AgentSessionFactory.create(
+        created_by=people["alice"],
+        cost=D("0.5"),
+        created_at=at(datetime.date(2000, 1, 1), 0, 5),
+    )
+    call_command("roll_up_spend", "--day", "2000-01-01")
+    mark = DailySpendDay.objects.get(day=datetime.date(2000, 1, 1))
+    assert mark.sessions == 1
+
+
+def test_days_before_the_reports_range_are_not_rolled_up(people: Any) -> None:
+    AgentSessionFactory.create(
+        created_by=people["alice"],
+        cost=D("0.5"),
+        created_at=at(datetime.date(1999, 12, 30), 12),
+    )
+    days = rollup.days_to_roll_up(limit=2)
+    assert days == [datetime.date(2000, 1, 1), datetime.date(2000, 1, 2)]
 
 
 def _page_queries(client, start, end) -> int:

@@ -8,13 +8,22 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.costs import rollup
+from sessions_app.costs.ranges import EARLIEST, LATEST
 
 
 def _day(text: str) -> datetime.date:
     try:
-        return datetime.date.fromisoformat(text)
+        day = datetime.date.fromisoformat(text)
     except ValueError:
         raise CommandError(f"Not a date (YYYY-MM-DD): {text!r}.") from None
+    # The days cost reports cover; at the calendar's ends a day's bounds
+    # (and the rows' slack before them) overflow datetime.
+    if not EARLIEST <= day <= LATEST:
+        raise CommandError(
+            f"{text} is outside the days cost reports cover: from "
+            f"{EARLIEST.isoformat()} to {LATEST.isoformat()}."
+        )
+    return day
 
 
 class Command(BaseCommand):
@@ -33,7 +42,11 @@ class Command(BaseCommand):
             "--day",
             action="append",
             default=[],
-            help="A day (YYYY-MM-DD) to roll up again; repeat for more.",
+            help=(
+                "A day (YYYY-MM-DD, from "
+                f"{EARLIEST.isoformat()} to {LATEST.isoformat()}) to roll up "
+                "again; repeat for more."
+            ),
         )
         parser.add_argument(
             "--limit",
