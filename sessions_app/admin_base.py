@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
-from sessions_app.audit.bidi import neutralised
+from tooling.bidi import neutralised
 
 
 class HiddenRowsAdmin(admin.ModelAdmin):

@@ -46,11 +46,9 @@ from sessions_app.audit.filters import (
     ToolInvocationFilterSet,
 )
 from sessions_app.audit.pagination import (
-    MAX_PAGE_SIZE,
     CreatedAtCursorPagination,
     SequenceCursorPagination,
     TurnCursorPagination,
-    page_size,
 )
 from sessions_app.audit.plans import search_index_plan
 from sessions_app.audit.row_serializers import (
@@ -70,6 +68,7 @@ from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
+from tooling.api.pagination import MAX_PAGE_SIZE, page_size
 from tooling.api.throttling import SharedScopedRateThrottle
 
 SESSION_ID = "The session's id."

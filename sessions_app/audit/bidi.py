@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tooling.bidi import neutralise, neutralised
-
-__all__ = ["NeutraliseBidiMixin", "neutralise", "neutralised"]
+from tooling.bidi import neutralised
 
 
 class NeutraliseBidiMixin:

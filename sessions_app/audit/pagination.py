@@ -21,21 +21,7 @@ from sessions_app.audit.paging import (
     encode_position,
 )
 from sessions_app.audit.plans import search_order
-from tooling.api.pagination import (
-    MAX_PAGE_SIZE,
-    StrictCursorPagination,
-    page_size,
-)
-
-__all__ = [
-    "MAX_PAGE_SIZE",
-    "CreatedAtCursorPagination",
-    "KeysetCursorPagination",
-    "SequenceCursorPagination",
-    "StrictCursorPagination",
-    "TurnCursorPagination",
-    "page_size",
-]
+from tooling.api.pagination import StrictCursorPagination
 
 
 class KeysetCursorPagination(StrictCursorPagination):

@@ -31,9 +31,10 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 from sessions_app import access
-from sessions_app.audit.bidi import NeutraliseBidiMixin, neutralise
+from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.costs import ranges, reports
 from sessions_app.costs.spend import GROUPS, ONE_DAY, Spend, next_month
+from tooling.bidi import neutralise
 
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); a leading apostrophe makes it text.

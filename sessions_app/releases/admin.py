@@ -23,8 +23,8 @@ from django.utils.formats import date_format
 
 from sessions_app import access
 from sessions_app.admin_base import ReadOnlyAdmin
-from sessions_app.audit.bidi import neutralised
 from tooling import releases
+from tooling.bidi import neutralised
 from tooling.models import (
     LABEL_RULE,
     CatalogRevision,

@@ -15,9 +15,9 @@ import httpx
 from django.utils.html import escape
 
 from sessions_app import services
-from sessions_app.audit.bidi import neutralise
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from tests.runtime.fakes import FakeProvider, function_call
+from tooling.bidi import neutralise
 
 # Never in a session's error message: a database or Python internal leaked.
 LEAKS = ("SELECT", "INSERT", "Traceback", "psycopg")
