@@ -97,6 +97,11 @@ class ComparisonSerializer(serializers.Serializer[Any]):
     output = serializers.ListField(
         child=serializers.CharField(), help_text="The outputs as a line diff."
     )
+    output_not_compared = serializers.ChoiceField(
+        choices=["", "too_long"],
+        help_text="too_long: the outputs (over 2,000 lines or 200,000 characters "
+        "on a side) were not compared line by line; empty when they were.",
+    )
     left_denials = serializers.JSONField()
     right_denials = serializers.JSONField()
     left_approvals = serializers.JSONField()
@@ -201,6 +206,7 @@ class CompareView(APIView):
                 for t in comparison.turns
             ],
             "output": comparison.output,
+            "output_not_compared": comparison.output_not_compared,
             "left_denials": comparison.left.denials,
             "right_denials": comparison.right.denials,
             "left_approvals": comparison.left.approvals,

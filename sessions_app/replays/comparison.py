@@ -30,8 +30,8 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
-from sessions_app.revisions.compare import text_diff
 from sessions_app.runs.answers import arguments_key
+from tooling.history.snapshot import DiffBudget, FieldChange, line_diff
 
 MOST_TURNS = 200
 MOST_CALLS = 1000
@@ -103,6 +103,15 @@ class Comparison:
     turns: list[TurnPair]
     calls: list[CallPair]
     output: list[str]
+    # why the outputs were not compared line by line (``DiffBudget``): "" when
+    # they were; the page then gives their sizes
+    output_not_compared: str = ""
+
+    @property
+    def output_sizes(self) -> str:
+        return FieldChange(
+            "output", self.left.session.output_text, self.right.session.output_text
+        ).sizes
 
     @property
     def changed_calls(self) -> list[CallPair]:
@@ -260,11 +269,16 @@ def _facts(left: Side, right: Side) -> list[Fact]:
 
 def compare_sessions(left: AgentSession, right: AgentSession) -> Comparison:
     a, b = _side(left), _side(right)
+    # a model's output may be long: compared line by line within a budget
+    output, refused = line_diff(
+        left.output_text or "", right.output_text or "", budget=DiffBudget(), context=3
+    )
     return Comparison(
         left=a,
         right=b,
         facts=_facts(a, b),
         turns=_turns(a, b),
         calls=match_calls(a.tool_calls, b.tool_calls),
-        output=text_diff(left.output_text or "", right.output_text or ""),
+        output=output,
+        output_not_compared=refused,
     )

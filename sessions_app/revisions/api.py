@@ -66,6 +66,7 @@ def _field_changes(changes: Any) -> list[dict[str, Any]]:
             "lines": change.lines,
             "added": change.added,
             "removed": change.removed,
+            "not_compared": change.not_compared,
         }
         for change in changes
     ]
@@ -148,6 +149,7 @@ class RevisionViewSet(viewsets.ReadOnlyModelViewSet[CatalogRevision]):
             "after_stored": side.revision is not None,
             "same": diff.same,
             "text": diff.text,
+            "text_not_compared": diff.text_not_compared,
             "settings": _field_changes(diff.settings),
             "groups": [
                 {

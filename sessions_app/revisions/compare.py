@@ -9,11 +9,10 @@ the same field diff the catalog's history shows).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.history.snapshot import FieldChange, diff
+from tooling.history.snapshot import DiffBudget, FieldChange, diff, line_diff
 
 from .reading import Entry, RevisionView
 
@@ -46,20 +45,22 @@ class RevisionDiff:
     settings: list[FieldChange]
     text: list[str]
     groups: list[GroupDiff]
+    # why the rendered prompts were not compared line by line ("too_long",
+    # "page_full"; ``DiffBudget``): the page gives their sizes instead
+    text_not_compared: str = ""
 
     @property
     def same(self) -> bool:
         return not (
-            self.settings or self.text or any(group.entries for group in self.groups)
+            self.settings
+            or self.text
+            or self.text_not_compared
+            or any(group.entries for group in self.groups)
         )
 
-
-def text_diff(before: str, after: str) -> list[str]:
-    """A unified line diff of two texts, without its two file header lines."""
-    lines = difflib.unified_diff(
-        before.splitlines(), after.splitlines(), "before", "after", lineterm="", n=3
-    )
-    return list(lines)[2:]
+    @property
+    def text_sizes(self) -> str:
+        return FieldChange("text", self.before.text, self.after.text).sizes
 
 
 def flat(fields: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any] | None:
@@ -77,13 +78,17 @@ def flat(fields: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any] |
     return found
 
 
-def _entries(before: list[Entry], after: list[Entry]) -> list[EntryDiff]:
+def _entries(
+    before: list[Entry], after: list[Entry], budget: DiffBudget
+) -> list[EntryDiff]:
     old = {entry.name: entry for entry in before}
     new = {entry.name: entry for entry in after}
     found = []
     for name in [*old, *(name for name in new if name not in old)]:
         a, b = old.get(name), new.get(name)
-        changes = diff(flat(a.fields if a else None), flat(b.fields if b else None))
+        changes = diff(
+            flat(a.fields if a else None), flat(b.fields if b else None), budget=budget
+        )
         if a is None:
             found.append(EntryDiff(name, "added", changes))
         elif b is None:
@@ -94,15 +99,21 @@ def _entries(before: list[Entry], after: list[Entry]) -> list[EntryDiff]:
 
 
 def compare(before: RevisionView, after: RevisionView) -> RevisionDiff:
-    """What changed from ``before`` to ``after``."""
+    """What changed from ``before`` to ``after``: line by line within one
+    ``DiffBudget`` (the rendered prompts first), sizes past it."""
+    budget = DiffBudget()
+    text, refused = line_diff(before.text, after.text, budget=budget, context=3)
     groups_before, groups_after = before.groups, after.groups
     return RevisionDiff(
         before=before,
         after=after,
-        settings=diff(flat(before.settings), flat(after.settings)),
-        text=text_diff(before.text, after.text),
+        settings=diff(flat(before.settings), flat(after.settings), budget=budget),
+        text=text,
+        text_not_compared=refused,
         groups=[
-            GroupDiff(key, title, _entries(groups_before[key], groups_after[key]))
+            GroupDiff(
+                key, title, _entries(groups_before[key], groups_after[key], budget)
+            )
             for key, title in GROUP_TITLES.items()
         ],
     )

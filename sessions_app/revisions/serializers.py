@@ -8,6 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from tooling.history.snapshot import NOT_COMPARED
 from tooling.models import CatalogRevision
 
 
@@ -86,7 +87,7 @@ class RevisionDetailSerializer(serializers.Serializer[Any]):
 
 class FieldChangeSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["text", "list", "value"])
+    kind = serializers.ChoiceField(choices=["text", "list", "value", "not_compared"])
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)
     lines = serializers.ListField(
@@ -94,6 +95,12 @@ class FieldChangeSerializer(serializers.Serializer[Any]):
     )
     added = serializers.JSONField(help_text="Lists: the items added.")
     removed = serializers.JSONField(help_text="Lists: the items removed.")
+    not_compared = serializers.ChoiceField(
+        choices=NOT_COMPARED,
+        help_text="Why it was not compared line by line: too_long (over 2,000 "
+        "lines or 200,000 characters on a side) or page_full (one comparison "
+        "compares at most 10,000 lines in all); empty when it was.",
+    )
 
 
 class EntryDiffSerializer(serializers.Serializer[Any]):
@@ -123,6 +130,12 @@ class RevisionDiffSerializer(serializers.Serializer[Any]):
     text = serializers.ListField(
         child=serializers.CharField(),
         help_text="The rendered prompts as a unified line diff.",
+    )
+    text_not_compared = serializers.ChoiceField(
+        choices=NOT_COMPARED,
+        help_text="Why it was not compared line by line: too_long (over 2,000 "
+        "lines or 200,000 characters on a side) or page_full (one comparison "
+        "compares at most 10,000 lines in all); empty when it was.",
     )
     settings = FieldChangeSerializer(many=True)
     groups = GroupDiffSerializer(many=True)

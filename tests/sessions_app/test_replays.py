@@ -338,3 +338,30 @@ def test_a_session_of_a_prompt_no_longer_in_the_catalog_says_so(source):
         "This session's prompt 'demo/research' is no longer an enabled prompt of the "
         "catalog: it cannot be replayed." in str(body)
     )
+
+
+def test_long_outputs_are_compared_by_size_not_line_by_line(client):
+    # a model's output may be long: difflib is quadratic in its lines
+    owner = runner("carol")
+    lines = [f"line {n}" for n in range(3_000)]
+    left = AgentSessionFactory.create(
+        created_by=owner,
+        status=AgentSession.Status.SUCCEEDED,
+        output_text="\n".join(lines),
+    )
+    right = AgentSessionFactory.create(
+        created_by=owner,
+        status=AgentSession.Status.SUCCEEDED,
+        output_text="\n".join(lines[1::2] + lines[::2]),
+    )
+    api = APIClient()
+    api.force_login(owner)
+
+    body = api.get(f"/api/sessions/{left.pk}/compare/{right.pk}/").json()
+
+    assert body["output"] == [] and body["output_not_compared"] == "too_long"
+    client.force_login(owner)
+    page = client.get(
+        reverse("sessions_app:session-compare", args=[left.pk, right.pk])
+    ).content.decode()
+    assert "Too long to compare line by line: before 3,000 lines" in page

@@ -373,3 +373,40 @@ def test_the_admin_shows_revisions_and_links_a_prompt_to_them(client):
     assert reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk]) in (
         prompt_page
     )
+
+
+def test_long_texts_are_compared_by_size_not_line_by_line(client):
+    # a 20,000-line template saved with its lines reordered took a minute to
+    # compare (difflib is quadratic); past the bound the sizes are shown
+    prompt, section = research_prompt()
+    lines = [f"line {n}" for n in range(3_000)]
+    section.template = "\n".join(lines)
+    section.save()
+    first = stored(prompt)
+    section.template = "\n".join(lines[1::2] + lines[::2])
+    section.save()
+    second = stored(prompt)
+    reader = auditor()
+
+    body = api(reader).get(f"/api/revisions/{first.hash}/compare/{second.hash}/").json()
+
+    assert body["same"] is False
+    assert body["text"] == [] and body["text_not_compared"] == "too_long"
+    (changed,) = body["groups"][0]["entries"]
+    (template,) = changed["changes"]
+    assert template["kind"] == "not_compared"
+    assert template["not_compared"] == "too_long" and template["lines"] == []
+    client.force_login(reader)
+    page = client.get(
+        reverse("sessions_app:revision-compare", args=[first.hash, second.hash])
+    ).content.decode()
+    assert "Too long to compare line by line: before 3,00" in page
+
+
+def test_identical_long_texts_compare_equal():
+    prompt, section = research_prompt()
+    section.template = "\n".join(f"line {n}" for n in range(3_000))
+    section.save()
+    revision = stored(prompt)
+    view = view_of(revision.hash, revision.data)
+    assert compare.compare(view, view).same

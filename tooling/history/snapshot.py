@@ -150,6 +150,8 @@ def _is_text(value: Any) -> bool:
 # bounds, and a page compares at most PAGE_LINES lines (both sides counted)
 # in all; past them it shows the texts' sizes instead.
 TEXT_LINES_MAX = 2_000
+#: why a text was not compared line by line ("": it was), as the API names it
+NOT_COMPARED = ["", "too_long", "page_full"]
 TEXT_CHARS_MAX = 200_000
 PAGE_LINES = 10_000
 
@@ -171,17 +173,31 @@ class DiffBudget:
         return ""
 
 
-def _text_change(name: str, a: Any, b: Any, budget: DiffBudget | None) -> FieldChange:
-    a_text = a if isinstance(a, str) else ""
-    b_text = b if isinstance(b, str) else ""
-    a_lines, b_lines = a_text.splitlines(), b_text.splitlines()
+def line_diff(
+    before: str, after: str, *, budget: DiffBudget | None = None, context: int = 2
+) -> tuple[list[str], str]:
+    """A unified line diff of two texts without its two header lines, and
+    ``""``; or no lines and why not (``DiffBudget.allows``): with a
+    ``budget``, texts past its bounds are not compared line by line."""
+    if before == after:
+        return [], ""
+    a_lines, b_lines = before.splitlines(), after.splitlines()
     if budget is not None:
-        refused = budget.allows(a_lines, b_lines, max(len(a_text), len(b_text)))
+        refused = budget.allows(a_lines, b_lines, max(len(before), len(after)))
         if refused:
-            return FieldChange(name, a, b, not_compared=refused)
-    lines = list(
-        difflib.unified_diff(a_lines, b_lines, "before", "after", lineterm="", n=2)
-    )[2:]
+            return [], refused
+    lines = difflib.unified_diff(
+        a_lines, b_lines, "before", "after", lineterm="", n=context
+    )
+    return list(lines)[2:], ""
+
+
+def _text_change(name: str, a: Any, b: Any, budget: DiffBudget | None) -> FieldChange:
+    lines, refused = line_diff(
+        a if isinstance(a, str) else "", b if isinstance(b, str) else "", budget=budget
+    )
+    if refused:
+        return FieldChange(name, a, b, not_compared=refused)
     return FieldChange(name, a, b, lines=lines)
 
 

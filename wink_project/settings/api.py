@@ -104,6 +104,7 @@ SPECTACULAR_SETTINGS = {
         "ApprovalStatusEnum": "sessions_app.models.ApprovalRequest.Status",
         "ApprovalKindEnum": "sessions_app.models.ApprovalRequest.Kind",
         "SessionStatusEnum": "sessions_app.models.AgentSession.Status",
+        "NotComparedEnum": "tooling.history.snapshot.NOT_COMPARED",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     # No badge loaded from validator.swagger.io (the CSP allows this origin
