@@ -2,7 +2,10 @@
 experiments. An experiment is created here and run from its page
 (``/audit/experiments/<id>/``), where its results fill in.
 
-Who may use them: staff with the models' permissions.
+Who may use them: staff with the models' permissions. Experiments follow the
+pages' and the API's rule: each user sees the experiments they started (the
+Auditors every one; another's is a 404), and only its author changes one, while
+it is new (``running.may_change``), or deletes one.
 """
 
 from __future__ import annotations
@@ -12,18 +15,20 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from sessions_app.admin_base import HiddenRowsAdmin
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.models import PromptTemplate
 
 from . import grading
 from .cases import import_cases
-from .running import TARGET
+from .running import TARGET, may_change
 
 
 class CreatedByAdmin(admin.ModelAdmin):
@@ -164,7 +169,7 @@ class ExperimentForm(forms.ModelForm):
 
 
 @admin.register(Experiment)
-class ExperimentAdmin(CreatedByAdmin):
+class ExperimentAdmin(HiddenRowsAdmin, CreatedByAdmin):
     form = ExperimentForm
     list_display = ["name", "prompt_ref", "dataset", "status", "created_by", "page"]
     list_filter = ["status"]
@@ -173,11 +178,26 @@ class ExperimentAdmin(CreatedByAdmin):
 
     readonly_fields = ["status", "targets_shown"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Experiment]:
+        return Experiment.objects.visible_to(request.user)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # a run experiment keeps what it ran: view only
-        if obj is not None and obj.status != Experiment.Status.NEW:
+        # another's experiment runs under its author's name, and a run one
+        # keeps what it ran: view only
+        if obj is not None and not may_change(request.user, obj):
             return False
         return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.created_by_id != request.user.pk:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        # the bulk delete asks no row whose it is: delete one at a time
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and not self.has_change_permission(request, obj):

@@ -88,6 +88,16 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
     return runs
 
 
+def may_change(user: Any, experiment: Experiment) -> bool:
+    """Its author, while new: what it runs is what its author chose (it runs
+    under their name), and a run experiment keeps what it ran."""
+    return (
+        experiment.status == Experiment.Status.NEW
+        and access.is_user(user)
+        and experiment.created_by_id == user.pk
+    )
+
+
 def may_run(user: Any, experiment: Experiment) -> bool:
     """Its author, who may start sessions and read its dataset, while new."""
     return (

@@ -606,3 +606,63 @@ def test_with_workers_the_results_fill_in_as_runs_finish(settings, client):
     client.get(url)
     experiment.refresh_from_db()
     assert experiment.status == Experiment.Status.FINISHED
+
+
+def experiment_staff(name: str) -> User:
+    """Staff who may add and change experiments in the admin."""
+    user = runner(name)
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=[
+                "view_experiment",
+                "add_experiment",
+                "change_experiment",
+                "delete_experiment",
+                "view_dataset",
+            ]
+        )
+    )
+    return user
+
+
+def test_the_experiment_admin_shows_and_changes_only_its_authors_own(
+    client: Any,
+) -> None:
+    seed_demo_catalog()
+    author, other = experiment_staff("alice"), experiment_staff("bob")
+    dataset = Dataset.objects.create(name="d")
+    grader = Grader.objects.create(name="g", kind=Kind.APPROVAL_REQUESTED)
+    experiment = Experiment.objects.create(
+        name="alice's",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=author,
+    )
+    change = reverse("admin:sessions_app_experiment_change", args=[experiment.pk])
+    delete = reverse("admin:sessions_app_experiment_delete", args=[experiment.pk])
+    edited = {
+        "name": "alice's",
+        "dataset": dataset.pk,
+        "prompt_ref": "demo/ship",
+        "targets_text": "draft",
+        "graders": [grader.pk],
+    }
+
+    client.force_login(other)
+    listed = client.get(reverse("admin:sessions_app_experiment_changelist"))
+    assert "alice&#x27;s" not in listed.content.decode()
+    assert client.get(change).status_code == 404
+    assert client.post(change, edited).status_code == 404
+    assert client.post(delete, {"post": "yes"}).status_code == 404
+    experiment.refresh_from_db()
+    assert experiment.prompt_ref == "demo/research"
+
+    client.force_login(auditor())  # sees every experiment, changes none
+    assert client.get(change).status_code == 200
+    assert client.post(change, edited).status_code == 403
+
+    client.force_login(author)
+    assert client.post(change, edited).status_code == 302
+    experiment.refresh_from_db()
+    assert experiment.prompt_ref == "demo/ship"
