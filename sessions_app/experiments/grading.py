@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -32,10 +34,93 @@ from sessions_app.models import (
 from sessions_app.runs.starting import start_session
 
 Kind = Grader.Kind
-# The most output text a pattern or a text is searched in, and how long a
-# pattern may search it (a catastrophic pattern fails the grade, not the page).
+# The most output text a pattern or a text is searched in, and how long one
+# grade's patterns may search (a catastrophic pattern fails the grade, not the
+# page): an output_regex's pattern, or every pattern of an output_schema's
+# schema together.
 MOST_TEXT = 200_000
 PATTERN_SECONDS = 0.5
+
+
+def _found(pattern: str, text: str, deadline: float) -> bool:
+    """Whether ``pattern`` is found in ``text``, searched until ``deadline``
+    (``time.monotonic()``) at most: the one way a grader runs a pattern
+    (``TimeoutError`` past it)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return regex.search(pattern, text, timeout=left) is not None
+
+
+def _bounded_validator(deadline: float) -> Any:
+    """A JSON schema validator (draft 2020-12) whose ``pattern``,
+    ``patternProperties`` and ``additionalProperties`` search through
+    ``_found`` until ``deadline``: jsonschema's own run Python's ``re``, which
+    nothing stops. (``unevaluatedProperties`` beside ``patternProperties``
+    would too: ``check_config`` refuses the pair; ``format`` is not
+    asserted.)"""
+
+    def pattern(
+        validator: Any, patrn: str, instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not _found(
+            patrn, instance, deadline
+        ):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(
+        validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in patterns.items():
+            for key, value in instance.items():
+                if _found(patrn, key, deadline):
+                    yield from validator.descend(
+                        value, subschema, path=key, schema_path=patrn
+                    )
+
+    def additional_properties(
+        validator: Any, allowed: Any, instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        named = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        extras = sorted(
+            key
+            for key in instance
+            if key not in named
+            and not any(_found(patrn, key, deadline) for patrn in patterns)
+        )
+        if validator.is_type(allowed, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], allowed, path=extra)
+        elif not allowed and extras:
+            shown = ", ".join(repr(extra) for extra in extras)
+            yield jsonschema.ValidationError(
+                f"Additional properties are not allowed ({shown} unexpected)"
+            )
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        {
+            "pattern": pattern,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+        },
+    )
+
+
+def _keys(schema: Any) -> set[str]:
+    """Every key of every object in ``schema``, nested ones included."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        found.update(schema)
+    if isinstance(schema, dict | list):
+        for value in schema.values() if isinstance(schema, dict) else schema:
+            found |= _keys(value)
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +195,14 @@ def check_config(kind: str, config: Any) -> None:
             raise ValidationError(
                 {"config": f'"schema" cannot be applied: {type(error).__name__}.'}
             ) from None
+        if {"patternProperties", "unevaluatedProperties"} <= _keys(schema):
+            raise ValidationError(
+                {
+                    "config": '"schema" uses "unevaluatedProperties" with '
+                    '"patternProperties", whose patterns could then run without '
+                    'a time bound: use "additionalProperties" instead.'
+                }
+            )
     elif kind == Kind.CITATIONS_IN_DOMAINS:
         domains = config.get("domains")
         if (
@@ -227,24 +320,29 @@ def _schema(config: dict[str, Any], session: AgentSession) -> Grade:
             value = json.loads(session.output_text or "")
         except ValueError:
             return Grade(False, "The output is not JSON.")
+    validator = _bounded_validator(time.monotonic() + PATTERN_SECONDS)
     try:
         errors = sorted(
-            jsonschema.Draft202012Validator(config["schema"]).iter_errors(value),
+            validator(config["schema"]).iter_errors(value),
             key=lambda e: list(e.path),
         )
     except (Unresolvable, RecursionError) as error:
         return Grade(False, f"The schema cannot be applied: {type(error).__name__}.")
+    except TimeoutError:
+        return Grade(
+            False, f"The schema's patterns took more than {PATTERN_SECONDS} s."
+        )
+    except regex.error as error:
+        return Grade(False, f"A pattern of the schema is not valid: {error}.")
     if errors:
         return Grade(False, f"The output does not match: {errors[0].message[:300]}")
     return Grade(True, "The output matches the schema.")
 
 
 def _regex(config: dict[str, Any], session: AgentSession) -> Grade:
+    deadline = time.monotonic() + PATTERN_SECONDS
     try:
-        found = (
-            regex.search(config["pattern"], _output(session), timeout=PATTERN_SECONDS)
-            is not None
-        )
+        found = _found(config["pattern"], _output(session), deadline)
     except TimeoutError:
         return Grade(False, f"The pattern took more than {PATTERN_SECONDS} s.")
     return Grade(

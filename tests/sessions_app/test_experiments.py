@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -666,3 +667,53 @@ def test_the_experiment_admin_shows_and_changes_only_its_authors_own(
     assert client.post(change, edited).status_code == 302
     experiment.refresh_from_db()
     assert experiment.prompt_ref == "demo/ship"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {"answer": {"pattern": "^(a|a)*$"}}},
+        {"patternProperties": {"^(a|a)*$": {}}},
+        {"patternProperties": {"^(a|a)*$": {}}, "additionalProperties": False},
+        {"items": {"pattern": "^(a|a)*$"}},  # the patterns share one deadline
+    ],
+)
+def test_a_catastrophic_schema_pattern_fails_the_grade_in_bounded_time(
+    schema: dict[str, Any],
+) -> None:
+    grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
+    slow = "a" * 24 + "b"  # Python's re: 2.5 s; the regex module: 7 s
+    output: Any = {"answer": slow, slow: 1}
+    if "items" in schema:
+        output = ["a" * 20 + "b"] * 20  # each under half a second
+    session = session_with(output=output)
+    grader = Grader(name="slow", kind=Kind.OUTPUT_SCHEMA, config={"schema": schema})
+
+    started = time.monotonic()
+    verdict = grading.grade(grader, session, DatasetCase(), None)
+
+    assert time.monotonic() - started < 2
+    assert verdict.passed is False and "took more than 0.5 s" in verdict.detail
+
+
+def test_a_schema_pattern_still_decides_the_grade() -> None:
+    schema = {
+        "properties": {"answer": {"pattern": r"^\d+$"}},
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert grade(Kind.OUTPUT_SCHEMA, {"schema": schema}, session_with(output={}))
+    good = session_with(output={"answer": "42", "x-a": 1})
+    assert grade(Kind.OUTPUT_SCHEMA, {"schema": schema}, good) is True
+    for output in ({"answer": "4a"}, {"x-a": "1"}, {"other": 1}):
+        bad = session_with(output=output)
+        assert grade(Kind.OUTPUT_SCHEMA, {"schema": schema}, bad) is False
+
+
+def test_a_schema_of_unevaluated_and_pattern_properties_is_refused() -> None:
+    schema = {
+        "allOf": [{"patternProperties": {"^x": {}}}],
+        "unevaluatedProperties": False,
+    }
+    with pytest.raises(ValidationError, match='use "additionalProperties"'):
+        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
