@@ -100,6 +100,10 @@ class DatasetAdmin(CreatedByAdmin):
         )
 
 
+# What a grader's grades were given with: kept once an experiment ran with it.
+KEPT = ("name", "kind", "config")
+
+
 class GraderForm(forms.ModelForm):
     class Meta:
         model = Grader
@@ -107,6 +111,21 @@ class GraderForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        # compared with the stored row, not the form's (posted) initial values
+        stored = Grader.objects.filter(pk=self.instance.pk).values(*KEPT).first()
+        changed = [
+            key
+            for key in KEPT
+            if stored is not None and key in cleaned and cleaned[key] != stored[key]
+        ]
+        if changed:
+            used = _shown(self.instance.graded_experiments())
+            if used:
+                raise ValidationError(
+                    f"This grader graded the runs of {used}: its name, kind and "
+                    "config stay as they graded them (you changed "
+                    f"{', '.join(changed)}). Create a new grader instead."
+                )
         kind = cleaned.get("kind")
         if kind and "config" in cleaned:
             try:
@@ -116,12 +135,32 @@ class GraderForm(forms.ModelForm):
         return cleaned
 
 
+def _shown(experiments: QuerySet[Experiment]) -> str:
+    """A few experiments' names, for a message."""
+    names = [f"“{name}”" for name in experiments.values_list("name", flat=True)[:6]]
+    if len(names) > 5:
+        names[5] = "more"
+    return ", ".join(names)
+
+
 @admin.register(Grader)
 class GraderAdmin(admin.ModelAdmin):
     form = GraderForm
     list_display = ["name", "kind", "description"]
     list_filter = ["kind"]
     search_fields = ["name", "description"]
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # a grader that graded runs is protected: their results read its grades
+        deleted, counts, needed, protected = super().get_deleted_objects(objs, request)
+        for grader in objs:
+            used = _shown(grader.graded_experiments())
+            if used:
+                protected.append(
+                    f"Grader “{grader}”: it graded the runs of {used}, whose "
+                    "results read its grades (delete those experiments first)."
+                )
+        return deleted, counts, needed, protected
 
 
 class ExperimentForm(forms.ModelForm):

@@ -96,6 +96,12 @@ class Grader(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def graded_experiments(self) -> models.QuerySet[Experiment]:
+        """The experiments that ran with it: their runs' grades are kept under
+        its name and read with its kind and config, so it stays as it is
+        (neither deleted, renamed nor reconfigured) while one of them does."""
+        return self.experiments.exclude(status=Experiment.Status.NEW)
+
 
 class ExperimentQuerySet(models.QuerySet["Experiment"]):
     def visible_to(self, user: Any) -> ExperimentQuerySet:

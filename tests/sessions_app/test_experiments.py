@@ -717,3 +717,53 @@ def test_a_schema_of_unevaluated_and_pattern_properties_is_refused() -> None:
     }
     with pytest.raises(ValidationError, match='use "additionalProperties"'):
         grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
+
+
+def test_a_grader_that_graded_runs_is_neither_deleted_nor_changed(
+    client: Any, demo: Experiment
+) -> None:
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    grader = Grader.objects.get(name="counts its words")
+    change = reverse("admin:sessions_app_grader_change", args=[grader.pk])
+    delete = reverse("admin:sessions_app_grader_delete", args=[grader.pk])
+    before = (grader.name, grader.kind, grader.config)
+    form = {
+        "name": grader.name,
+        "kind": grader.kind,
+        "config": '{"tool": "count_words"}',
+    }
+
+    confirm = client.get(delete).content.decode()
+    assert "it graded the runs of “Domain filter on vs off”" in confirm
+    client.post(delete, {"post": "yes"})
+    for edit in (
+        {"name": "renamed"},
+        {"kind": Kind.TOOL_NOT_CALLED},
+        # the posted initial value is not trusted: the stored row is
+        {"config": '{"tool": "search"}', "initial-config": '{"tool": "search"}'},
+    ):
+        refused = client.post(change, {**form, **edit}).content.decode()
+        assert "Create a new grader instead" in refused
+    assert client.post(change, {**form, "description": "why"}).status_code == 302
+
+    grader.refresh_from_db()
+    assert (grader.name, grader.kind, grader.config) == before
+    assert grader.description == "why"
+    assert results_of(demo).targets[0].pass_rates["counts its words"] == 1.0
+
+
+def test_a_grader_no_experiment_ran_with_stays_editable(client: Any) -> None:
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    grader = Grader.objects.create(
+        name="g", kind=Kind.TOOL_CALLED, config={"tool": "a"}
+    )
+    dataset = Dataset.objects.create(name="d")
+    Experiment.objects.create(
+        name="new", dataset=dataset, prompt_ref="demo/research", targets=["draft"]
+    ).graders.add(grader)
+    change = reverse("admin:sessions_app_grader_change", args=[grader.pk])
+    renamed = {"name": "h", "kind": Kind.TOOL_CALLED, "config": '{"tool": "b"}'}
+    assert client.post(change, renamed).status_code == 302
+    delete = reverse("admin:sessions_app_grader_delete", args=[grader.pk])
+    client.post(delete, {"post": "yes"})
+    assert not Grader.objects.exists()
