@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from sessions_app.models import Dataset, DatasetCase
+from sessions_app.models import Dataset, DatasetCase, validate_case_params
 from tooling.models import TrustLevel
 from tooling.storable_json import loads, validate_storable_json
 
@@ -71,8 +71,10 @@ def _case(
             f"{where}: unknown key(s) {', '.join(map(str, unknown))}."
         )
     params = row.get("params", {})
-    if not isinstance(params, dict):
-        raise ValidationError(f"{where}: params must be a JSON object.")
+    try:
+        validate_case_params(params)
+    except ValidationError as error:
+        raise ValidationError(f"{where}: {' '.join(error.messages)}") from None
     trust = row.get("trust_level") or TrustLevel.STANDARD
     if trust not in TrustLevel.values:
         raise ValidationError(

@@ -38,6 +38,7 @@ from sessions_app.models.experiments import (
     Experiment,
     ExperimentRun,
     Grader,
+    validate_case_params,
 )
 from sessions_app.models.fields import cost_field, event_id_field, text_altered_field
 from sessions_app.models.search import SearchTextByTime, SessionSearchText
@@ -90,4 +91,5 @@ __all__ = [
     "session_url",
     "text_altered_field",
     "tool_search_text",
+    "validate_case_params",
 ]

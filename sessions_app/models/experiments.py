@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -23,6 +24,17 @@ from sessions_app import access
 from sessions_app.models.sessions import AgentSession
 from tooling.models import TrustLevel
 from tooling.storable_json import StorableJSONField
+
+
+def validate_case_params(value: Any) -> None:
+    """A case's parameters are its sessions' ``params``: a JSON object."""
+    if not isinstance(value, dict):
+        raise ValidationError(
+            "Params must be a JSON object of the prompt's parameters (such as "
+            '{"question": "Why?"}), not a list or a single value.',
+            # not "invalid": a form field would show its own message instead
+            code="not_an_object",
+        )
 
 
 class Dataset(models.Model):
@@ -47,7 +59,9 @@ class Dataset(models.Model):
 class DatasetCase(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
     position = models.PositiveIntegerField(default=0)
-    params = StorableJSONField(default=dict, blank=True)
+    params = StorableJSONField(
+        default=dict, blank=True, validators=[validate_case_params]
+    )
     trust_level = models.CharField(
         max_length=16, choices=TrustLevel.choices, default=TrustLevel.STANDARD
     )

@@ -767,3 +767,38 @@ def test_a_grader_no_experiment_ran_with_stays_editable(client: Any) -> None:
     delete = reverse("admin:sessions_app_grader_delete", args=[grader.pk])
     client.post(delete, {"post": "yes"})
     assert not Grader.objects.exists()
+
+
+def test_a_case_whose_params_are_not_an_object_is_refused(client: Any) -> None:
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_dataset", "view_dataset"])
+    )
+    api = APIClient()
+    api.force_login(user)
+    refused = api.post(
+        "/api/datasets/", {"name": "dsL", "cases": [{"params": [1, 2]}]}, format="json"
+    )
+    assert refused.status_code == 400
+    assert "Params must be a JSON object" in str(refused.json()["errors"])
+    assert not Dataset.objects.exists()
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    dataset = Dataset.objects.create(name="d")
+    inline = {
+        "name": "d",
+        "created_at_0": "2026-11-30",
+        "created_at_1": "08:00:00",
+        "cases-TOTAL_FORMS": "1",
+        "cases-INITIAL_FORMS": "0",
+        "cases-0-position": "1",
+        "cases-0-params": "[1, 2]",
+        "cases-0-trust_level": "standard",
+    }
+    change = reverse("admin:sessions_app_dataset_change", args=[dataset.pk])
+    page = client.post(change, inline)
+    assert page.status_code == 200
+    assert "Params must be a JSON object" in page.content.decode()
+    assert not dataset.cases.exists()
+    with pytest.raises(ValidationError, match="Row 2: Params must be a JSON object"):
+        import_cases(dataset, b"params\n[1]\n", "cases.csv")
