@@ -129,7 +129,7 @@ class GraderForm(forms.ModelForm):
         kind = cleaned.get("kind")
         if kind and "config" in cleaned:
             try:
-                grading.check_config(kind, cleaned["config"])
+                grading.check_entered_config(kind, cleaned["config"])
             except ValidationError as error:
                 self.add_error("config", error.messages)
         return cleaned

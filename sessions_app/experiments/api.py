@@ -53,14 +53,14 @@ class IdPagination(CheckedCursorPagination):
     ordering = "-id"
 
 
-class CaseSerializer(serializers.ModelSerializer[DatasetCase]):
+class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase]):
     class Meta:
         model = DatasetCase
         fields = ["id", "position", "params", "trust_level", "expected_output", "notes"]
         read_only_fields = ["id"]
 
 
-class DatasetSerializer(serializers.ModelSerializer[Dataset]):
+class DatasetSerializer(StrictSerializer, serializers.ModelSerializer[Dataset]):
     cases = CaseSerializer(many=True, required=False)
 
     class Meta:
@@ -97,7 +97,7 @@ class DatasetViewSet(
         serializer.save(created_by=self.request.user)
 
 
-class GraderSerializer(serializers.ModelSerializer[Grader]):
+class GraderSerializer(StrictSerializer, serializers.ModelSerializer[Grader]):
     class Meta:
         model = Grader
         fields = ["id", "name", "kind", "config", "description"]
@@ -105,7 +105,7 @@ class GraderSerializer(serializers.ModelSerializer[Grader]):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
-            grading.check_config(attrs["kind"], attrs.get("config", {}))
+            grading.check_entered_config(attrs["kind"], attrs.get("config", {}))
         except DjangoValidationError as error:
             raise serializers.ValidationError({"config": error.messages}) from error
         return attrs

@@ -1,7 +1,8 @@
 """Graders: each judges one finished session (docs/experiments.md).
 
-``check_config`` refuses a grader whose config its kind cannot use (the admin
-and the API say which key is wrong); ``grade`` returns ``Grade(passed,
+``check_entered_config`` refuses a grader whose config its kind cannot use
+(the admin and the API say which key is wrong; ``check_config``, what grading
+checks, leaves out keys the kind does not use); ``grade`` returns ``Grade(passed,
 detail)``. A model-graded grader runs its grader prompt on the session's
 output (``{"output", "expected", "params"}`` as parameters) as a session of its
 own, recorded like any other; it passes when that session's structured output
@@ -164,6 +165,36 @@ NEEDS = {
     Kind.OUTPUT_CONTAINS: ("text",),
     Kind.MODEL_GRADED: ("prompt",),
 }
+
+
+# The keys each kind's config may hold (the ones it needs and optional ones).
+KEYS = {
+    **{kind: set(keys) for kind, keys in NEEDS.items()},
+    Kind.APPROVAL_REQUESTED: {"tool"},
+    Kind.OUTPUT_SCHEMA: {"schema"},
+    Kind.OUTPUT_CONTAINS: {"text", "case_sensitive"},
+    Kind.CITATIONS_IN_DOMAINS: {"domains"},
+    Kind.COST_AT_MOST: {"usd"},
+    Kind.TURNS_AT_MOST: {"turns"},
+}
+
+
+def check_entered_config(kind: str, config: Any) -> None:
+    """``check_config``, and a key ``kind`` does not use refused by name: where
+    a config is entered (the admin, the API). A stored grader's grades ignore
+    such a key."""
+    check_config(kind, config)
+    keys = KEYS.get(kind, set())  # type: ignore[call-overload]
+    unknown = sorted(str(key) for key in config if key not in keys)
+    if unknown:
+        takes = ", ".join(f'"{key}"' for key in sorted(keys)) or "no key"
+        named = ", ".join(f'"{key}"' for key in unknown)
+        raise ValidationError(
+            {
+                "config": f"The {kind} kind does not use {named}: its config "
+                f"takes {takes}. Remove it (or correct its spelling)."
+            }
+        )
 
 
 def check_config(kind: str, config: Any) -> None:

@@ -802,3 +802,58 @@ def test_a_case_whose_params_are_not_an_object_is_refused(client: Any) -> None:
     assert not dataset.cases.exists()
     with pytest.raises(ValidationError, match="Row 2: Params must be a JSON object"):
         import_cases(dataset, b"params\n[1]\n", "cases.csv")
+
+
+def api_of_datasets_and_graders() -> APIClient:
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["add_dataset", "view_dataset", "add_grader", "view_grader"]
+        )
+    )
+    api = APIClient()
+    api.force_login(user)
+    return api
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/api/datasets/", {"name": "d", "colour": "red"}, "colour"),
+        ("/api/datasets/", {"name": "d", "cases": [{"parms": {}}]}, "cases.0.parms"),
+        ("/api/graders/", {"name": "g", "kind": "tool_called", "tol": "x"}, "tol"),
+    ],
+)
+def test_an_unknown_field_is_refused_by_name(
+    url: str, body: dict[str, Any], field: str
+) -> None:
+    refused = api_of_datasets_and_graders().post(url, body, format="json")
+    assert refused.status_code == 400
+    errors = refused.json()["errors"]
+    assert field in errors and "Unknown field" in str(errors), errors
+    assert not Dataset.objects.exists() and not Grader.objects.exists()
+
+
+def test_a_config_key_its_kind_does_not_use_is_refused_by_name(client: Any) -> None:
+    body = {
+        "name": "g",
+        "kind": "output_contains",
+        "config": {"text": "x", "extra": 1},
+    }
+    refused = api_of_datasets_and_graders().post("/api/graders/", body, format="json")
+    assert refused.status_code == 400
+    (message,) = refused.json()["errors"]["config"]
+    assert message == (
+        'The output_contains kind does not use "extra": its config takes '
+        '"case_sensitive", "text". Remove it (or correct its spelling).'
+    )
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.post(
+        reverse("admin:sessions_app_grader_add"),
+        {**body, "config": '{"text": "x", "extra": 1}'},
+    )
+    assert "does not use &quot;extra&quot;" in page.content.decode()
+    assert not Grader.objects.exists()
+    # what a stored grader's grades read leaves the key out
+    stored = {"text": "x", "extra": 1}
+    assert grade(Kind.OUTPUT_CONTAINS, stored, session_with(output_text="x"))
