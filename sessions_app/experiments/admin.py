@@ -28,7 +28,7 @@ from tooling.models import PromptTemplate
 
 from . import grading
 from .cases import import_cases
-from .running import TARGET, may_change
+from .running import TARGET, check_size, may_change
 
 
 class CreatedByAdmin(admin.ModelAdmin):
@@ -201,6 +201,15 @@ class ExperimentForm(forms.ModelForm):
         if not lines or len(set(lines)) != len(lines):
             raise ValidationError("Name at least one target, each once.")
         return lines
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("dataset") and cleaned.get("targets_text"):
+            try:
+                check_size(cleaned["dataset"], cleaned["targets_text"])
+            except ValidationError as error:
+                self.add_error(None, error)
+        return cleaned
 
     def save(self, commit: bool = True) -> Any:
         self.instance.targets = self.cleaned_data["targets_text"]

@@ -36,7 +36,7 @@ from tooling.models import PromptTemplate
 
 from . import grading
 from .results import csv_of, results_of
-from .running import TARGET, grade_finished, may_grade, run_experiment
+from .running import TARGET, check_size, grade_finished, may_grade, run_experiment
 
 
 class ModelPermission(permissions.BasePermission):
@@ -278,16 +278,26 @@ class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
         body = ExperimentRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        experiment = Experiment.objects.create(
-            name=data["name"],
-            dataset=data["dataset"],
-            prompt_ref=data["prompt"],
-            targets=data["targets"],
-            created_by=request.user if request.user.is_authenticated else None,
-        )
-        experiment.graders.set(data["graders"])
         try:
-            run_experiment(experiment, user=request.user)
+            # refused before anything is created: no experiment is left behind
+            check_size(data["dataset"], data["targets"])
+            with transaction.atomic():
+                experiment = Experiment.objects.create(
+                    name=data["name"],
+                    dataset=data["dataset"],
+                    prompt_ref=data["prompt"],
+                    targets=data["targets"],
+                    created_by=request.user if request.user.is_authenticated else None,
+                )
+                experiment.graders.set(data["graders"])
+            try:
+                run_experiment(experiment, user=request.user)
+            except DjangoValidationError:
+                # refused as it ran (cases added meanwhile): nothing started
+                Experiment.objects.filter(
+                    pk=experiment.pk, status=Experiment.Status.NEW
+                ).delete()
+                raise
         except DjangoValidationError as error:
             raise from_django(error) from error
         return Response(

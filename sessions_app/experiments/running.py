@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from sessions_app import access
 from sessions_app.costs.budgets import DailyBudgetExceeded
-from sessions_app.models import AgentSession, Experiment, ExperimentRun
+from sessions_app.models import AgentSession, Dataset, Experiment, ExperimentRun
 from sessions_app.runs.starting import start_session
 
 from . import grading
@@ -42,15 +42,22 @@ def target_kwargs(target: str) -> dict[str, Any]:
     return {"revision": target}
 
 
-def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
-    """Start every case against every target (module docstring); once: a
-    second call finds the experiment no longer new and starts nothing."""
-    planned = experiment.dataset.cases.count() * len(experiment.targets)
+def check_size(dataset: Dataset, targets: list[str]) -> None:
+    """Refuse an experiment of ``dataset`` against ``targets`` that would start
+    more than ``MOST_RUNS`` runs: before it is created, and again as it runs
+    (cases may have been added since)."""
+    planned = dataset.cases.count() * len(targets)
     if planned > MOST_RUNS:
         raise ValidationError(
             f"This experiment would start {planned} runs; at most {MOST_RUNS} per "
-            "experiment (split the dataset)."
+            "experiment (split the dataset or name fewer targets)."
         )
+
+
+def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
+    """Start every case against every target (module docstring); once: a
+    second call finds the experiment no longer new and starts nothing."""
+    check_size(experiment.dataset, experiment.targets)
     claimed = Experiment.objects.filter(
         pk=experiment.pk, status=Experiment.Status.NEW
     ).update(status=Experiment.Status.RUNNING)

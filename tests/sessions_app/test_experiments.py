@@ -857,3 +857,49 @@ def test_a_config_key_its_kind_does_not_use_is_refused_by_name(client: Any) -> N
     # what a stored grader's grades read leaves the key out
     stored = {"text": "x", "extra": 1}
     assert grade(Kind.OUTPUT_CONTAINS, stored, session_with(output_text="x"))
+
+
+def test_an_experiment_refused_for_its_size_is_not_created(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sessions_app.experiments.running.MOST_RUNS", 3)
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["view_dataset", "add_experiment", "view_experiment"]
+        )
+    )
+    dataset = Dataset.objects.create(name="big")
+    DatasetCase.objects.bulk_create(
+        DatasetCase(dataset=dataset, position=i) for i in range(2)
+    )
+    Grader.objects.create(name="g", kind=Kind.APPROVAL_REQUESTED)
+    api = APIClient()
+    api.force_login(user)
+    body = {
+        "name": "big",
+        "dataset": "big",
+        "prompt": "demo/research",
+        "targets": ["draft", "label:production"],
+        "graders": ["g"],
+    }
+
+    refused = api.post("/api/experiments/", body, format="json")
+
+    assert refused.status_code == 400
+    assert "would start 4 runs; at most 3" in str(refused.json())
+    assert not Experiment.objects.exists()
+    client.force_login(user)
+    page = client.post(
+        reverse("admin:sessions_app_experiment_add"),
+        {
+            "name": "big",
+            "dataset": dataset.pk,
+            "prompt_ref": "demo/research",
+            "targets_text": "draft\nlabel:production",
+            "graders": [Grader.objects.get().pk],
+        },
+    )
+    assert "would start 4 runs; at most 3" in page.content.decode()
+    assert not Experiment.objects.exists()
