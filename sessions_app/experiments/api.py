@@ -27,10 +27,10 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 
 from sessions_app import access
+from sessions_app.audit.pagination import StrictCursorPagination
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import StrictSerializer
-from tooling.api.pagination import CheckedCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
 
@@ -49,7 +49,10 @@ class ModelPermission(permissions.BasePermission):
         return bool(request.user and request.user.has_perm(name))
 
 
-class IdPagination(CheckedCursorPagination):
+class IdPagination(StrictCursorPagination):
+    """Newest first; ``?page_size=`` from 1 to 500 (anything else a 400), as
+    the sessions' lists."""
+
     ordering = "-id"
 
 

@@ -903,3 +903,33 @@ def test_an_experiment_refused_for_its_size_is_not_created(
     )
     assert "would start 4 runs; at most 3" in page.content.decode()
     assert not Experiment.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/datasets/", "/api/graders/", "/api/experiments/"]
+)
+def test_the_lists_honour_and_check_page_size(url: str) -> None:
+    user = auditor()
+    author = runner()
+    dataset = Dataset.objects.create(name="d0")
+    for i in range(3):
+        Dataset.objects.get_or_create(name=f"d{i}")
+        Grader.objects.create(name=f"g{i}", kind=Kind.APPROVAL_REQUESTED)
+        Experiment.objects.create(
+            name=f"e{i}",
+            dataset=dataset,
+            prompt_ref="demo/research",
+            targets=["draft"],
+            created_by=author,
+        )
+    api = APIClient()
+    api.force_login(user)
+
+    page = api.get(url, {"page_size": 2}).json()
+    assert len(page["results"]) == 2 and page["next"]
+    for wrong in ("0", "9999", "abc"):
+        refused = api.get(url, {"page_size": wrong})
+        assert refused.status_code == 400
+        assert refused.json()["errors"]["page_size"] == [
+            "Enter a whole number from 1 to 500."
+        ]
