@@ -152,11 +152,19 @@ class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
         read_only_fields = fields
 
 
+class NameField(serializers.SlugRelatedField[Any]):
+    """A dataset or a grader by its name, trimmed as names are when created
+    (``" =1+2"`` names ``=1+2``)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(
+            data.strip() if isinstance(data, str) else data
+        )
+
+
 class ExperimentRequestSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
-    dataset = serializers.SlugRelatedField(
-        slug_field="name", queryset=Dataset.objects.all()
-    )
+    dataset = NameField(slug_field="name", queryset=Dataset.objects.all())
     prompt = serializers.CharField(max_length=201, help_text='"namespace/key"')
     targets = serializers.ListField(
         child=serializers.RegexField(TARGET.pattern),
@@ -164,9 +172,7 @@ class ExperimentRequestSerializer(StrictSerializer):
         max_length=10,
         help_text='"draft", "label:<name>" or a revision\'s hash; each once.',
     )
-    graders = serializers.SlugRelatedField(
-        slug_field="name", queryset=Grader.objects.all(), many=True
-    )
+    graders = NameField(slug_field="name", queryset=Grader.objects.all(), many=True)
 
     def validate_prompt(self, value: str) -> str:
         namespace, _, key = value.strip().partition("/")

@@ -933,3 +933,37 @@ def test_the_lists_honour_and_check_page_size(url: str) -> None:
         assert refused.json()["errors"]["page_size"] == [
             "Enter a whole number from 1 to 500."
         ]
+
+
+def test_an_experiment_names_its_dataset_and_graders_as_they_were_typed() -> None:
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["add_dataset", "view_dataset", "add_grader", "add_experiment"]
+        )
+    )
+    api = APIClient()
+    api.force_login(user)
+    api.post(
+        "/api/graders/",
+        {"name": " =1+2", "kind": "approval_requested", "config": {}},
+        format="json",
+    )
+    api.post("/api/datasets/", {"name": " qs ", "cases": []}, format="json")
+    assert Grader.objects.get().name == "=1+2" and Dataset.objects.get().name == "qs"
+
+    created = api.post(
+        "/api/experiments/",
+        {
+            "name": "typed",
+            "dataset": " qs ",
+            "prompt": "demo/research",
+            "targets": ["draft"],
+            "graders": [" =1+2"],
+        },
+        format="json",
+    )
+
+    assert created.status_code == 201, created.json()
+    assert created.json()["experiment"]["graders"] == ["=1+2"]
