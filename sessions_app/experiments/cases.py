@@ -8,8 +8,11 @@ is wrong: the error names the row and the column.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,6 +24,7 @@ from tooling.storable_json import loads, validate_storable_json
 MOST_BYTES = 2 * 1024 * 1024
 MOST_CASES = 10_000
 COLUMNS = ("params", "trust_level", "expected_output", "notes")
+EXTRA = "\x00extra"  # where a CSV row's cells beyond the header go
 
 
 def _rows(content: bytes, filename: str) -> list[dict[str, Any]]:
@@ -37,9 +41,27 @@ def _rows(content: bytes, filename: str) -> list[dict[str, Any]]:
             raise ValidationError("The JSON must be a list of objects.")
         return rows
     try:
-        return _csv_rows(csv.DictReader(io.StringIO(text)))
+        with _fields_as_large_as_a_file():
+            return _csv_rows(csv.DictReader(io.StringIO(text), restkey=EXTRA))
     except csv.Error as error:
         raise ValidationError(f"The CSV cannot be read: {error}.") from None
+
+
+# Python's csv reads a field of at most 128 KiB unless told otherwise, and only
+# process-wide (no reader has a limit of its own): while one import reads, the
+# limit is the most a file may hold (so no field is refused that an accepted
+# file can hold); nothing else in the project reads CSV.
+_FIELD_LIMIT = threading.Lock()
+
+
+@contextlib.contextmanager
+def _fields_as_large_as_a_file() -> Iterator[None]:
+    with _FIELD_LIMIT:
+        before = csv.field_size_limit(max(MOST_BYTES, csv.field_size_limit()))
+        try:
+            yield
+        finally:
+            csv.field_size_limit(before)
 
 
 def _csv_rows(reader: csv.DictReader[str]) -> list[dict[str, Any]]:
@@ -50,8 +72,22 @@ def _csv_rows(reader: csv.DictReader[str]) -> list[dict[str, Any]]:
         raise ValidationError(
             f"Unknown column(s): {', '.join(unknown)}; expected {', '.join(COLUMNS)}."
         )
+    twice = sorted(
+        {name for name in reader.fieldnames if reader.fieldnames.count(name) > 1}
+    )
+    if twice:
+        raise ValidationError(
+            f"The header names {', '.join(twice)} more than once: name each column "
+            "once."
+        )
     rows: list[dict[str, Any]] = []
     for number, row in enumerate(reader, start=2):
+        if EXTRA in row:
+            raise ValidationError(
+                f"Row {number} has more cells than the header "
+                f"({len(reader.fieldnames)} column(s)): remove the extra cells, or "
+                "quote a cell that holds a comma."
+            )
         try:
             params = loads(row.get("params") or "{}")
         except ValueError as error:

@@ -282,7 +282,7 @@ def test_cases_import_from_csv_and_json_all_or_none():
         import_cases(dataset, b'[{"params": {"q": "a\\u0000"}}]', "c.json")
     with pytest.raises(ValidationError, match="Unknown column"):
         import_cases(dataset, b"params,secret\n{},1\n", "cases.csv")
-    with pytest.raises(ValidationError, match="The CSV cannot be read"):
+    with pytest.raises(ValidationError, match="Row 2: params is not JSON"):
         import_cases(dataset, b"params\n" + b"x" * 200_000 + b"\n", "cases.csv")
     with pytest.raises(ValidationError, match="nested"):
         import_cases(dataset, b"[" * 5000 + b"]" * 5000, "c.json")
@@ -967,3 +967,31 @@ def test_an_experiment_names_its_dataset_and_graders_as_they_were_typed() -> Non
 
     assert created.status_code == 201, created.json()
     assert created.json()["experiment"]["graders"] == ["=1+2"]
+
+
+def test_a_csv_field_as_large_as_an_upload_is_imported() -> None:
+    dataset = Dataset.objects.create(name="d")
+    question = "x" * (2_000_000)
+    content = b'params\n"{""question"": ""' + question.encode() + b'""}"\n'
+    assert len(content) <= 2 * 1024 * 1024
+
+    (case,) = import_cases(dataset, content, "cases.csv")
+
+    assert case.params == {"question": question}
+    assert csv.field_size_limit() == 131072  # as it was, for everyone else
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"params,notes\n{},n,extra\n", "Row 2 has more cells than the header"),
+        (b"params,params\n{},{}\n", "The header names params more than once"),
+    ],
+)
+def test_a_csv_not_shaped_as_its_header_is_refused(
+    content: bytes, message: str
+) -> None:
+    dataset = Dataset.objects.create(name="d")
+    with pytest.raises(ValidationError, match=message):
+        import_cases(dataset, content, "cases.csv")
+    assert not dataset.cases.exists()
