@@ -212,6 +212,17 @@ MATRIX: dict[str, list[Row]] = {
     ],
     "admin:sessions_app_citation_change": [Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))],
     # the admin inbox: staff who may view approvals (the approver is not staff)
+    # experiments in the admin: as on the pages (the Auditors see user_b's,
+    # read-only; staff without a permission are refused)
+    "admin:sessions_app_experiment_changelist": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_experiment_change": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
+    ],
+    "admin:sessions_app_experiment_delete": [
+        Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))
+    ],
     "admin:sessions_app_approvalrequest_changelist": [
         Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
     ],
@@ -392,6 +403,8 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "admin:sessions_app_toolinvocation_change": {"object_id": invocation.pk},
             "admin:sessions_app_providercall_change": {"object_id": call.pk},
             "admin:sessions_app_citation_change": {"object_id": citation.pk},
+            "admin:sessions_app_experiment_change": {"object_id": experiment.pk},
+            "admin:sessions_app_experiment_delete": {"object_id": experiment.pk},
             "admin:tooling_prompttemplate_preview": {"pk": prompt.pk},
             "admin:tooling_prompttemplate_run": {"pk": prompt.pk},
         },
