@@ -27,10 +27,10 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 
 from sessions_app import access
-from sessions_app.audit.pagination import StrictCursorPagination
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import StrictSerializer
+from tooling.api.pagination import StrictCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
 
