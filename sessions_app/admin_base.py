@@ -31,9 +31,12 @@ class HiddenRowsAdmin(admin.ModelAdmin):
         form_url: str = "",
         extra_context: Any = None,
     ) -> HttpResponse:
-        return neutralised(
-            super().change_view(request, object_id, form_url, extra_context)
-        )
+        response = super().change_view(request, object_id, form_url, extra_context)
+        context = getattr(response, "context_data", None) or {}
+        if context.get("has_change_permission"):
+            # an editable form: a mark in its values would be saved back
+            return response
+        return neutralised(response)
 
 
 class ReadOnlyAdmin(HiddenRowsAdmin):

@@ -129,3 +129,83 @@ def test_a_django_warning_is_written_once_with_debug_on() -> None:
     log = done.stdout + done.stderr
     assert done.returncode == 0, log
     assert log.count("Forbidden (Permission denied): /x/") == 1, log
+
+
+CELERY_LOGGING = """
+import logging
+import django
+django.setup()
+from wink_project.celery import app
+# what `celery worker` does as it starts: its handlers replace the root's
+app.log.setup_logging_subsystem(loglevel="INFO")
+logging.getLogger("opentelemetry.exporter").warning("failed with WORKERCANARY6")
+"""
+
+
+def test_a_workers_log_is_masked_too() -> None:
+    # Celery replaced the root logger's handlers, the masking filter with them
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("WINK_", "LOG_", "CELERY_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="wink_project.settings",
+        DEBUG="1",
+        WINK_TEST_API_KEY="WORKERCANARY6",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CELERY_LOGGING],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log
+    assert "failed with ********" in log, log
+    assert "WORKERCANARY6" not in log
+
+
+def test_a_record_that_cannot_be_formatted_does_not_raise_into_its_caller(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    handler = logging.StreamHandler()
+    handler.addFilter(log_masking.SecretMaskingFilter())
+    logger = logging.getLogger("tests.unformattable")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("%d items", "x")  # raised TypeError through the filter
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert "--- Logging error ---" in capsys.readouterr().err
+
+
+def test_only_credential_headers_are_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "x-honeycomb-team=KEYKEYKEYKEY,x-honeycomb-dataset=prod,x-scope=true",
+    )
+    log_masking._masker.cache_clear()
+    try:
+        masked = log_masking._masker().text("production model, retry=true KEYKEYKEYKEY")
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_HEADERS")
+        log_masking._masker.cache_clear()
+    # the dataset's and the scope's values are words, not secrets
+    assert masked == "production model, retry=true ********"
+
+
+def test_query_values_are_masked_by_their_names_in_long_texts_too() -> None:
+    # (the pattern backtracked: 64 KB of "x=1&passpass..." took 4.7 s; each
+    # name=value is now read whole, then its name tested)
+    masker = log_masking._masker()
+    for text in ("x=1&" + "pass" * 50_000, "=?" + "token" * 40_000):
+        assert masker.text(text) == text  # no name=value with a secret name
+    assert masker.text("GET /x?access_token=abc&page=2") == (
+        "GET /x?access_token=********&page=2"
+    )

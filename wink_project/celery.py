@@ -29,6 +29,19 @@ def _check_database_connections(sender: Any = None, **_: Any) -> None:
         close_old_connections()
 
 
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _mask_secrets(logger: Any = None, **_: Any) -> None:
+    """A worker's log is Celery's (it replaces the root logger's handlers at
+    start): its handlers mask secrets as the project's do
+    (wink_project/log_masking.py)."""
+    from wink_project.log_masking import SecretMaskingFilter
+
+    for handler in getattr(logger, "handlers", ()):
+        if not any(isinstance(each, SecretMaskingFilter) for each in handler.filters):
+            handler.addFilter(SecretMaskingFilter())
+
+
 @signals.worker_init.connect
 def _prepare_worker(sender: Any = None, **_: Any) -> None:
     """Size the provider's helper threads and connections to the runs this

@@ -9,6 +9,7 @@ connection string. Masking at the handler covers them all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from typing import Any
@@ -35,6 +36,13 @@ class SecretMaskingFilter(logging.Filter):
     """Rewrites a record with its secrets masked; lets every record through."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # a record that cannot be formatted (``log("%d", "x")``) goes on as
+        # it is: the handler reports it, as it would without this filter
+        with contextlib.suppress(Exception):
+            self._mask(record)
+        return True
+
+    def _mask(self, record: logging.LogRecord) -> None:
         masker = _masker()
         message = record.getMessage()
         masked = masker.text(message)
@@ -47,4 +55,3 @@ class SecretMaskingFilter(logging.Filter):
             record.exc_text = masker.text(record.exc_text)
         if record.stack_info:
             record.stack_info = masker.text(record.stack_info)
-        return True

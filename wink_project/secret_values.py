@@ -37,16 +37,19 @@ _URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@", re.I)
 _CONNINFO_PASSWORD = re.compile(
     r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'\"]+)", re.IGNORECASE
 )
-# A URL query's value whose name says it is secret (?access_token=...).
-_QUERY_SECRET = re.compile(
-    r"((?:^|[?&])[^=&#\s]*(?:pass|secret|token|key|auth|credential|signature)"
-    r"[^=&#\s]*=)[^&#\s'\"]*",
-    flags=re.IGNORECASE,
+# A URL query's value whose name says it is secret (?access_token=...): each
+# name=value read whole (possessively: linear in the text), then its name tested.
+_QUERY_PARAM = re.compile(r"((?:^|[?&])([^=&#\s]*+)=)[^&#\s'\"]*+")
+_SECRET_PARAM = re.compile(
+    r"pass|secret|token|key|auth|credential|signature", flags=re.IGNORECASE
 )
 # OpenTelemetry's exporter variables: a collector's headers (an API key) and
 # an endpoint whose query may carry one.
 _OTLP_HEADERS = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$")
 _OTLP_ENDPOINT = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$")
+_SECRET_HEADER = re.compile(
+    r"auth|key|token|secret|pass|team|credential|signature", flags=re.IGNORECASE
+)
 # A header value such as "Bearer <token>": the token alone is a secret too.
 _TOKEN_PART_LENGTH = 8
 _MAX_DEPTH = 8
@@ -71,14 +74,16 @@ def _url_passwords(text: str) -> list[str]:
 
 
 def _otlp_secrets(name: str, value: str) -> list[str]:
-    """The secrets an OpenTelemetry exporter variable holds: each header's
-    value (``key=value,...``), an endpoint's query."""
+    """The secrets an OpenTelemetry exporter variable holds: the value of
+    each header named like a credential (``authorization``, ``x-api-key``,
+    ``x-honeycomb-team``; ``key=value,...``), an endpoint's query."""
     if _OTLP_HEADERS.match(name):
-        return [
-            unquote(pair.partition("=")[2]).strip()
-            for pair in value.split(",")
-            if "=" in pair
-        ]
+        found = []
+        for pair in value.split(","):
+            header, _, item = pair.partition("=")
+            if _SECRET_HEADER.search(unquote(header)):
+                found.append(unquote(item).strip())
+        return found
     if _OTLP_ENDPOINT.match(name):
         return [urlsplit(value.strip()).query]
     return []
@@ -185,8 +190,13 @@ class Masker:
             masked = URL_USERINFO.sub(rf"\1{self.substitute}@", masked)
         if "=" in masked:  # a connection string, or a query string
             masked = _CONNINFO_PASSWORD.sub(rf"\1{self.substitute}", masked)
-            masked = _QUERY_SECRET.sub(rf"\1{self.substitute}", masked)
+            masked = _QUERY_PARAM.sub(self._query_value, masked)
         return text if masked == text else masked
+
+    def _query_value(self, match: re.Match[str]) -> str:
+        if _SECRET_PARAM.search(match.group(2)):
+            return match.group(1) + self.substitute
+        return match.group(0)
 
     def bytes(self, data: bytes) -> bytes:
         if self._bytes is None or not self._bytes.search(data):

@@ -996,3 +996,27 @@ def test_a_csv_not_shaped_as_its_header_is_refused(
     with pytest.raises(ValidationError, match=message):
         import_cases(dataset, content, "cases.csv")
     assert not dataset.cases.exists()
+
+
+def test_an_editable_experiment_form_keeps_bidi_characters_as_they_are(
+    client: Any,
+) -> None:
+    # the change form was shown with [U+202E] marks, which a save wrote back
+    user = User.objects.create_superuser("alice-bidi", "a@example.com", "pw")
+    client.force_login(user)
+    prompt = PromptTemplateFactory.create(namespace="demo", key="bidi-notes")
+    add_sections(prompt, SectionDefinitionFactory.create())
+    dataset = Dataset.objects.create(name="ds-bidi")
+    experiment = Experiment.objects.create(
+        name="safe\u202ename",
+        dataset=dataset,
+        prompt_ref=prompt.ref,
+        targets=["draft"],
+        created_by=user,
+    )
+    url = reverse("admin:sessions_app_experiment_change", args=[experiment.pk])
+
+    page = client.get(url).content.decode()
+
+    assert "[U+202E]" not in page
+    assert 'value="safe\u202ename"' in page

@@ -102,3 +102,17 @@ def test_a_prompt_that_never_ran_may_be_renamed(admin_client: Any) -> None:
     assert rename(admin_client, prompt, "notes2").status_code == 302
     prompt.refresh_from_db()
     assert prompt.ref == "demo/notes2"
+
+
+def test_a_prompt_named_before_the_rule_can_still_be_edited(admin_client: Any) -> None:
+    # a row saved before the rule: its own name is not refused on each save
+    prompt = PromptTemplateFactory.create(namespace="demo", key="my notes")
+    add_sections(prompt, SectionDefinitionFactory.create())
+    CatalogRevision.objects.get_or_create_for(assembly.freeze_template(prompt))
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    data["description"] = "typo fixed"
+
+    assert admin_client.post(url, data).status_code == 302
+    prompt.refresh_from_db()
+    assert (prompt.key, prompt.description) == ("my notes", "typo fixed")

@@ -26,6 +26,7 @@ from tooling.models import (
     lock_section_tree,
     would_cycle,
 )
+from tooling.models.catalog import validate_prompt_name
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.storable_json import StorableJSONFormField
@@ -189,6 +190,21 @@ class PromptTemplateForm(forms.ModelForm):
             "models of the model capability table and the price list; another "
             "name is saved too, with a warning."
         )
+
+    def _prompt_name(self, field: str) -> str:
+        """``validate_prompt_name``, unless the name is the one saved: a
+        prompt named before the rule can still be edited (a rename may be
+        refused: ``_refuse_renaming_a_recorded_prompt``)."""
+        value: str = self.cleaned_data[field]
+        if self.instance.pk is None or value != getattr(self.instance, field):
+            validate_prompt_name(value)
+        return value
+
+    def clean_namespace(self) -> str:
+        return self._prompt_name("namespace")
+
+    def clean_key(self) -> str:
+        return self._prompt_name("key")
 
     def clean_hosted_tool_limits(self) -> dict[str, int]:
         """The limits' shape; their names are checked against the prompt's

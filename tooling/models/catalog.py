@@ -366,8 +366,10 @@ def validate_prompt_name(value: str) -> None:
 class PromptTemplate(TimestampedModel):
     """A prompt: ordered root sections, policies, model and run limits."""
 
-    namespace = models.CharField(max_length=100, validators=[validate_prompt_name])
-    key = models.CharField(max_length=100, validators=[validate_prompt_name])
+    # checked by validate_prompt_name where a name is typed (the admin's
+    # form): a name saved before the rule can still be saved unchanged
+    namespace = models.CharField(max_length=100)
+    key = models.CharField(max_length=100)
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     model = models.CharField(max_length=100, default="gpt-5.4")

@@ -172,7 +172,7 @@ LOGGING = {
         },
         "mail_admins": {
             "level": "ERROR",
-            "filters": ["require_debug_false"],
+            "filters": ["secrets", "require_debug_false"],
             "class": "django.utils.log.AdminEmailHandler",
         },
     },
