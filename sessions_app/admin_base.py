@@ -10,33 +10,14 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
-from tooling.bidi import neutralised
+from tooling.bidi import NeutralisedAdminPages
 
 
-class HiddenRowsAdmin(admin.ModelAdmin):
+class HiddenRowsAdmin(NeutralisedAdminPages, admin.ModelAdmin):
     def _get_obj_does_not_exist_redirect(
         self, request: HttpRequest, opts: Any, object_id: str
     ) -> HttpResponse:
         raise Http404  # hidden and missing rows look the same: no redirect hint
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: Any = None
-    ) -> HttpResponse:
-        return neutralised(super().changelist_view(request, extra_context))
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: Any = None,
-    ) -> HttpResponse:
-        response = super().change_view(request, object_id, form_url, extra_context)
-        context = getattr(response, "context_data", None) or {}
-        if context.get("has_change_permission"):
-            # an editable form: a mark in its values would be saved back
-            return response
-        return neutralised(response)
 
 
 class ReadOnlyAdmin(HiddenRowsAdmin):

@@ -29,15 +29,32 @@ provider.force_flush(60_000)
 """
 
 
+def logged(code: str, **env: str) -> str:
+    """What ``code`` writes (stdout and stderr), run by a new Python process
+    with the project's settings, ``DEBUG`` on and ``env`` (this shell's own
+    OTEL_, WINK_, LOG_, CELERY_ and DEBUG variables left out)."""
+    own = ("OTEL_", "WINK_", "LOG_", "CELERY_", "DEBUG")
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith(own)},
+            "DJANGO_SETTINGS_MODULE": "wink_project.settings",
+            "DEBUG": "1",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log
+    return log
+
+
 def test_an_unreachable_collector_is_logged_without_its_credentials() -> None:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("OTEL_", "WINK_", "LOG_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="wink_project.settings",
-        DEBUG="1",
+    log = logged(
+        EXPORT_ONE_SPAN,
         LOG_LEVEL="INFO",
         # port 9 (discard): nothing listens, the exporter logs its failure
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="http://user:PASSCANARY1@127.0.0.1:9"
@@ -45,17 +62,7 @@ def test_an_unreachable_collector_is_logged_without_its_credentials() -> None:
         OTEL_EXPORTER_OTLP_HEADERS="x-api-key=HEADERCANARY4,x-team=blue",
         OTEL_EXPORTER_OTLP_TRACES_TIMEOUT="2",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", EXPORT_ONE_SPAN],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log
     # the exporter did log the URL it failed to reach ...
     assert "/v1/traces?" in log, log
     # ... with every secret of its configuration masked
@@ -111,23 +118,7 @@ logging.getLogger("django.request").warning("Forbidden (Permission denied): /x/"
 
 def test_a_django_warning_is_written_once_with_debug_on() -> None:
     # Django's own console handler and the root's both wrote it
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("WINK_", "LOG_", "DEBUG"))
-    }
-    env.update(DJANGO_SETTINGS_MODULE="wink_project.settings", DEBUG="1")
-    done = subprocess.run(
-        [sys.executable, "-c", LOG_ONE_WARNING],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log
+    log = logged(LOG_ONE_WARNING)
     assert log.count("Forbidden (Permission denied): /x/") == 1, log
 
 
@@ -144,27 +135,7 @@ logging.getLogger("opentelemetry.exporter").warning("failed with WORKERCANARY6")
 
 def test_a_workers_log_is_masked_too() -> None:
     # Celery replaced the root logger's handlers, the masking filter with them
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("WINK_", "LOG_", "CELERY_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="wink_project.settings",
-        DEBUG="1",
-        WINK_TEST_API_KEY="WORKERCANARY6",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", CELERY_LOGGING],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log
+    log = logged(CELERY_LOGGING, WINK_TEST_API_KEY="WORKERCANARY6")
     assert "failed with ********" in log, log
     assert "WORKERCANARY6" not in log
 

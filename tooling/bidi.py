@@ -41,3 +41,27 @@ def neutralised(response: Any) -> Any:
     if isinstance(response, HttpResponse):
         return _rewrite(response)
     return response
+
+
+class NeutralisedAdminPages:
+    """For a ``ModelAdmin``: its list and change pages show bidi controls as
+    marks, except an editable change form (a mark in its values would be
+    saved back)."""
+
+    def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
+        return neutralised(super().changelist_view(request, extra_context))  # type: ignore[misc]
+
+    def change_view(
+        self,
+        request: Any,
+        object_id: str,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> Any:
+        response = super().change_view(  # type: ignore[misc]
+            request, object_id, form_url, extra_context
+        )
+        context = getattr(response, "context_data", None) or {}
+        if context.get("has_change_permission"):
+            return response
+        return neutralised(response)

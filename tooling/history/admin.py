@@ -14,7 +14,7 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
 
-from tooling.bidi import neutralised
+from tooling.bidi import NeutralisedAdminPages, neutralised
 from tooling.history import recording
 from tooling.history.snapshot import DiffBudget, diff, snapshot, version
 from tooling.models import CatalogChange
@@ -193,9 +193,10 @@ class HistoryAdminMixin(admin.ModelAdmin):
 
 
 @admin.register(CatalogChange)
-class CatalogChangeAdmin(admin.ModelAdmin):
+class CatalogChangeAdmin(NeutralisedAdminPages, admin.ModelAdmin):
     """Every recorded change of the catalog, read-only (catalog staff with
-    ``view_catalogchange``; the Auditors group holds it)."""
+    ``view_catalogchange``; the Auditors group holds it); reasons and texts
+    holding bidi controls show them as marks."""
 
     list_display = [
         "at",
@@ -229,24 +230,6 @@ class CatalogChangeAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-    # Reasons and texts may hold bidi controls: the pages show them as marks
-    # (read-only pages: no form submits the marks back).
-    def changelist_view(
-        self, request: HttpRequest, extra_context: Any = None
-    ) -> HttpResponse:
-        return neutralised(super().changelist_view(request, extra_context))
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: Any = None,
-    ) -> HttpResponse:
-        return neutralised(
-            super().change_view(request, object_id, form_url, extra_context)
-        )
 
     @admin.display(description="Fields")
     def changes(self, obj: CatalogChange) -> str:
