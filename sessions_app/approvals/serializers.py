@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app import access
-from sessions_app.approvals import decisions
+from sessions_app.approvals import decisions, inbox
 from sessions_app.models import ApprovalRequest
 from tooling.api.input import StrictSerializer
 
@@ -27,6 +28,12 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
         allow_null=True,
         help_text="Who decided (null: pending, or expired or cancelled without "
         "a decision).",
+    )
+    effective_status = serializers.SerializerMethodField(
+        help_text="The status as it stands now, as the inbox shows it: `expired` "
+        "for a request still `pending` past `expires_at`, `cancelled` for one "
+        "still `pending` whose run has ended, before the sweeper records "
+        "either (neither can be decided any more); otherwise `status`."
     )
 
     class Meta:
@@ -48,6 +55,7 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
             "approvers",
             "four_eyes",
             "status",
+            "effective_status",
             "requested_at",
             "expires_at",
             "decided_by",
@@ -57,6 +65,12 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(
+        serializers.ChoiceField(choices=ApprovalRequest.Status.choices)
+    )
+    def get_effective_status(self, approval: ApprovalRequest) -> str:
+        return inbox.shown_status(approval).value
+
 
 class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
     """An approval request on its session's timeline (the session is known)."""
@@ -65,7 +79,8 @@ class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
         fields = [
             name
             for name in ApprovalRequestSerializer.Meta.fields
-            if name not in ("session", "prompt")
+            # (the session's own timeline: its status is beside it)
+            if name not in ("session", "prompt", "effective_status")
         ]
         read_only_fields = fields
 
@@ -74,7 +89,8 @@ class ApprovalRequestDetailSerializer(ApprovalRequestSerializer):
     """An approval request, and whether the requesting user may decide it."""
 
     may_decide = serializers.SerializerMethodField(
-        help_text="Whether you may approve or deny it (while it is pending)."
+        help_text="Whether you may approve or deny it: it is pending "
+        "(`effective_status`) and you are one of its approvers."
     )
 
     class Meta(ApprovalRequestSerializer.Meta):
@@ -85,7 +101,7 @@ class ApprovalRequestDetailSerializer(ApprovalRequestSerializer):
         request = self.context.get("request")
         user = getattr(request, "user", None)
         return bool(
-            approval.status == ApprovalRequest.Status.PENDING
+            inbox.shown_status(approval).value == ApprovalRequest.Status.PENDING
             and access.may_decide(user, approval)
         )
 

@@ -578,6 +578,42 @@ def test_api_detail_says_whether_you_may_decide(paused, alice, author, bystander
     assert api(bystander).get(url).status_code == 404
 
 
+def test_api_says_an_overdue_request_is_expired_and_not_decidable(paused, alice):
+    """Before the sweeper records it, the API reads an overdue request as the
+    inbox does: ``effective_status`` expired, and nobody may decide it (the
+    decision would be refused as closed); ``status`` stays the record's."""
+    approval = pending(paused)
+    url = f"/api/approvals/{approval.pk}/"
+    body = api(alice).get(url).json()
+    assert (body["status"], body["effective_status"], body["may_decide"]) == (
+        "pending",
+        "pending",
+        True,
+    )
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        expires_at=timezone.now() - datetime.timedelta(seconds=1)
+    )
+    body = api(alice).get(url).json()
+    assert (body["status"], body["effective_status"], body["may_decide"]) == (
+        "pending",
+        "expired",
+        False,
+    )
+    (listed,) = api(alice).get("/api/approvals/").json()["results"]
+    assert (listed["status"], listed["effective_status"]) == ("pending", "expired")
+
+
+def test_api_says_a_request_of_a_cancelled_run_is_cancelled(paused, alice):
+    approval = pending(paused)
+    AgentSession.objects.filter(pk=paused.pk).update(status=Status.CANCELLED)
+    body = api(alice).get(f"/api/approvals/{approval.pk}/").json()
+    assert (body["status"], body["effective_status"], body["may_decide"]) == (
+        "pending",
+        "cancelled",
+        False,
+    )
+
+
 def test_api_approve_resumes_the_run(paused, alice):
     approval = pending(paused)
     response = api(alice).post(
