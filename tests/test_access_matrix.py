@@ -214,6 +214,9 @@ MATRIX: dict[str, list[Row]] = {
     # the admin inbox: staff who may view approvals (the approver is not staff)
     # experiments in the admin: as on the pages (the Auditors see user_b's,
     # read-only; staff without a permission are refused)
+    # importing cases changes a dataset: "Can add dataset case" and "Can change
+    # dataset" (the Auditors may only view datasets)
+    "admin:sessions_app_dataset_import": [Row("get", (LOGIN, LOGIN, LOGIN, 403, 403))],
     "admin:sessions_app_experiment_changelist": [
         Row("get", (LOGIN, LOGIN, LOGIN, 200, 403))
     ],
@@ -391,6 +394,7 @@ def world(monkeypatch: Any) -> dict[str, Any]:
             "sessions_app:experiment-grade": {"pk": experiment.pk},
             "sessions_api:experiment-grade": {"pk": experiment.pk},
             "sessions_api:dataset-detail": {"pk": dataset.pk},
+            "admin:sessions_app_dataset_import": {"pk": dataset.pk},
             "sessions_api:grader-detail": {"pk": grader.pk},
             "sessions_api:experiment-detail": {"pk": experiment.pk},
             "sessions_api:experiment-csv": {"pk": experiment.pk},

@@ -73,9 +73,14 @@ class DatasetAdmin(CreatedByAdmin):
         ]
 
     def import_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        dataset = get_object_or_404(Dataset, pk=pk)
-        if not request.user.has_perm("sessions_app.add_datasetcase"):
+        # Importing adds cases to the dataset: it changes the dataset. Refused
+        # before the dataset is looked up (no telling which ids exist).
+        if not (
+            request.user.has_perm("sessions_app.add_datasetcase")
+            and self.has_change_permission(request)
+        ):
             raise PermissionDenied
+        dataset = get_object_or_404(Dataset, pk=pk)
         form = ImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]

@@ -419,6 +419,33 @@ def test_the_api_creates_datasets_graders_and_runs_experiments():
     assert outsider.get("/api/datasets/").status_code == 403
 
 
+def test_importing_cases_needs_to_change_the_dataset(client):
+    """Adding cases is not enough: the import changes the dataset, so it needs
+    "Can change dataset" too; without both, any id is a 403 (none looked up)."""
+    dataset = Dataset.objects.create(name="d")
+    staff = User.objects.create_user("casewriter", password="pw", is_staff=True)
+    staff.user_permissions.add(
+        Permission.objects.get(codename="add_datasetcase"),
+        Permission.objects.get(codename="view_dataset"),
+    )
+    client.force_login(staff)
+    change = reverse("admin:sessions_app_dataset_change", args=[dataset.pk])
+    assert "import-cases-link" not in client.get(change).content.decode()
+    url = reverse("admin:sessions_app_dataset_import", args=[dataset.pk])
+    upload = b'params\n"{""question"": ""Why?""}"\n'
+    refused = client.post(url, {"file": SimpleUploadedFile("c.csv", upload)})
+    assert refused.status_code == 403 and not dataset.cases.exists()
+    missing = reverse("admin:sessions_app_dataset_import", args=[dataset.pk + 99])
+    assert client.get(missing).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="change_dataset"))
+    staff = User.objects.get(pk=staff.pk)  # (permissions are cached per user)
+    client.force_login(staff)
+    imported = client.post(url, {"file": SimpleUploadedFile("c.csv", upload)})
+    assert imported.status_code == 302 and dataset.cases.count() == 1
+    assert client.get(missing).status_code == 404
+    assert "import-cases-link" in client.get(change).content.decode()
+
+
 def test_the_admin_creates_graders_experiments_and_imports_cases(client):
     seed_demo_catalog()
     root = User.objects.create_superuser("root", "root@example.com", "pw")
