@@ -57,6 +57,9 @@ def is_protected(label: str) -> bool:
     return label in protected_labels()
 
 
+REQUEST_DENIED = "Requesting a release needs the add_release permission."
+
+
 def may_request(user: Any) -> bool:
     return bool(user and user.is_authenticated and user.has_perm(REQUEST))
 
@@ -87,8 +90,15 @@ def draft_revision(template: PromptTemplate) -> CatalogRevision:
     return CatalogRevision.objects.get_or_create_for(data)
 
 
-def revision_for(template: PromptTemplate, wanted: str) -> CatalogRevision:
-    """``wanted`` (``draft`` or a hash) as a revision of ``template``."""
+def revision_for(
+    template: PromptTemplate, wanted: str, *, user: Any
+) -> CatalogRevision:
+    """``wanted`` (``draft`` or a hash) as a revision of ``template``, for
+    ``user`` to request its release. The permission is checked first: the
+    draft is frozen into a stored (append-only) revision, which someone who
+    may not request a release must not write, nor learn whether it builds."""
+    if not may_request(user):
+        raise PermissionDenied(REQUEST_DENIED)
     if wanted == DRAFT:
         return draft_revision(template)
     revision = CatalogRevision.objects.filter(pk=wanted).first()
@@ -117,7 +127,7 @@ def request_release(
 ) -> Release:
     """Ask to move ``label`` of ``template`` to ``revision`` (module docstring)."""
     if not may_request(user):
-        raise PermissionDenied("Requesting a release needs the add_release permission.")
+        raise PermissionDenied(REQUEST_DENIED)
     LABEL_RULE(label)
     if revision.prompt_ref != template.ref:
         raise ValidationError(

@@ -106,6 +106,8 @@ class ReleasePageMixin:
         if request.method == "POST":
             if "decision" in request.POST:
                 return self._decide(request, template)
+            if not releases.may_request(request.user):  # (the page shows no form)
+                raise PermissionDenied
             form = ReleaseForm(request.POST, template=template)
             if form.is_valid() and self._request(request, template, form):
                 return HttpResponseRedirect(request.path)
@@ -116,7 +118,9 @@ class ReleasePageMixin:
     ) -> bool:
         data = form.cleaned_data
         try:
-            revision = releases.revision_for(template, data["revision"].strip())
+            revision = releases.revision_for(
+                template, data["revision"].strip(), user=request.user
+            )
             release = releases.request_release(
                 template=template,
                 label=data["label"],

@@ -142,6 +142,8 @@ class ReleaseViewSet(viewsets.ReadOnlyModelViewSet[Release]):
         responses={201: ReleaseSerializer, **ERRORS},
     )
     def create(self, request: Request) -> Response:
+        if not releases.may_request(request.user):  # before anything is read
+            raise PermissionDenied(releases.REQUEST_DENIED)
         body = ReleaseRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -154,7 +156,9 @@ class ReleaseViewSet(viewsets.ReadOnlyModelViewSet[Release]):
                 )
             )
         try:
-            revision = releases.revision_for(template, data["revision"])
+            revision = releases.revision_for(
+                template, data["revision"], user=request.user
+            )
             release = releases.request_release(
                 template=template,
                 label=data["label"],

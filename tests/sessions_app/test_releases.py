@@ -21,7 +21,13 @@ from sessions_app.models import AgentSession
 from tests.tooling.admin_forms import change_form_data
 from tooling import releases
 from tooling.demo import seed_demo_catalog
-from tooling.models import PromptLabel, PromptTemplate, Release, SectionDefinition
+from tooling.models import (
+    CatalogRevision,
+    PromptLabel,
+    PromptTemplate,
+    Release,
+    SectionDefinition,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -196,6 +202,38 @@ def test_requesting_needs_add_release(catalog):
         release(outsider)
     with pytest.raises(ValidationError, match="lower-case"):
         release(releaser("alice"), label="Prod!")
+
+
+def viewer(name: str) -> User:
+    """Staff who may view releases (and prompts) but not request one."""
+    user = User.objects.create_user(name, is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_release", "view_prompttemplate"])
+    )
+    return user
+
+
+def test_a_refused_request_writes_no_revision(catalog, client):
+    """Someone who may not request a release is refused before the draft is
+    frozen: no revision is stored (the table is append-only), through the
+    API or the admin's releases page, and the refusal says nothing about
+    whether the draft builds."""
+    edit_draft("Ship $service, a draft nobody froze.")
+    stored = CatalogRevision.objects.count()
+    carol = viewer("carol")
+    refused = api(carol).post(
+        "/api/releases/", {"prompt": REF, "revision": "draft"}, format="json"
+    )
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == releases.REQUEST_DENIED
+    client.force_login(carol)
+    page = client.post(
+        reverse("admin:tooling_prompttemplate_releases", args=[template().pk]),
+        {"label": "production", "revision": "draft", "reason": "x"},
+    )
+    assert page.status_code == 403
+    assert CatalogRevision.objects.count() == stored
+    assert not Release.objects.exists()
 
 
 def api(user: User | None) -> APIClient:
