@@ -240,15 +240,20 @@ def mark_dispatched(
 def cancel_session(*, session_id: Any, user: Any) -> str:
     """Cancel a session: a queued one, or one waiting for an approval (which
     expires with it), at once (``"cancelled"``); a running one at its next
-    step (``"requested"``); ``"finished"`` if it already ended (or a cancel
-    was already requested: ``"requested"``)."""
+    step (``"requested"``; also when a cancel was already requested);
+    ``"finished"`` if it already ended, or ended as the request was made (a
+    run whose last step was under way ends as it would have: its answer is
+    kept, and so is the request, with who made it)."""
     now = timezone.now()
     if cancel_queued(session_id, user=user, now=now):
         return "cancelled"
-    if request_cancel(session_id, user=user, now=now):
-        # A run whose worker is gone would never see the request.
-        if settle(session_id, now=now) == Status.CANCELLED:
-            return "cancelled"
-        return "requested"
+    requested = request_cancel(session_id, user=user, now=now)
+    # A run whose worker is gone would never see the request.
+    if requested and settle(session_id, now=now) == Status.CANCELLED:
+        return "cancelled"
+    # The run may have ended meanwhile (its last step came before a next
+    # one): the request stays recorded, and the answer says it ended.
     status = AgentSession.objects.values_list("status", flat=True).get(pk=session_id)
+    if requested and status == Status.CANCELLED:  # at its next step already
+        return "cancelled"
     return "requested" if status == Status.RUNNING else "finished"

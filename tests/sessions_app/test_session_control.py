@@ -11,6 +11,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from sessions_app.models import AgentSession
+from sessions_app.runs import lifecycle, store
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ProviderCallFactory,
@@ -120,6 +121,45 @@ def test_cancel_of_a_finished_session_is_a_conflict(user):
         "code": "conflict",
         "errors": {},
     }
+
+
+@pytest.mark.parametrize("route", ["api", "page"])
+def test_a_run_that_ends_as_its_cancel_is_requested_is_reported_ended(
+    user, client, monkeypatch, route
+):
+    """The run's last step ends it between the cancel request and the answer:
+    the answer says it ended (409; the page's message), not that it will
+    stop (202 with a body saying "succeeded"). The request stays recorded."""
+    session = AgentSessionFactory.create(status=Status.QUEUED, created_by=user)
+    claim = store.claim(session.pk)
+    assert claim is not None
+    requested = lifecycle.request_cancel
+
+    def request_then_the_run_ends(*args, **kwargs):
+        marked = requested(*args, **kwargs)
+        store.finish(claim, status=Status.SUCCEEDED, output_text="Done.")
+        return marked
+
+    monkeypatch.setattr(lifecycle, "request_cancel", request_then_the_run_ends)
+
+    if route == "api":
+        response = api(user).post(cancel_url(session))
+        assert response.status_code == 409
+        assert response.json()["detail"] == (
+            "The session has already ended (succeeded)."
+        )
+    else:
+        client.force_login(user)
+        page = client.post(
+            reverse("sessions_app:session-cancel", args=[session.pk]), follow=True
+        )
+        assert "The session had already ended." in page.content.decode()
+    ended = AgentSession.objects.get(pk=session.pk)
+    assert (ended.status, ended.output_text) == (Status.SUCCEEDED, "Done.")
+    assert ended.cancel_requested_at is not None and ended.cancelled_by == user
+    client.force_login(user)
+    shown = client.get(ended.get_absolute_url()).content.decode()
+    assert "(the run ended before its next step)" in shown
 
 
 def test_only_the_author_or_a_permission_may_cancel(user):
