@@ -104,7 +104,11 @@ class ApprovalListView(
         self, queryset: Any, page_size: int
     ) -> tuple[Any, Any, list[ApprovalRequest], bool]:
         raw = self.request.GET.get("page") or "1"
-        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page:
+        # ASCII digits only: "²" and "٣" are digits to str.isdigit, not to int
+        if (
+            not (raw.isascii() and raw.isdecimal())
+            or not 1 <= int(raw) <= self.max_page
+        ):
             raise Http404(f"Pages run from 1 to {self.max_page}; filter to go further.")
         number = int(raw)
         start = (number - 1) * page_size

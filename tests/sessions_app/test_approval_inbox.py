@@ -214,7 +214,7 @@ def test_inbox_pages_without_counting_every_request(client, alice):
         for a in client.get("/audit/approvals/", {"page": number}).context["approvals"]
     ]
     assert len(seen) == len(set(seen)) == 120  # every request once
-    for bad in ("0", "x", "201", "-1", "1.5"):
+    for bad in ("0", "x", "201", "-1", "1.5", "²", "①", "٣", " 2", "+2", "1_0"):
         assert client.get("/audit/approvals/", {"page": bad}).status_code == 404
 
 
