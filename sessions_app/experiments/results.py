@@ -75,6 +75,13 @@ def _seconds(session: AgentSession | None) -> float | None:
     return (session.finished_at - session.started_at).total_seconds()
 
 
+def _no_session(run: ExperimentRun) -> str:
+    """What the CSV says of a run without its session row."""
+    if run.session_id is not None:
+        return "purged"  # ended, then removed by purge_sessions
+    return f"not started: {run.error}"
+
+
 def results_of(experiment: Experiment) -> Results:
     graders = list(experiment.graders.values_list("name", flat=True))
     runs = list(
@@ -133,6 +140,8 @@ def _summary(
                 paused += 1
             if (value := _seconds(session)) is not None:
                 seconds.append(value)
+        elif run.session_id is not None:  # purged (purge_sessions): it had ended
+            finished += 1
         for name in graders:
             verdict = ((run.grades or {}).get(name) or {}).get("passed")
             if verdict is not None:
@@ -180,7 +189,7 @@ def csv_of(results: Results) -> str:
                 json.dumps(row.params, ensure_ascii=False, sort_keys=True),
                 target,
                 run.session_id or "",
-                session.status if session else f"not started: {run.error}",
+                session.status if session else _no_session(run),
                 session.cost if session else "",
                 _seconds(session) if session else "",
             ]

@@ -16,7 +16,9 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app import services
@@ -287,6 +289,28 @@ def test_cases_import_from_csv_and_json_all_or_none():
     with pytest.raises(ValidationError, match="nested"):
         import_cases(dataset, b"[" * 5000 + b"]" * 5000, "c.json")
     assert dataset.cases.count() == 4
+
+
+def test_a_run_whose_session_was_purged_reads_purged_and_still_counts(client, demo):
+    """``purge_sessions`` removes ended sessions; their experiment runs keep
+    their grades and count as finished, and read "purged" (not "not started")
+    on the page and in the CSV, without a link to a session that is gone."""
+    run = ExperimentRun.objects.filter(experiment=demo).first()
+    assert run is not None and run.session_id is not None
+    now = timezone.now().isoformat()
+    call_command("purge_sessions", "--older-than", now, stdout=io.StringIO())
+    assert not AgentSession.objects.filter(pk=run.session_id).exists()
+    results = results_of(demo)
+    assert [t.finished for t in results.targets] == [10, 10]
+    assert results.targets[0].failed_to_start == 0
+    rows = list(csv.reader(io.StringIO(csv_of(results))))
+    statuses = {row[4] for row in rows[1:]}
+    assert statuses == {"purged"}
+    client.force_login(demo.created_by)
+    html = client.get(reverse("sessions_app:experiment-detail", args=[demo.pk]))
+    text = html.content.decode()
+    assert "purged" in text and "not started" not in text
+    assert reverse("sessions_app:session-detail", args=[run.session_id]) not in text
 
 
 def test_the_pages_show_results_to_the_author_and_auditors(client, demo):
