@@ -10,10 +10,11 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
+from tooling.admin.date_drilldown import DateDrilldownGuard
 from tooling.bidi import NeutralisedAdminPages
 
 
-class HiddenRowsAdmin(NeutralisedAdminPages, admin.ModelAdmin):
+class HiddenRowsAdmin(NeutralisedAdminPages, DateDrilldownGuard, admin.ModelAdmin):
     def _get_obj_does_not_exist_redirect(
         self, request: HttpRequest, opts: Any, object_id: str
     ) -> HttpResponse:

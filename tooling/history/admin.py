@@ -14,6 +14,7 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
 
+from tooling.admin.date_drilldown import DateDrilldownGuard
 from tooling.bidi import NeutralisedAdminPages, neutralised
 from tooling.history import recording
 from tooling.history.snapshot import DiffBudget, diff, snapshot, version
@@ -84,7 +85,7 @@ def with_change_record(fieldsets: Any) -> list[Any]:
     return [*kept, ("Change record", {"fields": list(FIELDS)})]
 
 
-class HistoryAdminMixin(admin.ModelAdmin):
+class HistoryAdminMixin(DateDrilldownGuard, admin.ModelAdmin):
     """For a catalog ``ModelAdmin``: records every change it makes
     (``tooling.history.recording``) and shows them on the History page."""
 
@@ -193,7 +194,7 @@ class HistoryAdminMixin(admin.ModelAdmin):
 
 
 @admin.register(CatalogChange)
-class CatalogChangeAdmin(NeutralisedAdminPages, admin.ModelAdmin):
+class CatalogChangeAdmin(NeutralisedAdminPages, DateDrilldownGuard, admin.ModelAdmin):
     """Every recorded change of the catalog, read-only (catalog staff with
     ``view_catalogchange``; the Auditors group holds it); reasons and texts
     holding bidi controls show them as marks."""
