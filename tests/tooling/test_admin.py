@@ -276,6 +276,39 @@ def test_admin_preview_shows_rendered_prompt_and_exact_tools_json(admin_client):
     assert "web_search_call.action.sources" in html
 
 
+RLO = "\u202e"
+
+
+def test_catalog_lists_and_the_preview_show_bidi_controls_as_marks(admin_client):
+    """A section's title and text and a prompt's name may hold bidi controls
+    (right-to-left text is allowed): the catalog lists and the preview's
+    rendered prompt and request show them as marks, so what a reviewer reads
+    is the order the characters are in; the editable form keeps them as
+    typed (a mark there would be saved back)."""
+    section = SectionDefinitionFactory.create(
+        key="qa.bidi", title=f"Ti{RLO}tle", template=f"Hello {RLO}world."
+    )
+    prompt = PromptTemplateFactory.create(name=f"QA {RLO}bidi")
+    add_sections(prompt, section)
+
+    for url in (
+        reverse("admin:tooling_sectiondefinition_changelist"),
+        reverse("admin:tooling_prompttemplate_changelist"),
+    ):
+        html = admin_client.get(url).content.decode()
+        assert RLO not in html and "[U+202E]" in html, url
+    preview = admin_client.post(
+        reverse("admin:tooling_prompttemplate_preview", args=[prompt.pk]),
+        {"params": "{}"},
+    ).content.decode()
+    assert RLO not in preview
+    assert "Hello [U+202E]world." in preview
+    form = admin_client.get(
+        reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
+    ).content.decode()
+    assert f"Hello {RLO}world." in form  # as typed, to be saved as it is
+
+
 def test_admin_preview_reports_bad_params(admin_client):
     seed_demo_catalog()
     prompt = PromptTemplate.objects.get(namespace="demo", key="research")

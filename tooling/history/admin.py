@@ -85,9 +85,11 @@ def with_change_record(fieldsets: Any) -> list[Any]:
     return [*kept, ("Change record", {"fields": list(FIELDS)})]
 
 
-class HistoryAdminMixin(DateDrilldownGuard, admin.ModelAdmin):
+class HistoryAdminMixin(NeutralisedAdminPages, DateDrilldownGuard, admin.ModelAdmin):
     """For a catalog ``ModelAdmin``: records every change it makes
-    (``tooling.history.recording``) and shows them on the History page."""
+    (``tooling.history.recording``) and shows them on the History page. Its
+    lists and read-only pages show bidi controls as marks (a name or a
+    section's text may hold them; an editable form keeps them as typed)."""
 
     object_history_template: ClassVar[str | None] = "admin/tooling/catalog_history.html"
 
