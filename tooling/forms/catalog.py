@@ -181,6 +181,8 @@ class PromptTemplateForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if "model" not in self.fields:  # read-only (view permission only)
+            return
         # read per form: a model priced a minute ago is suggested now
         self.fields["model"].widget = DatalistInput(
             model_names(), attrs={"class": "vTextField", "maxlength": 100}

@@ -176,7 +176,9 @@ class HostedToolFormBase(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Left out (a script posting the form), it keeps the model's default.
-        self.fields["min_trust_level"].required = False
+        # (Not there at all on a read-only form: the view permission only.)
+        if "min_trust_level" in self.fields:
+            self.fields["min_trust_level"].required = False
         instance = self.instance
         if instance.pk and instance.kind in self.kind_options:
             config = instance.config if isinstance(instance.config, dict) else {}
@@ -342,6 +344,8 @@ class ModelCapabilityForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if "model" not in self.fields:  # read-only (view permission only)
+            return
         priced = ModelPrice.objects.values_list("model", flat=True).distinct()
         self.fields["model"].widget = DatalistInput(
             sorted(set(priced)), attrs={"class": "vTextField", "maxlength": 100}
