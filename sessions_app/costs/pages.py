@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import datetime
-from decimal import Decimal
 from typing import Any, Final, cast
 
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -34,18 +33,7 @@ from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.costs import ranges, reports
 from sessions_app.costs.spend import GROUPS, ONE_DAY, Spend, next_month
-from tooling.bidi import neutralise
-
-# A spreadsheet runs a cell that starts with one of these as a formula
-# (OWASP "CSV injection"); a leading apostrophe makes it text.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: Any) -> str:
-    """``value`` as a CSV cell no spreadsheet evaluates, its bidi controls
-    shown as marks as on the page (a spreadsheet would reorder the text)."""
-    text = f"{value:f}" if isinstance(value, Decimal) else neutralise(str(value))
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+from tooling.spreadsheet import csv_cell
 
 
 def requested_range(request: HttpRequest) -> ranges.DateRange:

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from sessions_app.models import AgentSession, Experiment, ExperimentRun
+from tooling.spreadsheet import csv_cell
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,12 +165,6 @@ def _summary(
     )
 
 
-def _cell(value: Any) -> str:
-    """A CSV cell a spreadsheet will not run as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def csv_of(results: Results) -> str:
     """One row per case and target: its session, status, cost, seconds and
     each grader's verdict and detail."""
@@ -178,7 +173,7 @@ def csv_of(results: Results) -> str:
     header = ["case", "params", "target", "session", "status", "cost_usd", "seconds"]
     for name in results.graders:
         header += [f"{name} passed", f"{name} detail"]
-    writer.writerow([_cell(name) for name in header])
+    writer.writerow([csv_cell(name) for name in header])
     for row in results.cases:
         for target, run in zip(results.experiment.targets, row.runs, strict=True):
             if run is None:
@@ -196,5 +191,5 @@ def csv_of(results: Results) -> str:
             for name in results.graders:
                 grade = (run.grades or {}).get(name) or {}
                 line += [grade.get("passed", ""), grade.get("detail", "")]
-            writer.writerow([_cell(value) for value in line])
+            writer.writerow([csv_cell(value) for value in line])
     return out.getvalue()

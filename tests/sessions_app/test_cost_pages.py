@@ -366,7 +366,7 @@ def test_csv_cells_never_start_a_formula(people, name):
 
 
 def test_csv_cell_helper_leaves_plain_text_and_numbers_alone():
-    from sessions_app.costs.pages import csv_cell
+    from tooling.spreadsheet import csv_cell
 
     assert csv_cell("demo/research") == "demo/research"
     assert csv_cell(D("0.0100000000")) == "0.0100000000"

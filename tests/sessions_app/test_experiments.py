@@ -113,6 +113,19 @@ def test_the_csv_has_a_row_per_run_and_no_formula(demo):
     assert all(not cell.startswith(("=", "+", "@")) for row in rows for cell in row)
 
 
+def test_the_csv_shows_bidi_controls_as_marks(demo):
+    """As the page and the cost CSV do: a spreadsheet would reorder the text."""
+    run = ExperimentRun.objects.filter(experiment=demo).first()
+    assert run is not None  # (the parameters it ran with)
+    ExperimentRun.objects.filter(pk=run.pk).update(params={"question": "ab\u202ecd"})
+    grader = demo.graders.first()
+    assert grader is not None
+    Grader.objects.filter(pk=grader.pk).update(name="=HYPERLINK(1)\u202e")
+    text = csv_of(results_of(demo))
+    assert "\u202e" not in text
+    assert "ab[U+202E]cd" in text and "'=HYPERLINK(1)[U+202E]" in text
+
+
 def session_with(**fields: Any) -> AgentSession:
     return AgentSessionFactory.create(**fields)
 
