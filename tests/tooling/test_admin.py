@@ -4,6 +4,7 @@ nothing; the preview shows the exact payload."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.urls import reverse
@@ -614,3 +615,39 @@ def test_a_sequential_dependency_option_it_does_not_know_is_refused(admin_client
     assert "Unknown sequential dependency option(s): dependencis" in errors, errors
     policy.refresh_from_db()
     assert policy.config == {"dependencies": {"deploy": ["build"]}}
+
+
+@pytest.mark.parametrize("posted", ["bogus", "99999999999999999999", "1.5"])
+@pytest.mark.parametrize(
+    ("admin_name", "field"),
+    [
+        ("prompttemplate", "prompt_sections-0-section"),
+        ("sectiondefinition", "sectiontool_set-0-tool"),
+        ("sectiondefinition", "sectionhostedtool_set-0-hosted_tool"),
+    ],
+)
+def test_an_autocomplete_value_that_is_no_key_is_a_form_error(
+    admin_client, admin_name, field, posted
+):
+    """A script's or a tampered form's value in an inline's autocomplete
+    field: the form again with its error, not a 500 (Django looked the value
+    up to show it again)."""
+    from tests.tooling.admin_forms import change_form_data
+
+    seed_demo_catalog()
+    if admin_name == "prompttemplate":
+        row: Any = PromptTemplate.objects.get(namespace="demo", key="research")
+    else:  # a section with a function tool and a hosted tool
+        row = SectionDefinition.objects.filter(
+            sectiontool__isnull=False, sectionhostedtool__isnull=False
+        ).first()
+        assert row is not None
+    url = reverse(f"admin:tooling_{admin_name}_change", args=[row.pk])
+    data = change_form_data(admin_client, url)
+    assert field in data
+    data[field] = posted
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 200
+    assert "Select a valid choice" in response.content.decode()

@@ -32,8 +32,10 @@ from tooling.history.admin import HistoryAdminMixin
 from tooling.models import PromptSection, PromptTemplate, TrustLevel
 from tooling.runtime import PromptError
 
+from .autocomplete import SafeAutocomplete
 
-class PromptSectionInline(admin.TabularInline):
+
+class PromptSectionInline(SafeAutocomplete, admin.TabularInline):
     model = PromptSection
     formset = PromptSectionFormSet
     extra = 0

@@ -16,17 +16,18 @@ from tooling.forms import (
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import SectionDefinition, SectionHostedTool, SectionTool
 
+from .autocomplete import SafeAutocomplete
 from .guarded_delete import GuardedDeleteMixin
 
 
-class SectionToolInline(admin.TabularInline):
+class SectionToolInline(SafeAutocomplete, admin.TabularInline):
     model = SectionTool
     formset = SectionToolFormSet
     extra = 0
     autocomplete_fields = ["tool"]
 
 
-class SectionHostedToolInline(admin.TabularInline):
+class SectionHostedToolInline(SafeAutocomplete, admin.TabularInline):
     model = SectionHostedTool
     formset = SectionHostedToolFormSet  # the last: it checks the whole section
     extra = 0
