@@ -467,6 +467,49 @@ def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("https://mcp.example.com/sse?access_token=S3CRET&x=1", "access_token"),
+        ("https://mcp.example.com/sse?api_key=K&Signature=s", "Signature, api_key"),
+        ("https://mcp.example.com/sse?password=", "password"),
+    ],
+)
+def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) -> None:
+    """A URL is shown wherever the tool is (the preview, the session, the
+    revision, the history); headers are masked, a URL is not."""
+    bound = HostedToolDefinitionForm(
+        data={
+            "name": "docs",
+            "kind": "mcp",
+            "description": "D.",
+            "server_label": "docs",
+            "server_url": url,
+            "require_approval": "never",
+        }
+    )
+    assert not bound.is_valid()
+    (error,) = bound.errors["server_url"]
+    assert str(error).startswith(
+        f"server_url must not carry credentials in its query ({named})"
+    )
+    assert "S3CRET" not in error
+
+
+def test_mcp_form_takes_a_url_whose_query_names_no_credential() -> None:
+    bound = HostedToolDefinitionForm(
+        data={
+            "name": "docs",
+            "kind": "mcp",
+            "description": "D.",
+            "server_label": "docs",
+            "server_url": "https://mcp.example.com/sse?region=eu&v=2",
+            "require_approval": "never",
+        }
+    )
+    assert bound.is_valid(), bound.errors
+
+
 def test_no_name_a_country_is_found_by_names_another() -> None:
     """Every name of every code (ISO's, the official, the common ones), as
     compared (case and accents aside), names that code alone."""

@@ -20,6 +20,7 @@ from tooling.models import (
     TrustLevel,
 )
 from tooling.runtime import PromptError
+from tooling.runtime.hosted.mcp import credential_query_names
 from tooling.runtime.hosted.spec import (
     HostedKindSpec,
     HostedOption,
@@ -219,6 +220,23 @@ class HostedToolFormBase(forms.ModelForm):
                 return name
         return None
 
+    def _refuse_credentials_in_url(self, kind: str, config: dict[str, Any]) -> None:
+        """An MCP server's URL whose query carries a credential: refused here,
+        where it is entered (the runtime still runs a stored one)."""
+        url = config.get("server_url")
+        field = self._field_of(kind, "server_url")
+        if kind != "mcp" or not isinstance(url, str) or field is None:
+            return
+        names = credential_query_names(url)
+        if names:
+            self.add_error(
+                field,
+                f"server_url must not carry credentials in its query "
+                f"({', '.join(names)}): every page that shows the tool shows its "
+                "URL. Pass them in headers, which are masked.",
+            )
+            config.pop("server_url")
+
     def _config_from(self, kind: str, cleaned: dict[str, Any]) -> dict[str, Any]:
         """The chosen kind's config from its fields; a field already refused
         is left out, and one whose text cannot be read gets its error."""
@@ -288,6 +306,7 @@ class HostedToolFormBase(forms.ModelForm):
         if kind not in self.kind_fields:
             return cleaned
         config = self._config_from(kind, cleaned)
+        self._refuse_credentials_in_url(kind, config)
         self._check_runtime(kind, cleaned, config)
         if self.errors:
             return cleaned

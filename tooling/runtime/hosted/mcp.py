@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import PromptValidationError
 from .base import HostedTool, frozen_tuple
@@ -73,6 +73,26 @@ def _check_authorization(token: object) -> str | None:
             placeholder="authorization",
         )
     return token.strip()
+
+
+# A query parameter whose name says it carries a credential (the names the
+# logs mask: wink_project.secret_values).
+_CREDENTIAL_NAME = re.compile(
+    r"pass|secret|token|key|auth|credential|signature", flags=re.IGNORECASE
+)
+
+
+def credential_query_names(url: str) -> list[str]:
+    """The names of ``url``'s query parameters that look like credentials
+    (``?access_token=``, ``?api_key=``): a URL is shown on every page that
+    shows the tool, so the catalog refuses them where the URL is entered
+    (headers are masked; a URL is not)."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    names = (name for name, _ in parse_qsl(query, keep_blank_values=True))
+    return sorted({name for name in names if _CREDENTIAL_NAME.search(name)})
 
 
 def _check_url(url: object) -> str:
