@@ -178,7 +178,7 @@ def test_a_stale_form_is_refused_naming_who_changed_what(client):
     bobs = change_form_data(client, url)
     bobs["examples"] = "[]"
     bobs.pop("enabled")
-    bobs["change_reason"] = "Pausing it"
+    bobs["change_reason"] = "Pausing it \u202e"  # (its bidi control shown as a mark)
     assert client.post(url, bobs).status_code == 302  # bob disables it
 
     login(client, alice)
@@ -187,7 +187,8 @@ def test_a_stale_form_is_refused_naming_who_changed_what(client):
     assert response.status_code == 200  # the form again, with her input
     errors = response.context["adminform"].form.non_field_errors()
     (message,) = errors
-    assert "bob disabled" in message and "Pausing it" in message
+    assert "bob disabled" in message and "Pausing it [U+202E]" in message
+    assert "\u202e" not in response.content.decode()
     assert "Your changes were not saved" in message
     tool.refresh_from_db()
     assert tool.enabled is False and tool.param_descriptions == {}

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.text import get_text_list
 
+from tooling.bidi import neutralise
 from tooling.history.snapshot import changed_fields, snapshot, version
 from tooling.models import (
     CatalogChange,
@@ -194,9 +195,13 @@ def stale_edit(obj: models.Model, opened: str) -> tuple[str, str] | None:
         message = f"Someone else changed this {label} after you opened it: {told}."
     else:
         message = f"This {label} was changed after you opened it."
+    # shown on the editable form, which the page does not neutralise: the
+    # other person's reason must not reorder the instructions after it
     return (
-        f"{message} Your changes were not saved. Submit again to replace "
-        "theirs with yours, or reload the page to start from theirs.",
+        neutralise(
+            f"{message} Your changes were not saved. Submit again to replace "
+            "theirs with yours, or reload the page to start from theirs."
+        ),
         current,
     )
 
