@@ -24,6 +24,7 @@ from django.utils.html import format_html
 
 from sessions_app.admin_base import HiddenRowsAdmin
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
+from tooling.bidi import NeutralisedAdminPages
 from tooling.models import PromptTemplate
 
 from . import grading
@@ -31,8 +32,9 @@ from .cases import import_cases
 from .running import TARGET, check_size, may_change
 
 
-class CreatedByAdmin(admin.ModelAdmin):
-    """Records who created a row (``created_by``) as it is added."""
+class CreatedByAdmin(NeutralisedAdminPages, admin.ModelAdmin):
+    """Records who created a row (``created_by``) as it is added. Its lists
+    and read-only pages show bidi controls as marks."""
 
     def save_model(
         self, request: HttpRequest, obj: Any, form: Any, change: bool
@@ -149,7 +151,7 @@ def _shown(experiments: QuerySet[Experiment]) -> str:
 
 
 @admin.register(Grader)
-class GraderAdmin(admin.ModelAdmin):
+class GraderAdmin(NeutralisedAdminPages, admin.ModelAdmin):
     form = GraderForm
     list_display = ["name", "kind", "description"]
     list_filter = ["kind"]

@@ -1084,3 +1084,15 @@ def test_an_editable_experiment_form_keeps_bidi_characters_as_they_are(
 
     assert "[U+202E]" not in page
     assert 'value="safe\u202ename"' in page
+
+
+def test_dataset_and_grader_lists_show_bidi_controls_as_marks(
+    admin_client: Any,
+) -> None:
+    Dataset.objects.create(name="qa\u202eds")
+    Grader.objects.create(name="qa\u202eg", kind="tool_called", config={"tool": "x"})
+    for name in ("dataset", "grader"):
+        html = admin_client.get(
+            reverse(f"admin:sessions_app_{name}_changelist")
+        ).content.decode()
+        assert "\u202e" not in html and "[U+202E]" in html, name
