@@ -422,6 +422,35 @@ def test_prompt_structured_output_from_schema_not_strict() -> None:
     assert StructuredOutput.from_schema(schema, name="x").strict is False
 
 
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "strin"}}},
+            "The output schema is not valid JSON Schema at properties/a/type: "
+            "'strin' is not valid under any of the given schemas",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+            "The output schema is not valid JSON Schema at properties/a/pattern: "
+            "'(' is not a 'regex'",
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}, "required": ["a", "zz"]},
+            "The output schema requires key(s) it does not describe under "
+            "properties: zz.",
+        ),
+    ],
+)
+def test_a_schema_no_answer_could_meet_is_refused(schema: Any, message: str) -> None:
+    """Refused where the catalog builds the prompt (the admin's form, the
+    preview), not after a paid answer fails the run."""
+    with pytest.raises(PromptValidationError) as info:
+        StructuredOutput.from_schema(schema, name="x")
+    assert info.value.message == message
+    assert info.value.placeholder == "output_schema"
+
+
 @pytest.mark.parametrize("schema", [{"type": "array"}, [], "object"])
 def test_prompt_structured_output_from_schema_requires_object(schema: Any) -> None:
     with pytest.raises(PromptValidationError) as info:

@@ -651,3 +651,24 @@ def test_an_autocomplete_value_that_is_no_key_is_a_form_error(
 
     assert response.status_code == 200
     assert "Select a valid choice" in response.content.decode()
+
+
+def test_the_prompt_form_refuses_an_output_schema_no_answer_could_meet(admin_client):
+    from tests.tooling.admin_forms import change_form_data
+
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="research")
+    before = prompt.output_schema
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    data["output_schema"] = json.dumps(
+        {"type": "object", "properties": {"a": {"type": "strin"}}}
+    )
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors["output_schema"]
+    assert errors[0].startswith("The output schema is not valid JSON Schema at")
+    prompt.refresh_from_db()
+    assert prompt.output_schema == before

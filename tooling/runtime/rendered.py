@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
+
 from .citations import Citation
 from .errors import PromptValidationError
 from .hosted.base import HostedTool
@@ -119,6 +122,7 @@ class StructuredOutput:
                 '({"type": "object", ...}).',
                 placeholder="output_schema",
             )
+        _check_json_schema(schema)
         return cls(
             name=sanitize_schema_name(name),
             schema=dict(schema),
@@ -132,6 +136,36 @@ class StructuredOutput:
             "schema": dict(self.schema),
             "strict": self.strict,
         }
+
+
+def _check_json_schema(schema: Mapping[str, Any]) -> None:
+    """Refuse a schema the model's answer could never be checked against: not
+    JSON Schema (a misspelt type, a pattern that is no regex), or requiring a
+    key it does not describe (the run would fail after a paid answer)."""
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as error:
+        where = "/".join(str(part) for part in error.absolute_path)
+        raise PromptValidationError(
+            f"The output schema is not valid JSON Schema"
+            f"{f' at {where}' if where else ''}: {error.message}",
+            placeholder="output_schema",
+        ) from None
+    except RecursionError:
+        raise PromptValidationError(
+            "The output schema is nested too deeply to check.",
+            placeholder="output_schema",
+        ) from None
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if isinstance(properties, Mapping) and isinstance(required, list):
+        missing = [str(key) for key in required if key not in properties]
+        if missing:
+            raise PromptValidationError(
+                f"The output schema requires key(s) it does not describe under "
+                f"properties: {', '.join(missing)}.",
+                placeholder="output_schema",
+            )
 
 
 def sanitize_schema_name(name: str) -> str:
