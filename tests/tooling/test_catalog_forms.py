@@ -42,9 +42,11 @@ from tooling.models import (
     ModelCapability,
     ModelPrice,
     PolicyDefinition,
+    PromptTemplate,
     SectionHostedTool,
 )
 from tooling.runtime import GeoHint, PromptValidationError
+from tooling.runtime.hosted import hosted_kind_names
 from tooling.runtime.hosted.countries import (
     COUNTRY_NAMES,
     ISO_3166_ALPHA2,
@@ -649,3 +651,33 @@ def test_a_policy_name_refuses_bidi_controls() -> None:
     assert bound.errors["name"] == [
         "Must not contain bidirectional control characters (U+202E)."
     ]
+
+
+def test_a_capability_row_that_would_break_prompts_is_refused_naming_them(
+    admin_client: Any,
+) -> None:
+    """demo/research uses web_search on its model: a row allowing that model
+    no hosted tool would leave its draft unable to run; refused, naming it. A
+    row that allows what the prompts use is saved."""
+    from tooling.demo import seed_demo_catalog
+
+    seed_demo_catalog()
+    research = PromptTemplate.objects.get(namespace="demo", key="research")
+    url = reverse("admin:tooling_modelcapability_add")
+
+    refused = admin_client.post(url, {"model": research.model, "hosted_kinds": "[]"})
+
+    assert refused.status_code == 200
+    errors = refused.context["adminform"].form.non_field_errors()
+    assert any(
+        error.startswith("This row would break prompt 'demo/research'")
+        for error in errors
+    ), errors
+    assert not ModelCapability.objects.filter(model=research.model).exists()
+
+    kinds = sorted(hosted_kind_names())
+    saved = admin_client.post(
+        url, {"model": research.model, "hosted_kinds": json.dumps(kinds)}
+    )
+    assert saved.status_code == 302
+    assert ModelCapability.objects.get(model=research.model).hosted_kinds == kinds

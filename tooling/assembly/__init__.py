@@ -25,7 +25,7 @@ from .catalog import (
     revision_prompt,
 )
 from .catalog_edit import CatalogEdit
-from .edits import prompts_broken_by, with_descendants
+from .edits import prompts_broken_by, prompts_broken_by_capability, with_descendants
 from .hosted import build_hosted_tool, hosted_config, model_capabilities
 from .parameters import ParameterSpec, parameter_problems, prompt_parameters
 from .policies import build_policy
@@ -63,6 +63,7 @@ __all__ = [
     "price_sheet",
     "prompt_parameters",
     "prompts_broken_by",
+    "prompts_broken_by_capability",
     "reached_sections",
     "revision_data",
     "revision_prompt",

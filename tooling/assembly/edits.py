@@ -28,10 +28,17 @@ from tooling.models import (
     SectionTool,
     ToolDefinition,
 )
-from tooling.runtime import PromptError
+from tooling.runtime import PromptError, unsupported_kind_message
 
-from .catalog import all_sections, ancestor_ids, reached_sections, sql_names
+from .catalog import (
+    all_sections,
+    ancestor_ids,
+    freeze_templates,
+    reached_sections,
+    sql_names,
+)
 from .catalog_edit import CatalogEdit
+from .hosted import model_capabilities
 from .revisions import freeze_prompt, thaw_prompt
 
 
@@ -215,6 +222,34 @@ def _broken(
             thaw_prompt(after)
         except PromptError as error:
             problems.append((template.ref, error.message))
+    return problems
+
+
+def prompts_broken_by_capability(
+    model: str, hosted_kinds: Sequence[str]
+) -> list[tuple[str, str]]:
+    """``(prompt ref, message)`` for every saved prompt on ``model`` that
+    builds today and would not if the model could use only ``hosted_kinds``
+    (a model capability row written or changed): a hosted tool of another
+    kind in its sections."""
+    templates = list(PromptTemplate.objects.with_catalog().filter(model=model))
+    every = freeze_templates(templates)  # a constant number of queries
+    now = model_capabilities(model)  # the row as it is (None: every kind)
+    problems: list[tuple[str, str]] = []
+    for template in templates:
+        frozen = every[template.pk]
+        if isinstance(frozen, PromptError):
+            continue  # already broken: not this edit's doing
+        try:
+            prompt = thaw_prompt(frozen)
+        except PromptError:
+            continue
+        declared = prompt.declared_hosted_tools()
+        if now is not None and unsupported_kind_message(model, now[model], declared):
+            continue  # already refused by the row as it is
+        message = unsupported_kind_message(model, hosted_kinds, declared)
+        if message is not None:
+            problems.append((template.ref, message))
     return problems
 
 

@@ -13,6 +13,7 @@ from django.utils.text import capfirst
 
 from tooling import assembly, shell_executors
 from tooling.assembly import CatalogEdit
+from tooling.assembly.edits import describe
 from tooling.models import (
     HostedToolDefinition,
     ModelCapability,
@@ -398,3 +399,15 @@ class ModelCapabilityForm(forms.ModelForm):
                 f"known kinds: {', '.join(known)}."
             )
         return list(dict.fromkeys(value))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        model, kinds = cleaned.get("model"), cleaned.get("hosted_kinds")
+        if self.errors or not model or kinds is None:
+            return cleaned
+        # A prompt on this model whose hosted tools the row would leave out
+        # could no longer be previewed, run or released.
+        problems = assembly.prompts_broken_by_capability(model, kinds)
+        if problems:
+            raise ValidationError(describe(problems, "This row"))
+        return cleaned
