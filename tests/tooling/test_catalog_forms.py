@@ -430,6 +430,38 @@ def test_section_form_reports_the_template_and_other_fields_together() -> None:
     assert "question" in bound.errors["template"][0]
 
 
+@pytest.mark.parametrize(
+    ("data", "fields"),
+    [
+        # a field refused by its own validation does not hide the runtime's
+        ({"key": "Bad Key!", "title": "t" * 300}, {"key", "title"}),
+        ({"key": "Bad Key!", "default_params": "{bad"}, {"key", "default_params"}),
+        # the runtime's errors, one after the other, in one submit
+        ({"key": "Bad Key!", "template": "Hello ${name}"}, {"key", "template"}),
+        (
+            {"key": "Bad Key!", "enabled_when_param": "1x", "template": "Hi $x."},
+            {"key", "enabled_when_param", "template"},
+        ),
+    ],
+    ids=["title-length", "bad-json", "placeholder", "three"],
+)
+def test_section_form_reports_every_error_at_once(
+    data: dict[str, str], fields: set[str]
+) -> None:
+    bound = SectionDefinitionForm(
+        data={
+            "title": "Answer",
+            "template": "Answer.",
+            "default_params": "{}",
+            "position": "0",
+            "enabled": "on",
+            **data,
+        }
+    )
+    assert not bound.is_valid()
+    assert set(bound.errors) == fields, bound.errors
+
+
 def test_policy_form_checks_the_config_when_the_name_is_refused() -> None:
     bound = PolicyDefinitionForm(
         data={

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -77,10 +77,20 @@ class SectionDefinitionForm(forms.ModelForm):
             )
         return value
 
+    #: what a refused field is built with while the others are checked
+    stand_in: ClassVar[dict[str, Any]] = {
+        "key": "section",
+        "title": "Section",
+        "template": "",
+        "default_params": {},
+        "enabled": True,
+        "enabled_when_param": "",
+        "planning_strategy": "",
+    }
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if not self.errors.keys() & self.built_from:
-            self._check_section(cleaned)
+        self._check_section(cleaned)
         parent = cleaned.get("parent")
         if self.instance.pk is not None and parent is not None:
             # Under the tree's lock, held until the admin's transaction ends: a
@@ -91,22 +101,32 @@ class SectionDefinitionForm(forms.ModelForm):
         return cleaned
 
     def _check_section(self, cleaned: dict[str, Any]) -> None:
-        candidate = SectionDefinition(
-            key=cleaned.get("key", ""),
-            title=cleaned.get("title", ""),
-            template=cleaned.get("template", ""),
-            default_params=cleaned.get("default_params") or {},
-            enabled=cleaned.get("enabled", True),
-            enabled_when_param=cleaned.get("enabled_when_param", ""),
-            planning_strategy=cleaned.get("planning_strategy", ""),
-        )
-        try:
-            assembly.build_section(candidate)
-        except PromptError as error:
-            self.add_error(
-                None,
-                runtime_error(error, self, "template", template=candidate.template),
+        """Every field's runtime error at once: the runtime stops at its first
+        error, so the blamed field (or one refused already) is built with a
+        stand-in and the section built again, until it builds or an error
+        names no field still unblamed."""
+        given = {
+            name: default if name in self.errors else cleaned.get(name, default)
+            for name, default in self.stand_in.items()
+        }
+        for _ in range(len(self.stand_in) + 1):
+            candidate = SectionDefinition(
+                **{**given, "default_params": given["default_params"] or {}}
             )
+            try:
+                assembly.build_section(candidate)
+                return
+            except PromptError as error:
+                problem = runtime_error(
+                    error, self, "template", template=candidate.template
+                )
+            blamed = next(iter(getattr(problem, "error_dict", {})), None)
+            if blamed in self.errors:
+                return  # its stand-in did not help: one message is enough
+            self.add_error(None, problem)
+            if blamed not in self.stand_in:
+                return
+            given[blamed] = self.stand_in[blamed]
 
 
 class SectionLinkFormSet(forms.BaseInlineFormSet):
