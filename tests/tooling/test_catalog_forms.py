@@ -224,6 +224,21 @@ def test_tool_form_reports_the_runtime_and_the_description_errors_together() -> 
     ]
 
 
+def test_tool_form_reports_a_refused_name_and_description_together() -> None:
+    """The runtime stops at the name; the description is built with a stand-in
+    name and its own error shown in the same submit."""
+    bound = ToolDefinitionForm(
+        data={
+            "name": "Bad Name!",
+            "handler_key": "demo.count_words",
+            "description": "d\u00e9j\u00e0",
+            "examples": "[]",
+        }
+    )
+    assert not bound.is_valid()
+    assert {"name", "description"} <= set(bound.errors), bound.errors
+
+
 # -- JSON --------------------------------------------------------------------------
 
 

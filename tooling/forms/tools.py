@@ -98,14 +98,24 @@ class ToolDefinitionForm(forms.ModelForm):
             # examples checked one by one above (a list), else by the runtime
             examples=[] if isinstance(examples, list) else examples,
         )
-        try:
-            assembly.build_tool(candidate)
-        except PromptError as error:
-            field = field_of(error)
+        # The runtime stops at its first error: each blamed field is stood in
+        # for and the tool built again, so one submit shows every error.
+        stand_in = {"name": _STAND_IN_NAME, "description": ""}
+        for _ in range(len(stand_in) + 1):
+            try:
+                assembly.build_tool(candidate)
+                break
+            except PromptError as error:
+                field, message = field_of(error), error.message
             if field not in self.fields:
-                self.add_error(None, error.message)
-            elif field not in self.errors:
-                self.add_error(field, error.message)
+                self.add_error(None, message)
+                break
+            if field in self.errors:
+                break
+            self.add_error(field, message)
+            if field not in stand_in:
+                break
+            setattr(candidate, field, stand_in[field])
         if self.errors:
             return cleaned
         self._keep_what_means_the_same(cleaned)
