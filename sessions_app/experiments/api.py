@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -25,6 +25,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
+from rest_framework.validators import UniqueValidator
 
 from sessions_app import access
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
@@ -56,6 +57,32 @@ class IdPagination(StrictCursorPagination):
     ordering = "-id"
 
 
+class UniqueNameSerializer(serializers.ModelSerializer[Any]):
+    """Creates a row whose ``name`` is unique. DRF's ``UniqueValidator`` reads
+    before the insert: two requests with the same new name both pass it, and
+    the later insert breaks the unique constraint. That insert runs in a
+    savepoint, and its ``IntegrityError``, once the name is found taken, is
+    the validator's own 400 (``name``: already exists), as when the requests
+    come one after the other."""
+
+    def create(self, validated_data: dict[str, Any]) -> Any:
+        try:
+            with transaction.atomic():
+                return self.create_row(validated_data)
+        except IntegrityError:
+            unique = next(
+                validator
+                for validator in self.fields["name"].validators
+                if isinstance(validator, UniqueValidator)
+            )
+            if not unique.queryset.filter(name=validated_data.get("name")).exists():
+                raise  # another constraint: not the name's
+            raise serializers.ValidationError({"name": [unique.message]}) from None
+
+    def create_row(self, validated_data: dict[str, Any]) -> Any:
+        return super().create(validated_data)
+
+
 class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase]):
     class Meta:
         model = DatasetCase
@@ -63,7 +90,7 @@ class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase])
         read_only_fields = ["id"]
 
 
-class DatasetSerializer(StrictSerializer, serializers.ModelSerializer[Dataset]):
+class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
     cases = CaseSerializer(many=True, required=False)
 
     class Meta:
@@ -71,14 +98,13 @@ class DatasetSerializer(StrictSerializer, serializers.ModelSerializer[Dataset]):
         fields = ["id", "name", "description", "created_at", "cases"]
         read_only_fields = ["id", "created_at"]
 
-    def create(self, validated_data: dict[str, Any]) -> Dataset:
+    def create_row(self, validated_data: dict[str, Any]) -> Dataset:
         cases = validated_data.pop("cases", [])
-        with transaction.atomic():
-            dataset = Dataset.objects.create(**validated_data)
-            DatasetCase.objects.bulk_create(
-                DatasetCase(dataset=dataset, **{"position": index + 1, **case})
-                for index, case in enumerate(cases)
-            )
+        dataset = Dataset.objects.create(**validated_data)
+        DatasetCase.objects.bulk_create(
+            DatasetCase(dataset=dataset, **{"position": index + 1, **case})
+            for index, case in enumerate(cases)
+        )
         return dataset
 
 
@@ -100,7 +126,7 @@ class DatasetViewSet(
         serializer.save(created_by=self.request.user)
 
 
-class GraderSerializer(StrictSerializer, serializers.ModelSerializer[Grader]):
+class GraderSerializer(StrictSerializer, UniqueNameSerializer):
     class Meta:
         model = Grader
         fields = ["id", "name", "kind", "config", "description"]
