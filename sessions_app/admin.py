@@ -37,8 +37,8 @@ from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
 from tooling.admin.prompts import PromptTemplateAdmin
-from tooling.api.input import too_large
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
+from tooling.param_size import too_large
 
 
 @admin.register(AgentSession)

@@ -1,7 +1,8 @@
 """Datasets, graders and experiments over the API.
 
 - ``/api/datasets/`` (and ``<id>/`` with its cases): read with "Can view
-  dataset"; ``POST`` a dataset with its cases with "Can add dataset".
+  dataset"; ``POST`` a dataset with its cases with "Can add dataset" (a
+  case's parameter over a run start's size limit is a 413 naming the case).
 - ``/api/graders/``: read with "Can view grader"; ``POST`` with "Can add
   grader" (a config its kind cannot use is a 400 naming it).
 - ``/api/experiments/`` (and ``<id>/`` with its results): each user sees the
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -30,7 +32,7 @@ from rest_framework.validators import UniqueValidator
 from sessions_app import access
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
-from tooling.api.input import StrictSerializer
+from tooling.api.input import StrictSerializer, refuse_too_large
 from tooling.api.pagination import StrictCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
@@ -97,6 +99,15 @@ class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
         model = Dataset
         fields = ["id", "name", "description", "created_at", "cases"]
         read_only_fields = ["id", "created_at"]
+
+    def refuse_too_large(self, data: Mapping[Any, Any]) -> None:
+        # each case's params are its runs' parameters: a 413 past a run
+        # start's limit, naming the case (the model refuses them elsewhere)
+        super().refuse_too_large(data)
+        cases = data.get("cases")
+        for index, case in enumerate(cases if isinstance(cases, list) else []):
+            if isinstance(case, Mapping):
+                refuse_too_large(case.get("params"), f"cases.{index}.params")
 
     def create_row(self, validated_data: dict[str, Any]) -> Dataset:
         cases = validated_data.pop("cases", [])

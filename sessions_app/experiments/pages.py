@@ -26,7 +26,13 @@ from django.views.generic import DetailView, ListView
 
 from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
-from sessions_app.models import AgentSession, Dataset, DatasetCase, Experiment
+from sessions_app.models import (
+    AgentSession,
+    Dataset,
+    DatasetCase,
+    Experiment,
+    validate_case_params,
+)
 
 from .results import csv_of, results_of
 from .running import grade_finished, may_grade, may_run, run_experiment
@@ -145,6 +151,17 @@ class AddToDatasetView(LoginRequiredMixin, View):
             messages.error(request, "Pick a dataset.")
             return HttpResponseRedirect(session.get_absolute_url())
         dataset = form.cleaned_data["dataset"]
+        try:
+            # not every session's parameters went through a run start's limit
+            # (a grader's session is started with the output it grades)
+            validate_case_params(session.params)
+        except ValidationError as error:
+            messages.error(
+                request,
+                f"This session cannot be a case of {dataset.name}: "
+                + " ".join(error.messages),
+            )
+            return HttpResponseRedirect(session.get_absolute_url())
         last = dataset.cases.order_by("-position").values_list("position", flat=True)
         DatasetCase.objects.create(
             dataset=dataset,

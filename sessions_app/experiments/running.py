@@ -3,8 +3,9 @@
 ``run_experiment`` starts one session per case and target, each a normal
 governed run of whoever started the experiment (inline without a broker, on
 workers otherwise), and records it (``ExperimentRun``, with the parameters it
-ran with); a start refused (a bad case, a trust level the user may not start
-at, a spent budget) is recorded with why. ``grade_finished`` grades the
+ran with); a start refused (a bad case, a parameter over a run start's size
+limit, a trust level the user may not start at, a spent budget) is recorded
+with why. ``grade_finished`` grades the
 runs whose sessions have finished and are not graded yet, once each (a
 conditional update), and marks the experiment finished when none is left:
 the results page and the API call it, so results fill in as runs end.
@@ -21,8 +22,15 @@ from django.utils import timezone
 
 from sessions_app import access
 from sessions_app.costs.budgets import DailyBudgetExceeded
-from sessions_app.models import AgentSession, Dataset, Experiment, ExperimentRun
+from sessions_app.models import (
+    AgentSession,
+    Dataset,
+    DatasetCase,
+    Experiment,
+    ExperimentRun,
+)
 from sessions_app.runs.starting import start_session
+from tooling.param_size import too_large
 
 from . import grading
 
@@ -70,29 +78,35 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
             run = ExperimentRun(
                 experiment=experiment, case=case, target=target, params=case.params
             )
-            if not access.may_start_at(user, case.trust_level):
-                run.error = (
-                    f"You may not start sessions at trust level '{case.trust_level}'."
-                )
-                run.save()
-                runs.append(run)
-                continue
-            try:
-                run.session = start_session(
-                    prompt_ref=experiment.prompt_ref,
-                    params=case.params,
-                    user=user,
-                    trust_level=case.trust_level,
-                    **target_kwargs(target),
-                )
-            except ValidationError as error:
-                run.error = " ".join(error.messages)
-            except DailyBudgetExceeded as error:
-                run.error = error.message
+            run.error = _refused(user, case) or ""
+            if not run.error:
+                try:
+                    run.session = start_session(
+                        prompt_ref=experiment.prompt_ref,
+                        params=case.params,
+                        user=user,
+                        trust_level=case.trust_level,
+                        **target_kwargs(target),
+                    )
+                except ValidationError as error:
+                    run.error = " ".join(error.messages)
+                except DailyBudgetExceeded as error:
+                    run.error = error.message
             run.save()
             runs.append(run)
     grade_finished(experiment, user=user, model_graders=True)
     return runs
+
+
+def _refused(user: Any, case: DatasetCase) -> str | None:
+    """Why ``user`` may not start ``case``, before its run is started: a trust
+    level above theirs, or a parameter over a run start's size limit (a case
+    stored before cases were held to it)."""
+    if not access.may_start_at(user, case.trust_level):
+        return f"You may not start sessions at trust level '{case.trust_level}'."
+    # (params not an object: start_session refuses them, saying so)
+    oversized = too_large(case.params) if isinstance(case.params, dict) else None
+    return None if oversized is None else f"The parameter {oversized}"
 
 
 def may_change(user: Any, experiment: Experiment) -> bool:

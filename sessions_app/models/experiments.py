@@ -23,11 +23,13 @@ from django.utils import timezone
 from sessions_app import access
 from sessions_app.models.sessions import AgentSession
 from tooling.models import TrustLevel
+from tooling.param_size import too_large
 from tooling.storable_json import StorableJSONField
 
 
 def validate_case_params(value: Any) -> None:
-    """A case's parameters are its sessions' ``params``: a JSON object."""
+    """A case's parameters are its sessions' ``params``: a JSON object, each
+    parameter within the size a run start allows (``tooling.param_size``)."""
     if not isinstance(value, dict):
         raise ValidationError(
             "Params must be a JSON object of the prompt's parameters (such as "
@@ -35,6 +37,9 @@ def validate_case_params(value: Any) -> None:
             # not "invalid": a form field would show its own message instead
             code="not_an_object",
         )
+    oversized = too_large(value)
+    if oversized is not None:
+        raise ValidationError(f"The parameter {oversized}", code="too_large")
 
 
 class Dataset(models.Model):

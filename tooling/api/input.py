@@ -3,7 +3,7 @@
 - ``StrictSerializer``: unknown top-level fields are refused by name; every
   string anywhere in the body (keys included) must be storable text (no NUL
   byte, no lone surrogate); a value over ``WINK_API_MAX_PARAM_BYTES`` (JSON
-  encoded) is a 413 naming it.
+  encoded, ``tooling.param_size``) is a 413 naming it.
 - ``StrictFilterSet``: every query value must be storable text; datetimes must
   have an offset PostgreSQL accepts (within ±15:59) and are compared in UTC.
 """
@@ -11,17 +11,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import django_filters
 from django import forms
-from django.conf import settings
 from django_filters import fields as filter_fields
 from rest_framework import serializers
 
 from tooling.api.errors import RequestTooLarge
+from tooling.param_size import too_large
 from tooling.runtime.text import storable
 from tooling.storable_json import (
     MAX_DEPTH,
@@ -34,23 +33,14 @@ from tooling.storable_json import (
 MAX_OFFSET = dt.timedelta(hours=15, minutes=59)
 
 
-def encoded_size(value: Any) -> int:
-    return len(
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "replace")
-    )
-
-
-def too_large(members: Mapping[Any, Any]) -> str | None:
-    """The first of ``members`` (a run's parameters) whose value is over
-    ``WINK_API_MAX_PARAM_BYTES`` JSON encoded, said as ``name is N bytes
-    encoded; each is at most L.``; ``None`` when none is. The API answers it
-    with a 413, the admin's Run button with an error on the page."""
-    limit = int(settings.WINK_API_MAX_PARAM_BYTES)
-    for name, value in members.items():
-        size = encoded_size(value)
-        if size > limit:
-            return f"{name} is {size} bytes encoded; each is at most {limit}."
-    return None
+def refuse_too_large(members: Any, name: str) -> None:
+    """A 413 naming ``name`` and the first of ``members`` (a run's parameters,
+    when a JSON object) over ``WINK_API_MAX_PARAM_BYTES`` (``too_large``)."""
+    if not isinstance(members, Mapping):
+        return
+    message = too_large(members)
+    if message is not None:
+        raise RequestTooLarge(f"{name}.{message}")
 
 
 class StrictSerializer(serializers.Serializer[Any]):
@@ -77,14 +67,14 @@ class StrictSerializer(serializers.Serializer[Any]):
             raise serializers.ValidationError(
                 {path or "non_field_errors": [UNSTORABLE] for path in bad}
             )
-        for field in self.sized_fields:
-            members = data.get(field)
-            if not isinstance(members, Mapping):
-                continue
-            message = too_large(members)
-            if message is not None:
-                raise RequestTooLarge(f"{field}.{message}")
+        self.refuse_too_large(data)
         return super().to_internal_value(data)
+
+    def refuse_too_large(self, data: Mapping[Any, Any]) -> None:
+        """A 413 for a member of a ``sized_fields`` field over the limit (a
+        serializer with nested parameters checks those too)."""
+        for field in self.sized_fields:
+            refuse_too_large(data.get(field), field)
 
 
 class JsonBooleanField(serializers.BooleanField):
