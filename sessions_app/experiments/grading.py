@@ -6,7 +6,9 @@ checks, leaves out keys the kind does not use); ``grade`` returns ``Grade(passed
 detail)``. A model-graded grader runs its grader prompt on the session's
 output (``{"output", "expected", "params"}`` as parameters) as a session of its
 own, recorded like any other; it passes when that session's structured output
-says ``{"passed": true}`` or its text starts with ``PASS``.
+says ``{"passed": true}`` or its text starts with ``PASS``. A start refused for
+the grading user's spent daily budget leaves the grade undecided (pending), for
+a later *Grade now* to start.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import regex
 from django.core.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
+from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -443,6 +446,14 @@ def _model_graded(
     except ValidationError as error:
         return Grade(
             False, "The grader prompt could not run: " + " ".join(error.messages)
+        )
+    except DailyBudgetExceeded as error:
+        # refused before anything was recorded: undecided, and the next
+        # Grade now (the budget reset) starts it
+        return Grade(
+            None,
+            f"The grader's run was refused: {error.message} Grade now once it "
+            "can start.",
         )
     if verdict.status not in AgentSession.TERMINAL:
         return Grade(
