@@ -5,19 +5,22 @@ governed run of whoever started the experiment (inline without a broker, on
 workers otherwise), and records it (``ExperimentRun``, with the parameters it
 ran with); a start refused (a bad case, a parameter over a run start's size
 limit, a trust level the user may not start at, a spent budget) is recorded
-with why. ``grade_finished`` grades the
-runs whose sessions have finished and are not graded yet, once each (a
-conditional update), and marks the experiment finished when none is left:
-the results page and the API call it, so results fill in as runs end.
+with why. ``grade_finished`` grades the runs whose sessions have finished and
+are not graded yet, each claimed first (a conditional update) so that grades
+at the same moment start a model grader's session once, and marks the
+experiment finished when none is left: the results page and the API call it,
+so results fill in as runs end.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from sessions_app import access
@@ -28,6 +31,7 @@ from sessions_app.models import (
     DatasetCase,
     Experiment,
     ExperimentRun,
+    Grader,
 )
 from sessions_app.runs.starting import start_session
 from tooling.param_size import too_large
@@ -149,7 +153,12 @@ def grade_finished(
     as such, again once they end); how many were graded. Model-graded
     graders start sessions of their own, billed to ``user``: only when asked
     (``model_graders``: the run itself, or its author's *Grade now*), never
-    when someone merely reads the results; until then they stay pending."""
+    when someone merely reads the results; until then they stay pending.
+
+    Each run is claimed before it is graded (``_claim``), so grades at the same
+    moment (two *Grade now*, a page read) grade it one at a time, each from
+    the grades the last one wrote: a model grader's session is started once,
+    and then looked at again. A run another grade holds is left to it."""
     graders = list(experiment.graders.all())
     pending = list(
         ExperimentRun.objects.filter(experiment=experiment, session__isnull=False)
@@ -160,18 +169,21 @@ def grade_finished(
     sessions = AgentSession.objects.in_bulk(
         [run.session_id for run in pending if run.session_id is not None]
     )
+    lease = _grading_lease(graders, model_graders)
     for run in pending:
         session = sessions.get(run.session_id) if run.session_id else None
         if session is None or session.status not in FINISHED:
             continue
-        before = run.grades or {}
+        claim = _claim(run, lease)
+        if claim is None:
+            continue
         verdicts = {
             grader.name: grading.grade(
                 grader,
                 session,
                 run.case,
                 user,
-                before.get(grader.name),
+                (run.grades or {}).get(grader.name),
                 start=model_graders,
             )
             for grader in graders
@@ -180,10 +192,14 @@ def grade_finished(
         final = session.status in AgentSession.TERMINAL and not any(
             verdict.pending for verdict in verdicts.values()
         )
-        with transaction.atomic():
-            graded += ExperimentRun.objects.filter(
-                pk=run.pk, graded_at__isnull=True
-            ).update(grades=grades, graded_at=timezone.now() if final else None)
+        # written, and the claim released, only by the claim's holder
+        graded += ExperimentRun.objects.filter(
+            pk=run.pk, graded_at__isnull=True, grading_until=claim
+        ).update(
+            grades=grades,
+            graded_at=timezone.now() if final else None,
+            grading_until=None,
+        )
     left = ExperimentRun.objects.filter(
         experiment=experiment, session__isnull=False, graded_at__isnull=True
     ).exists()
@@ -193,3 +209,47 @@ def grade_finished(
         )
         experiment.status = Experiment.Status.FINISHED
     return graded
+
+
+# How long a grade may hold a run: the deterministic graders are quick (a
+# pattern searches for half a second at most); a model grader's run, inline
+# without a broker, may take a run's whole time limit.
+GRADING_SECONDS = 60
+
+
+def _grading_lease(graders: list[Grader], model_graders: bool) -> timedelta:
+    """How long a claim holds: long enough for every grader of a run to
+    finish, each model grader's session (when they start) within a run's time
+    limit and its grace."""
+    starting = (
+        sum(grader.kind == Grader.Kind.MODEL_GRADED for grader in graders)
+        if model_graders
+        else 0
+    )
+    per_run = int(settings.WINK_RUN_MAX_SECONDS) + int(
+        settings.WINK_RUN_TIME_LIMIT_GRACE
+    )
+    return timedelta(seconds=GRADING_SECONDS + starting * per_run)
+
+
+def _claim(run: ExperimentRun, lease: timedelta) -> datetime | None:
+    """Claim ``run`` for a grade until ``now + lease`` (the claim's token: only
+    its holder writes the grades and releases it), and read its grades as the
+    last grade left them; ``None`` when another grade holds it or it was
+    graded meanwhile. A claim past its deadline is of a grade whose process
+    died (or raised) before it wrote: it is taken again, and that grade is
+    done again (a model grader's session it started and never recorded is
+    left unread)."""
+    now = timezone.now()
+    until = now + lease
+    claimed = (
+        ExperimentRun.objects.filter(pk=run.pk, graded_at__isnull=True)
+        .filter(Q(grading_until__isnull=True) | Q(grading_until__lte=now))
+        .update(grading_until=until)
+    )
+    if not claimed:
+        return None
+    run.grades = (
+        ExperimentRun.objects.filter(pk=run.pk).values_list("grades", flat=True).get()
+    )
+    return until

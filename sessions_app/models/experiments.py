@@ -195,6 +195,9 @@ class ExperimentRun(models.Model):
         help_text='{grader name: {"passed": bool or null, "detail": text}}',
     )
     graded_at = models.DateTimeField(null=True, blank=True)
+    # a grade in progress holds the run until then (running.grade_finished);
+    # a claim past it is of a grade that died, and is taken again
+    grading_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["case__position", "case_id", "target"]
