@@ -82,6 +82,7 @@ class UniqueNameSerializer(serializers.ModelSerializer[Any]):
             raise serializers.ValidationError({"name": [unique.message]}) from None
 
     def create_row(self, validated_data: dict[str, Any]) -> Any:
+        """The insert, in the savepoint (with what goes with the row)."""
         return super().create(validated_data)
 
 
