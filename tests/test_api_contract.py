@@ -274,6 +274,74 @@ def test_an_unexpected_error_is_a_logged_json_500(api_client, monkeypatch, caplo
     assert "Unexpected error on GET /api/sessions/" in caplog.text
 
 
+def test_a_non_json_500_says_a_server_error_occurred_once():
+    """A 500 a view or a middleware below answers as a page becomes the error
+    shape ("A server error occurred.." had a period too many)."""
+    from django.http import HttpResponseServerError
+    from django.test import RequestFactory
+
+    from tooling.api.errors import ApiErrorMiddleware
+
+    middleware = ApiErrorMiddleware(lambda request: HttpResponseServerError("<h1>"))
+    response = middleware(RequestFactory().get("/api/sessions/"))
+
+    assert response.status_code == 500
+    assert json.loads(response.content) == {
+        "detail": "A server error occurred.",
+        "code": "server_error",
+        "errors": {},
+    }
+
+
+def _token_client() -> APIClient:
+    from rest_framework.authtoken.models import Token
+
+    client = APIClient()
+    user = UserFactory.create(is_superuser=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user)}")
+    return client
+
+
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "no-debug"])
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_a_write_to_an_api_url_without_its_slash_is_a_json_404(
+    demo, settings, caplog, debug, method
+):
+    """Django's APPEND_SLASH raised a RuntimeError with DEBUG on (a logged 500,
+    anonymous too) and answered a 301 that drops the body with it off."""
+    import logging
+    import uuid
+
+    settings.DEBUG = debug
+    session = AgentSessionFactory.create()
+    paths = [
+        "/api/sessions",
+        f"/api/sessions/{session.pk}",
+        f"/api/sessions/{session.pk}/cancel",
+        f"/api/approvals/{uuid.uuid4()}/approve",
+        "/api/datasets",
+    ]
+    caplog.set_level(logging.INFO)
+    for client in (APIClient(), _token_client()):
+        for path in paths:
+            body = {"prompt": "demo/notes"}
+            response = getattr(client, method)(path, body, format="json")
+            detail = error(response, 404, "not_found")["detail"]
+            assert f"({path}/)" in detail, detail
+            assert method.upper() in detail
+            assert "Location" not in response
+    assert not AgentSession.objects.exclude(pk=session.pk).exists()
+    assert AgentSession.objects.get().cancelled_by is None
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    # An unknown URL is the usual 404; a read (no body to lose) is redirected.
+    response = getattr(APIClient(), method)("/api/nowhere", {}, format="json")
+    assert error(response, 404, "not_found")["detail"] == "Not Found."
+    for read in ("get", "head", "options"):
+        response = getattr(APIClient(), read)("/api/sessions?status=failed")
+        assert response.status_code == 301, (read, response.content)
+        assert response["Location"] == "/api/sessions/?status=failed"
+
+
 def test_a_bad_token_is_a_401(demo):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")

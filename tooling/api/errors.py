@@ -28,6 +28,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+SERVER_ERROR = "A server error occurred."
 
 
 def error_body(
@@ -185,11 +186,11 @@ class ApiErrorMiddleware:
             "application/json"
         ):
             code = _STATUS_CODES.get(response.status_code, "error")
-            detail = response.reason_phrase or "Error"
+            detail = f"{response.reason_phrase or 'Error'}."
             if response.status_code >= 500:
-                code, detail = "server_error", "A server error occurred."
+                code, detail = "server_error", SERVER_ERROR
             replacement = JsonResponse(
-                error_body(f"{detail}.", code), status=response.status_code
+                error_body(detail, code), status=response.status_code
             )
             for header in ("Allow", "Retry-After", "WWW-Authenticate"):
                 if header in response:
@@ -210,6 +211,4 @@ class ApiErrorMiddleware:
                 status=413,
             )
         logger.exception("Unexpected error on %s %s", request.method, request.path)
-        return JsonResponse(
-            error_body("A server error occurred.", "server_error"), status=500
-        )
+        return JsonResponse(error_body(SERVER_ERROR, "server_error"), status=500)

@@ -61,7 +61,9 @@ MIDDLEWARE = [
     # Under /api/: body size limit, and every error as JSON in one shape.
     "tooling.api.errors.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    # Django's, except that a write to an /api/ URL missing its trailing slash
+    # is a JSON 404 naming the URL, never a redirect that drops the body.
+    "tooling.api.slashes.CommonMiddleware",
     # In development without WINK_BASE_URL: links follow the served address.
     "sessions_app.approvals.links.RequestBaseUrlMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
