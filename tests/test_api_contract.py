@@ -611,6 +611,73 @@ def test_the_api_takes_json_only(api_client, demo, content_type, body):
     assert not AgentSession.objects.exists()
 
 
+def _body_less_actions(user) -> list[tuple[str, Any]]:
+    """``cancel/`` of a queued session of ``user``'s, ``grade/`` of a running
+    experiment of theirs, and how to tell whether the action happened."""
+    from sessions_app.models import Dataset, Experiment
+
+    session = AgentSessionFactory.create(
+        created_by=user, status=AgentSession.Status.QUEUED
+    )
+    experiment = Experiment.objects.create(
+        name="e",
+        dataset=Dataset.objects.create(name=f"d{session.pk}"),
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=user,
+        status=Experiment.Status.RUNNING,
+    )
+
+    def cancelled() -> bool:
+        session.refresh_from_db()
+        return session.status == AgentSession.Status.CANCELLED
+
+    def graded() -> bool:  # no run to grade: it only answers the results
+        return False
+
+    return [
+        (f"{SESSIONS}{session.pk}/cancel/", cancelled),
+        (f"/api/experiments/{experiment.pk}/grade/", graded),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "status", "code", "field"),
+    [
+        ("application/json", "garbage", 400, "parse_error", None),
+        ("application/json", '{"reason": "x"}', 400, "invalid", "reason"),
+        ("application/json", "[]", 400, "invalid", "non_field_errors"),
+        ("text/plain", "hello", 415, "unsupported_media_type", None),
+        (
+            "application/x-www-form-urlencoded",
+            "a=1",
+            415,
+            "unsupported_media_type",
+            None,
+        ),
+    ],
+)
+def test_an_action_taking_no_body_refuses_one(
+    api_client, user, content_type, body, status, code, field
+):
+    """``cancel/`` and ``grade/`` never read their body: a client's mistaken
+    body went unnoticed (README: "Input is strict"). None, or ``{}``, is
+    taken."""
+    accepted: dict[str, Any] | None
+    for accepted in (None, {}):
+        for url, happened in _body_less_actions(user):
+            response = api_client.post(url, body, content_type=content_type)
+            errors = error(response, status, code)["errors"]
+            if field is not None:
+                assert list(errors) == [field], errors
+            assert not happened(), url
+            response = api_client.post(url, accepted, format="json")
+            assert response.status_code == 200, (url, accepted, response.content)
+    assert set(AgentSession.objects.values_list("status", flat=True)) == {
+        AgentSession.Status.CANCELLED
+    }
+
+
 @pytest.mark.parametrize(
     "url",
     [

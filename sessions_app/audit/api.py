@@ -68,6 +68,7 @@ from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession, Citation, ProviderCall, ToolInvocation
 from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
+from tooling.api.input import EMPTY_BODY, no_body
 from tooling.api.pagination import MAX_PAGE_SIZE, page_size
 from tooling.api.throttling import SharedScopedRateThrottle
 
@@ -225,8 +226,8 @@ class AgentSessionViewSet(
         description="A queued session is cancelled at once (200); a running one "
         "stops at its next step (202); one that already ended is a 409. Who "
         "cancelled it is recorded. The session's author, or a user with 'Can "
-        "cancel any session', may.",
-        request=None,
+        "cancel any session', may. It takes no body, or `{}`.",
+        request=EMPTY_BODY,
         responses={
             200: AgentSessionDetailSerializer,
             202: AgentSessionDetailSerializer,
@@ -243,6 +244,7 @@ class AgentSessionViewSet(
                 "Only the session's author, or a user with 'Can cancel any "
                 "session', may cancel it."
             )
+        no_body(request.data)
         outcome = services.cancel_session(session_id=session.pk, user=request.user)
         if outcome == "finished":
             current = AgentSession.objects.values_list("status", flat=True).get(

@@ -32,7 +32,12 @@ from rest_framework.validators import UniqueValidator
 from sessions_app import access
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
-from tooling.api.input import StrictSerializer, refuse_too_large
+from tooling.api.input import (
+    EMPTY_BODY,
+    StrictSerializer,
+    no_body,
+    refuse_too_large,
+)
 from tooling.api.pagination import StrictCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
@@ -355,8 +360,9 @@ class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
         summary="Grade the finished runs now, model graders included",
         description="Model-graded graders start sessions of their own, as you. "
         "Reading the results grades the deterministic graders only. Its author, "
-        "who may start sessions, while runs wait for grades.",
-        request=None,
+        "who may start sessions, while runs wait for grades. It takes no body, "
+        "or `{}`.",
+        request=EMPTY_BODY,
         responses={200: ResultsSerializer, 403: ErrorSerializer},
     )
     @action(detail=True, methods=["post"])
@@ -366,6 +372,7 @@ class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
             raise PermissionDenied(
                 "Only its author, who may start sessions, grades it while runs wait."
             )
+        no_body(request.data)
         grade_finished(experiment, user=request.user, model_graders=True)
         return Response(ResultsSerializer(_results(experiment)).data)
 

@@ -1,6 +1,7 @@
 """Strict API input: what a client sends is checked where it enters.
 
-- ``StrictSerializer``: unknown top-level fields are refused by name; every
+- ``StrictSerializer``: unknown top-level fields are refused by name (an action
+  taking no input reads its body with ``EmptyBodySerializer``); every
   string anywhere in the body (keys included) must be storable text (no NUL
   byte, no lone surrogate); a value over ``WINK_API_MAX_PARAM_BYTES`` (JSON
   encoded, ``tooling.param_size``) is a 413 naming it.
@@ -57,9 +58,12 @@ class StrictSerializer(serializers.Serializer[Any]):
         unknown = sorted(str(name) for name in set(data) - set(self.fields))
         if unknown:
             known = ", ".join(sorted(self.fields))
-            raise serializers.ValidationError(
-                {name: [f"Unknown field; expected: {known}."] for name in unknown}
+            refusal = (
+                f"Unknown field; expected: {known}."
+                if known
+                else "Unknown field; this request takes none (send {} or no body)."
             )
+            raise serializers.ValidationError({name: [refusal] for name in unknown})
         if depth(data) > MAX_DEPTH:
             raise serializers.ValidationError({"non_field_errors": [TOO_DEEP]})
         bad = unstorable_paths(dict(data))
@@ -75,6 +79,30 @@ class StrictSerializer(serializers.Serializer[Any]):
         serializer with nested parameters checks those too)."""
         for field in self.sized_fields:
             refuse_too_large(data.get(field), field)
+
+
+class EmptyBodySerializer(StrictSerializer):
+    """The body of an action that takes no input (``cancel/``, ``grade/``): none,
+    or ``{}``. Read as any other body, so malformed JSON is a 400, another
+    media type a 415 and a field a 400 naming it: a client's mistaken body is
+    refused, not ignored."""
+
+
+#: The schema of such a body, for ``extend_schema(request=...)`` (an empty
+#: serializer documents no body at all, and ``{}`` is accepted too).
+EMPTY_BODY = {
+    "application/json": {
+        "type": "object",
+        "additionalProperties": False,
+        "maxProperties": 0,
+        "description": "No body, or an empty object.",
+    }
+}
+
+
+def no_body(data: Any) -> None:
+    """Refuse a request body (``request.data``) other than none or ``{}``."""
+    EmptyBodySerializer(data=data).is_valid(raise_exception=True)
 
 
 class JsonBooleanField(serializers.BooleanField):
