@@ -713,6 +713,49 @@ def test_filter_and_page_values_that_cannot_be_used_are_a_400(api_client, query)
         error(api_client.get(f"{SESSIONS}?{query}"), 400, "invalid")
 
 
+# What int() and Decimal() read as numbers.
+LOOSE_NUMBERS = ["1_0", " 5", "5 ", "+5", "\u0665", "\u0661\u0662"]
+
+
+@pytest.mark.parametrize("value", LOOSE_NUMBERS)
+def test_a_page_size_is_ascii_digits_only(api_client, value):
+    """int() read "1_0" as 10, " 5" and "+5" as 5 and any script's digits."""
+    session = AgentSessionFactory.create()
+    for url in (
+        SESSIONS,
+        "/api/tool-invocations/",
+        reverse("sessions_api:session-events", args=[session.pk]),
+    ):
+        errors = error(api_client.get(url, {"page_size": value}), 400, "invalid")
+        assert list(errors["errors"]) == ["page_size"], (url, errors)
+    assert api_client.get(SESSIONS, {"page_size": "005"}).status_code == 200
+
+
+@pytest.mark.parametrize("value", [*LOOSE_NUMBERS, "1e2", "1E-2", "-0", "5.", "0.5e1"])
+@pytest.mark.parametrize(
+    "name", ["duration_min", "duration_max", "cost_min", "cost_max"]
+)
+def test_a_number_filter_takes_a_plain_decimal_only(
+    api_client, client, user, name, value
+):
+    """Django's DecimalField read "1_000", " 5", "+5", "1e2" and any script's
+    digits; the API and the sessions page now refuse them, naming the filter."""
+    AgentSessionFactory.create()
+    body = error(api_client.get(SESSIONS, {name: value}), 400, "invalid")
+    assert body["errors"] == {
+        name: [
+            "Enter a number: digits, with a point before a fraction (0.05): "
+            "no sign or exponent."
+        ]
+    }
+    client.force_login(user)
+    page = client.get(reverse("sessions_app:session-list"), {name: value})
+    assert page.status_code == 400
+    assert f"<code>{name}</code>" in page.content.decode()
+    for plain in ("0.5", ".5", "12", "0"):
+        assert api_client.get(SESSIONS, {name: plain}).status_code == 200
+
+
 def test_an_empty_filter_value_filters_nothing(api_client):
     AgentSessionFactory.create_batch(2)
     response = api_client.get(f"{SESSIONS}?status=&created_at_after=&user=")

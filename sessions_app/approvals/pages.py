@@ -31,6 +31,7 @@ from sessions_app.approvals.filters import ApprovalRequestFilterSet
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.audit.filtered import FilteredListMixin
 from sessions_app.models import AgentSession, ApprovalRequest
+from tooling.runtime.number_text import whole_number
 
 
 class DecisionForm(forms.Form):
@@ -103,14 +104,10 @@ class ApprovalListView(
     def paginate_queryset(
         self, queryset: Any, page_size: int
     ) -> tuple[Any, Any, list[ApprovalRequest], bool]:
-        raw = self.request.GET.get("page") or "1"
-        # ASCII digits only: "²" and "٣" are digits to str.isdigit, not to int
-        if (
-            not (raw.isascii() and raw.isdecimal())
-            or not 1 <= int(raw) <= self.max_page
-        ):
+        # ASCII digits ("²" passed isdigit() and failed int(): a 500)
+        number = whole_number(self.request.GET.get("page") or "1")
+        if number is None or not 1 <= number <= self.max_page:
             raise Http404(f"Pages run from 1 to {self.max_page}; filter to go further.")
-        number = int(raw)
         start = (number - 1) * page_size
         rows = list(queryset[start : start + page_size + 1])
         self.page_number, self.has_next = number, len(rows) > page_size

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,6 +36,7 @@ from sessions_app.models import (
 from sessions_app.models.search import fold
 from tooling.api.input import (
     IsoDateTimeFromToRangeFilter,
+    PlainNumberFilter,
     StrictBooleanFilter,
     StrictFilterSet,
     UtcIsoDateTimeField,
@@ -70,7 +72,7 @@ class PickerDateTimeRangeFilter(IsoDateTimeFromToRangeFilter):
 
 
 def _seconds_filter(label: str, lookup: str, help_text: str) -> Any:
-    return django_filters.NumberFilter(
+    return PlainNumberFilter(
         method=f"filter_duration_{lookup}",
         label=label,
         min_value=0,
@@ -81,7 +83,7 @@ def _seconds_filter(label: str, lookup: str, help_text: str) -> Any:
 
 
 def _cost_filter(label: str, lookup: str, help_text: str) -> Any:
-    return django_filters.NumberFilter(
+    return PlainNumberFilter(
         field_name="cost",
         lookup_expr=lookup,
         label=label,
@@ -252,10 +254,11 @@ class AgentSessionFilterSet(StrictFilterSet):
             search_text_match__isnull=False
         )
 
-    def filter_duration_gte(self, queryset: Any, name: str, value: Any) -> Any:
+    # (``value: Decimal``: the schema then says the parameter is a number)
+    def filter_duration_gte(self, queryset: Any, name: str, value: Decimal) -> Any:
         return self._duration(queryset, "gte", value)
 
-    def filter_duration_lte(self, queryset: Any, name: str, value: Any) -> Any:
+    def filter_duration_lte(self, queryset: Any, name: str, value: Decimal) -> Any:
         return self._duration(queryset, "lte", value)
 
     def _duration(self, queryset: Any, lookup: str, value: Any) -> Any:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Iterator
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import jsonschema
@@ -36,6 +37,7 @@ from sessions_app.models import (
     ToolInvocation,
 )
 from sessions_app.runs.starting import start_session
+from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
 
 Kind = Grader.Kind
 # The most output text a pattern or a text is searched in, and how long one
@@ -256,12 +258,24 @@ def check_config(kind: str, config: Any) -> None:
 
 
 def _usd(config: dict[str, Any]) -> Decimal:
-    try:
-        value = Decimal(str(config.get("usd")))
-    except InvalidOperation:
-        value = Decimal("NaN")
-    if not value.is_finite() or value < 0:
-        raise ValidationError({"config": '"usd" must be an amount (for example 0.05).'})
+    """The amount: a JSON number, or text written plainly (``"0.05"``; not
+    ``"1_000"``, ``"1e400"`` or another script's digits, which Python's
+    ``Decimal`` reads and other programs reading the config do not)."""
+    usd = config.get("usd")
+    value: Decimal | None = None
+    if isinstance(usd, str):
+        value = plain_decimal(usd)
+    elif isinstance(usd, int) and not isinstance(usd, bool):
+        value = Decimal(usd)
+    elif isinstance(usd, float) and math.isfinite(usd):
+        value = Decimal(str(usd))
+    if value is None or value < 0:
+        raise ValidationError(
+            {
+                "config": '"usd" must be an amount: a number, or text of '
+                f"{PLAIN_DECIMAL}."
+            }
+        )
     return value
 
 

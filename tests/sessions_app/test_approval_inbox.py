@@ -218,6 +218,15 @@ def test_inbox_pages_without_counting_every_request(client, alice):
         assert client.get("/audit/approvals/", {"page": bad}).status_code == 404
 
 
+@pytest.mark.parametrize("number", ["\u00b2", "\u0662", "\u0661\u0662"])
+def test_an_inbox_page_number_is_ascii_digits_only(client, alice, number):
+    """isdigit() passed "²" (then int() failed: a 500) and Arabic-Indic 2."""
+    ApprovalRequestFactory.create()
+    client = page(client, alice)
+    assert client.get("/audit/approvals/", {"page": number}).status_code == 404
+    assert client.get("/audit/approvals/", {"page": "1"}).status_code == 200
+
+
 def test_api_pages_requests_of_one_instant_each_once_both_ways(alice):
     """Requests made at one instant (a turn's calls) share ``requested_at``:
     the API's cursor is a keyset on it and the key, so the next links and

@@ -213,6 +213,28 @@ def test_misconfigured_graders_are_refused(kind, config, message):
     assert grade(kind, config, session_with()) is False  # graded as misconfigured
 
 
+@pytest.mark.parametrize(
+    "usd", ["1_000", "\u0661\u0662", "1e400", "1E-2", " 5", "5 ", "+5", "5."]
+)
+def test_a_cost_grader_takes_an_amount_written_plainly_only(usd):
+    """Python's Decimal read these (Arabic-Indic 12 as 12, 1e400 as at most
+    $1E+400); other programs reading the stored config do not."""
+    api = api_of_datasets_and_graders()
+    body = {"name": "g", "kind": "cost_at_most", "config": {"usd": usd}}
+    refused = api.post("/api/graders/", body, format="json")
+    assert refused.status_code == 400, refused.content
+    (message,) = refused.json()["errors"]["config"]
+    assert message.startswith('"usd" must be an amount'), message
+    assert not Grader.objects.exists()
+    session = session_with(cost=Decimal("0.02"))
+    assert grade(Kind.COST_AT_MOST, {"usd": usd}, session) is False  # misconfigured
+    for index, amount in enumerate(["0.05", ".05", "12", 0.05, 12, 1e-7]):
+        body = {"name": f"g{index}", "kind": "cost_at_most", "config": {"usd": amount}}
+        assert api.post("/api/graders/", body, format="json").status_code == 201
+    assert grade(Kind.COST_AT_MOST, {"usd": ".05"}, session) is True
+    assert grade(Kind.COST_AT_MOST, {"usd": 1e-7}, session) is False
+
+
 def test_a_model_graded_grader_records_its_own_session():
     seed_demo_catalog()
     section = SectionDefinitionFactory.create(

@@ -6,7 +6,8 @@
   byte, no lone surrogate); a value over ``WINK_API_MAX_PARAM_BYTES`` (JSON
   encoded, ``tooling.param_size``) is a 413 naming it.
 - ``StrictFilterSet``: every query value must be storable text; datetimes must
-  have an offset PostgreSQL accepts (within ±15:59) and are compared in UTC.
+  have an offset PostgreSQL accepts (within ±15:59) and are compared in UTC;
+  numbers (``PlainNumberFilter``) are plain decimals of ASCII digits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rest_framework import serializers
 
 from tooling.api.errors import RequestTooLarge
 from tooling.param_size import too_large
+from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
 from tooling.runtime.text import storable
 from tooling.storable_json import (
     MAX_DEPTH,
@@ -135,6 +137,27 @@ class StrictBooleanField(forms.Field):
 
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
+
+
+class PlainDecimalField(forms.DecimalField):
+    """A decimal written plainly (``tooling.runtime.number_text``): Django's
+    ``DecimalField`` also reads ``1_000``, `` 5``, ``+5``, ``1e3`` and any
+    script's digits."""
+
+    default_error_messages = {"invalid": f"Enter a number: {PLAIN_DECIMAL}."}
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        if plain_decimal(str(value)) is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class PlainNumberFilter(django_filters.NumberFilter):
+    """django-filter's ``NumberFilter``, reading a plain decimal only."""
+
+    field_class = PlainDecimalField
 
 
 class UtcIsoDateTimeField(filter_fields.IsoDateTimeField):

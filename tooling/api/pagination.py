@@ -9,8 +9,8 @@ cannot read: 404 "Invalid cursor".
 
 DRF also quietly replaces a ``page_size`` it cannot use with the default (and
 reads none unless told to): ``StrictCursorPagination`` reads it and answers
-anything but a whole number from 1 to 500 with a 400, and the schema says
-what is allowed.
+anything but a whole number from 1 to 500 (ASCII digits only) with a 400, and
+the schema says what is allowed.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from rest_framework import exceptions
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
+
+from tooling.runtime.number_text import whole_number
 
 
 class CheckedCursorPagination(CursorPagination):
@@ -83,11 +85,8 @@ def page_size(raw: str | None, *, default: int, maximum: int = MAX_PAGE_SIZE) ->
     but a whole number from 1 to ``maximum`` is a 400."""
     if raw is None:
         return default
-    try:
-        size = int(raw)
-    except ValueError:
-        size = 0
-    if not 1 <= size <= maximum:
+    size = whole_number(raw)  # ASCII digits: not "1_0", " 5", "+5", U+0665
+    if size is None or not 1 <= size <= maximum:
         raise exceptions.ValidationError(
             {"page_size": [f"Enter a whole number from 1 to {maximum}."]}
         )
