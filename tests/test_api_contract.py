@@ -230,6 +230,16 @@ def test_filter_values_that_cannot_be_used_are_a_400(api_client, query):
     error(api_client.get(SESSIONS, query), 400, "invalid")
 
 
+@pytest.mark.parametrize("name", ["created_at_after", "created_at_before"])
+def test_an_invalid_date_bound_is_an_error_keyed_by_its_parameter(api_client, name):
+    """It was keyed ``created_at``, a parameter the API does not take."""
+    body = error(api_client.get(SESSIONS, {name: "nope"}), 400, "invalid")
+    assert list(body["errors"]) == [name], body
+    both = {"created_at_after": "nope", "created_at_before": "2026-01-01T00:00:00"}
+    body = error(api_client.get(SESSIONS, both), 400, "invalid")
+    assert list(body["errors"]) == ["created_at_after"], body
+
+
 def test_a_far_offset_within_limits_is_compared_in_utc(api_client):
     session = AgentSessionFactory.create()
     after = session.created_at.astimezone().isoformat()
@@ -428,21 +438,39 @@ def test_events_page_through_the_whole_timeline(api_client, demo):
 NESTED = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "cursor=nope",
-        "cursor=WzEsMiwzXQ",
-        "page_size=0",
-        "page_size=x",
-        f"cursor={NESTED}",
-        f"cursor={'A' * 1_000_000}",
-    ],
-)
+@pytest.mark.parametrize("query", ["page_size=0", "page_size=x", "kind=nope"])
 def test_bad_event_page_parameters_are_a_400(api_client, query):
     session = AgentSessionFactory.create()
     url = reverse("sessions_api:session-events", args=[session.pk])
     error(api_client.get(f"{url}?{query}"), 400, "invalid")
+
+
+@pytest.mark.parametrize(
+    "cursor", ["zz", "nope", "WzEsMiwzXQ", NESTED, "A" * 1_000_000]
+)
+def test_an_event_cursor_not_given_out_is_an_invalid_one(api_client, cursor):
+    """As every other list answers it (it was a 400 keyed ``cursor``)."""
+    session = AgentSessionFactory.create()
+    url = reverse("sessions_api:session-events", args=[session.pk])
+    body = error(api_client.get(url, {"cursor": cursor}), 404, "not_found")
+    assert body["detail"] == "Invalid cursor"
+    if cursor == "zz":
+        other = error(api_client.get(SESSIONS, {"cursor": cursor}), 404, "not_found")
+        assert other == body
+
+
+def test_an_empty_event_kind_filters_nothing(api_client, demo):
+    """README: an empty filter value filters nothing (it was a 400 "Unknown
+    kind ''")."""
+    session = services.start_session(prompt_ref="demo/notes")
+    url = reverse("sessions_api:session-events", args=[session.pk])
+    every = api_client.get(url, {"page_size": 500}).json()["results"]
+    for query in ("kind=", "kind=&kind="):
+        response = api_client.get(f"{url}?page_size=500&{query}")
+        assert response.status_code == 200, response.content
+        assert response.json()["results"] == every
+    tools = api_client.get(f"{url}?page_size=500&kind=tool&kind=").json()["results"]
+    assert tools and {event["kind"] for event in tools} == {"tool_invocation"}
 
 
 @pytest.mark.parametrize("position", [NESTED, NESTED[:500], "A" * 100_000, "Wz\x00"])

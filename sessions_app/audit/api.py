@@ -26,10 +26,12 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import (
     APIException,
+    NotFound,
     PermissionDenied,
     ValidationError,
 )
 from rest_framework.generics import get_object_or_404
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -312,7 +314,8 @@ class AgentSessionViewSet(
             try:
                 after = timeline.decode_cursor(cursor)
             except timeline.InvalidCursor as error:
-                raise ValidationError({"cursor": [str(error)]}) from error
+                # as every other list answers a cursor it did not give out
+                raise NotFound(CursorPagination.invalid_cursor_message) from error
         size = page_size(
             request.query_params.get("page_size"),
             default=EVENTS_PAGE,
@@ -320,7 +323,8 @@ class AgentSessionViewSet(
         )
         try:
             kinds, native = timeline.filtered_kinds(
-                request.query_params.getlist("kind")
+                # an empty value (?kind=) filters nothing, as on every list
+                [name for name in request.query_params.getlist("kind") if name]
             )
         except ValueError as error:
             raise ValidationError({"kind": [str(error)]}) from error

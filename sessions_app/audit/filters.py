@@ -21,7 +21,6 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.core.validators import MinLengthValidator, RegexValidator
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Value
-from django_filters import fields as filter_fields
 
 from sessions_app.audit import plans
 from sessions_app.audit.plans import SEARCH_ORDER, EqualsAny, expected_rows, unindexed
@@ -35,11 +34,11 @@ from sessions_app.models import (
 )
 from sessions_app.models.search import fold
 from tooling.api.input import (
-    IsoDateTimeFromToRangeFilter,
     PlainNumberFilter,
     StrictBooleanFilter,
     StrictFilterSet,
     UtcIsoDateTimeField,
+    UtcIsoDateTimeFilter,
 )
 from tooling.casefold import Folded
 
@@ -49,26 +48,20 @@ SEARCH_MIN_LENGTH = 3
 SEARCH_MAX_LENGTH = 200
 
 
-class DateTimePickerRangeWidget(filter_fields.DateRangeWidget):
-    """Two ``<input type="datetime-local">`` boxes (``_after``/``_before``):
-    the browser's date picker; the values stay ISO 8601, read in UTC."""
+class PickerDateTimeField(UtcIsoDateTimeField):
+    """An ``<input type="datetime-local">`` box: the browser's date picker;
+    the value stays ISO 8601, read in UTC."""
 
-    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
-        picker = {"type": "datetime-local", "step": "1", **(attrs or {})}
-        super().__init__(attrs=picker)
+    widget = forms.TextInput(attrs={"type": "datetime-local", "step": "1"})
 
 
-class PickerDateTimeRangeField(filter_fields.RangeField):
-    widget = DateTimePickerRangeWidget
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(
-            (UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs
-        )
+class PickerDateTimeFilter(UtcIsoDateTimeFilter):
+    field_class = PickerDateTimeField
 
 
-class PickerDateTimeRangeFilter(IsoDateTimeFromToRangeFilter):
-    field_class = PickerDateTimeRangeField
+DATETIME_HELP = (
+    "(ISO 8601, e.g. 2026-11-20T09:30; UTC unless an offset within ±15:59 is given)."
+)
 
 
 def _seconds_filter(label: str, lookup: str, help_text: str) -> Any:
@@ -148,11 +141,17 @@ class AgentSessionFilterSet(StrictFilterSet):
     )
     cost_min = _cost_filter("Cost at least (USD)", "gte", "Spent at least this, USD.")
     cost_max = _cost_filter("Cost at most (USD)", "lte", "Spent at most this, USD.")
-    created_at = PickerDateTimeRangeFilter(
-        label="Created",
-        help_text="Created at or after `created_at_after` and at or before "
-        "`created_at_before` (ISO 8601, e.g. 2026-11-20T09:30; UTC unless an "
-        "offset within ±15:59 is given).",
+    created_at_after = PickerDateTimeFilter(
+        field_name="created_at",
+        lookup_expr="gte",
+        label="Created from",
+        help_text=f"Created at or after this {DATETIME_HELP}",
+    )
+    created_at_before = PickerDateTimeFilter(
+        field_name="created_at",
+        lookup_expr="lte",
+        label="Created until",
+        help_text=f"Created at or before this {DATETIME_HELP}",
     )
 
     class Meta:
@@ -168,7 +167,8 @@ class AgentSessionFilterSet(StrictFilterSet):
             "duration_max",
             "cost_min",
             "cost_max",
-            "created_at",
+            "created_at_after",
+            "created_at_before",
         ]
 
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:

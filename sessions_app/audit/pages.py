@@ -178,7 +178,7 @@ class SessionDetailView(LoginRequiredMixin, NeutraliseBidiMixin, DetailView):
                 after = timeline.decode_cursor(cursor)
             except timeline.InvalidCursor as error:
                 raise Http404(str(error)) from error
-        asked = self.request.GET.getlist("kind")
+        asked = [name for name in self.request.GET.getlist("kind") if name]
         shown = [name for name in asked if name in timeline.FILTERS]
         kinds, native = timeline.filtered_kinds(shown)
         events, next_position = timeline.events_page(

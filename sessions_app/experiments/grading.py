@@ -227,9 +227,21 @@ def check_config(kind: str, config: Any) -> None:
             raise ValidationError(
                 {"config": f'"schema" is not a valid JSON schema: {error.message}'}
             ) from None
-        except (Unresolvable, RecursionError) as error:
+        except Unresolvable as error:
+            ref = json.dumps(str(getattr(error, "ref", "")), ensure_ascii=False)
             raise ValidationError(
-                {"config": f'"schema" cannot be applied: {type(error).__name__}.'}
+                {
+                    "config": f'"schema" cannot be applied: its "$ref" {ref[:200]} '
+                    "names nothing in the schema (only references inside it are "
+                    "followed: remote ones are not fetched)."
+                }
+            ) from None
+        except RecursionError:
+            raise ValidationError(
+                {
+                    "config": '"schema" cannot be applied: its references lead '
+                    "back to themselves without end."
+                }
             ) from None
         if {"patternProperties", "unevaluatedProperties"} <= _keys(schema):
             raise ValidationError(

@@ -593,11 +593,31 @@ def test_a_catastrophic_pattern_fails_the_grade_in_bounded_time():
     assert verdict.passed is False and "took more than" in verdict.detail
 
 
-def test_a_schema_that_refers_nowhere_is_refused():
-    with pytest.raises(ValidationError, match="cannot be applied"):
-        grading.check_config(
-            Kind.OUTPUT_SCHEMA, {"schema": {"$ref": "#/$defs/nowhere"}}
-        )
+@pytest.mark.parametrize(
+    ("ref", "shown"),
+    [
+        ("#/$defs/nowhere", '"/$defs/nowhere"'),
+        ("http://127.0.0.1:9/x", '"http://127.0.0.1:9/x"'),
+    ],
+)
+def test_a_schema_that_refers_nowhere_is_refused(ref, shown):
+    """In words, not by an internal class name (_WrappedReferencingError)."""
+    with pytest.raises(ValidationError) as refused:
+        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": ref}})
+    assert refused.value.messages == [
+        f'"schema" cannot be applied: its "$ref" {shown} names nothing in the '
+        "schema (only references inside it are followed: remote ones are not "
+        "fetched)."
+    ]
+
+
+def test_a_schema_whose_references_never_end_is_refused():
+    with pytest.raises(ValidationError) as refused:
+        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": "#"}})
+    assert refused.value.messages == [
+        '"schema" cannot be applied: its references lead back to themselves '
+        "without end."
+    ]
 
 
 def test_the_csv_header_is_no_formula_either(demo):

@@ -32,6 +32,22 @@ pytestmark = pytest.mark.django_db
             "No citations match.",
         ),
         (
+            "sessions_app:session-list",
+            "/api/sessions/",
+            {"created_at_after": "nope"},
+            "created_at_after",
+            "sessions",
+            "No sessions match these filters.",
+        ),
+        (
+            "sessions_app:session-list",
+            "/api/sessions/",
+            {"created_at_before": "2026-01-01T00:00:00+20:00"},
+            "created_at_before",
+            "sessions",
+            "No sessions match these filters.",
+        ),
+        (
             "sessions_app:approval-list",
             "/api/approvals/",
             {"status": "foo"},

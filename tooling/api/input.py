@@ -181,17 +181,12 @@ class UtcIsoDateTimeField(filter_fields.IsoDateTimeField):
             ) from None
 
 
-class UtcIsoDateTimeRangeField(filter_fields.RangeField):
-    widget = filter_fields.DateRangeWidget
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """One bound of a datetime range (``created_at_after``): a filter of its
+    own, so an invalid value is an error keyed by the parameter the client
+    sent (a range filter keys both bounds' errors by the field's name)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(
-            (UtcIsoDateTimeField(), UtcIsoDateTimeField()), *args, **kwargs
-        )
-
-
-class IsoDateTimeFromToRangeFilter(django_filters.RangeFilter):
-    field_class = UtcIsoDateTimeRangeField
+    field_class = UtcIsoDateTimeField
 
 
 class StrictFilterForm(forms.Form):
