@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -26,6 +26,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import BaseThrottle
 from rest_framework.validators import UniqueValidator
 
@@ -125,8 +126,22 @@ class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
         return dataset
 
 
+class DatasetListSerializer(serializers.ModelSerializer[Dataset]):
+    """A dataset in the list: its size, not its cases (a list of datasets of
+    thousands of cases each would be megabytes a page; ``<id>/`` has them)."""
+
+    case_count = serializers.IntegerField(
+        read_only=True, help_text="How many cases it holds."
+    )
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "description", "created_at", "case_count"]
+        read_only_fields = fields
+
+
 @extend_schema_view(
-    list=extend_schema(summary="Datasets"),
+    list=extend_schema(summary="Datasets (their cases: each dataset's own URL)"),
     retrieve=extend_schema(summary="A dataset with its cases"),
     create=extend_schema(summary="Create a dataset with its cases"),
 )
@@ -137,7 +152,17 @@ class DatasetViewSet(
     serializer_class = DatasetSerializer
     permission_classes = [ModelPermission]
     pagination_class = IdPagination
-    queryset = Dataset.objects.prefetch_related("cases")
+    queryset = Dataset.objects.all()
+
+    def get_queryset(self) -> QuerySet[Dataset]:
+        if self.action == "list":
+            return Dataset.objects.annotate(case_count=Count("cases"))
+        return Dataset.objects.prefetch_related("cases")
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action == "list":
+            return DatasetListSerializer
+        return DatasetSerializer
 
     def perform_create(self, serializer: Any) -> None:
         serializer.save(created_by=self.request.user)

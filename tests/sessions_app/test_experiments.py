@@ -432,6 +432,11 @@ def test_the_api_creates_datasets_graders_and_runs_experiments():
         format="json",
     )
     assert dataset.status_code == 201, dataset.json()
+    # the list says how many cases; the dataset's own URL has them
+    (listed,) = api.get("/api/datasets/").json()["results"]
+    assert listed["case_count"] == 1 and "cases" not in listed
+    one = api.get(f"/api/datasets/{listed['id']}/").json()
+    assert [case["params"] for case in one["cases"]] == [{"question": "Why?"}]
     bad = api.post(
         "/api/graders/",
         {"name": "g", "kind": "output_regex", "config": {}},
