@@ -29,7 +29,7 @@ from tooling.models import PromptTemplate
 
 from . import grading
 from .cases import import_cases
-from .running import TARGET, check_size, may_change
+from .running import TARGET, check_size, may_change, unknown_targets
 
 
 class CreatedByAdmin(NeutralisedAdminPages, admin.ModelAdmin):
@@ -211,6 +211,11 @@ class ExperimentForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if cleaned.get("prompt_ref") and cleaned.get("targets_text"):
+            for problem in unknown_targets(
+                cleaned["prompt_ref"], cleaned["targets_text"]
+            ):
+                self.add_error("targets_text", problem)
         if cleaned.get("dataset") and cleaned.get("targets_text"):
             try:
                 check_size(cleaned["dataset"], cleaned["targets_text"])

@@ -45,7 +45,14 @@ from tooling.models import PromptTemplate
 
 from . import grading
 from .results import csv_of, results_of
-from .running import TARGET, check_size, grade_finished, may_grade, run_experiment
+from .running import (
+    TARGET,
+    check_size,
+    grade_finished,
+    may_grade,
+    run_experiment,
+    unknown_targets,
+)
 
 
 class ModelPermission(permissions.BasePermission):
@@ -252,6 +259,12 @@ class ExperimentRequestSerializer(StrictSerializer):
         if len(set(value)) != len(value):
             raise serializers.ValidationError("Name each target once.")
         return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = unknown_targets(attrs["prompt"], attrs["targets"])
+        if unknown:
+            raise serializers.ValidationError({"targets": unknown})
+        return attrs
 
 
 class ResultsSerializer(serializers.Serializer[Any]):

@@ -87,7 +87,12 @@ class ExperimentRunView(LoginRequiredMixin, View):
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
-            messages.info(request, f"Started {len(runs)} run(s).")
+            started = sum(1 for run in runs if run.session_id is not None)
+            refused = len(runs) - started
+            text = f"Started {started} run(s)."
+            if refused:
+                text += f" {refused} could not start: the results say why."
+            messages.info(request, text)
         return HttpResponseRedirect(
             reverse("sessions_app:experiment-detail", args=[pk])
         )

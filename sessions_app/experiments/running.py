@@ -34,6 +34,7 @@ from sessions_app.models import (
     Grader,
 )
 from sessions_app.runs.starting import start_session
+from tooling.models import CatalogRevision, PromptLabel
 from tooling.param_size import too_large
 
 from . import grading
@@ -52,6 +53,33 @@ def target_kwargs(target: str) -> dict[str, Any]:
     if target.startswith(LABEL):
         return {"label": target.removeprefix(LABEL)}
     return {"revision": target}
+
+
+def unknown_targets(prompt_ref: str, targets: list[str]) -> list[str]:
+    """Why each of ``targets`` names nothing of prompt ``prompt_ref`` (a label
+    it does not have, a hash that is none of its revisions): refused where an
+    experiment is entered, not found out run by run (``draft`` always is)."""
+    namespace, _, key = prompt_ref.partition("/")
+    labels = set(
+        PromptLabel.objects.filter(
+            prompt__namespace=namespace, prompt__key=key
+        ).values_list("name", flat=True)
+    )
+    hashes = [target for target in targets if not target.startswith(LABEL)]
+    revisions = set(
+        CatalogRevision.objects.filter(
+            pk__in=[h for h in hashes if h != "draft"], prompt_ref=prompt_ref
+        ).values_list("pk", flat=True)
+    )
+    problems = []
+    for target in targets:
+        if target.startswith(LABEL):
+            label = target.removeprefix(LABEL)
+            if label not in labels:
+                problems.append(f"{prompt_ref} has no label '{label}'.")
+        elif target != "draft" and target not in revisions:
+            problems.append(f"No revision of {prompt_ref} has the hash '{target}'.")
+    return problems
 
 
 def check_size(dataset: Dataset, targets: list[str]) -> None:

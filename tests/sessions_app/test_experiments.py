@@ -49,7 +49,9 @@ from tests.tooling.factories import (
     SectionDefinitionFactory,
     add_sections,
 )
+from tooling import releases
 from tooling.demo import seed_demo_catalog
+from tooling.models import PromptTemplate
 
 pytestmark = pytest.mark.django_db
 
@@ -374,6 +376,7 @@ def test_the_author_runs_a_new_experiment_from_its_page(client):
     user.user_permissions.add(Permission.objects.get(codename="view_dataset"))
     dataset = Dataset.objects.create(name="one")
     DatasetCase.objects.create(dataset=dataset, params={"question": "Why?"})
+    DatasetCase.objects.create(dataset=dataset, params={"nope": 1})  # cannot start
     experiment = Experiment.objects.create(
         name="new",
         dataset=dataset,
@@ -384,10 +387,15 @@ def test_the_author_runs_a_new_experiment_from_its_page(client):
     client.force_login(user)
     page = client.get(reverse("sessions_app:experiment-detail", args=[experiment.pk]))
     assert 'id="run-experiment"' in page.content.decode()
-    client.post(reverse("sessions_app:experiment-run", args=[experiment.pk]))
+    ran = client.post(
+        reverse("sessions_app:experiment-run", args=[experiment.pk]), follow=True
+    )
+    assert "Started 1 run(s). 1 could not start: the results say why." in (
+        ran.content.decode()
+    )
     experiment.refresh_from_db()
     assert experiment.status == Experiment.Status.FINISHED
-    assert ExperimentRun.objects.filter(experiment=experiment).count() == 1
+    assert ExperimentRun.objects.filter(experiment=experiment).count() == 2
     again = client.post(reverse("sessions_app:experiment-run", args=[experiment.pk]))
     assert again.status_code == 403
 
@@ -547,6 +555,23 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
         },
     )
     assert "Not a target: production" in wrong.content.decode()
+    unknown = client.post(
+        reverse("admin:sessions_app_experiment_add"),
+        {
+            "name": "e",
+            "dataset": dataset.pk,
+            "prompt_ref": "demo/research",
+            "targets_text": "draft\nlabel:production\n" + "0" * 64,
+            "graders": [grader.pk],
+        },
+    )
+    errors = unknown.context["adminform"].form.errors["targets_text"]
+    assert errors == [
+        "demo/research has no label 'production'.",
+        f"No revision of demo/research has the hash '{'0' * 64}'.",
+    ]
+    research = PromptTemplate.objects.get(namespace="demo", key="research")
+    assert releases.seed_label(research, "production", note="first")
     client.post(
         reverse("admin:sessions_app_experiment_add"),
         {
@@ -997,6 +1022,12 @@ def test_an_experiment_refused_for_its_size_is_not_created(
         "graders": ["g"],
     }
 
+    unknown = api.post("/api/experiments/", body, format="json")
+    assert unknown.json()["errors"] == {
+        "targets": ["demo/research has no label 'production'."]
+    }
+    research = PromptTemplate.objects.get(namespace="demo", key="research")
+    assert releases.seed_label(research, "production", note="first")
     refused = api.post("/api/experiments/", body, format="json")
 
     assert refused.status_code == 400
