@@ -971,6 +971,55 @@ def test_an_unknown_field_is_refused_by_name(
     assert not Dataset.objects.exists() and not Grader.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "body", "field", "message"),
+    [
+        # DRF would drop a read-only field without a word
+        ("/api/datasets/", {"name": "d", "id": 1}, "id", "read-only"),
+        (
+            "/api/datasets/",
+            {"name": "d", "created_at": "1999-01-01T00:00:00Z"},
+            "created_at",
+            "read-only",
+        ),
+        (
+            "/api/datasets/",
+            {"name": "d", "cases": [{"id": 1, "params": {}}]},
+            "cases.0.id",
+            "read-only",
+        ),
+        (
+            "/api/graders/",
+            {"name": "g", "id": 2, "kind": "tool_called"},
+            "id",
+            "read-only",
+        ),
+        # and would write a number as text
+        ("/api/datasets/", {"name": 888.5}, "name", "Not a valid string."),
+        (
+            "/api/datasets/",
+            {"name": "d", "cases": [{"params": {}, "expected_output": 5}]},
+            "cases.0.expected_output",
+            "Not a valid string.",
+        ),
+        (
+            "/api/graders/",
+            {"name": 777, "kind": "tool_called", "config": {"tool": "x"}},
+            "name",
+            "Not a valid string.",
+        ),
+    ],
+)
+def test_a_read_only_field_or_a_number_for_text_is_refused_by_name(
+    url: str, body: dict[str, Any], field: str, message: str
+) -> None:
+    refused = api_of_datasets_and_graders().post(url, body, format="json")
+    assert refused.status_code == 400
+    errors = refused.json()["errors"]
+    assert field in errors and message in str(errors[field]), errors
+    assert not Dataset.objects.exists() and not Grader.objects.exists()
+
+
 def test_a_config_key_its_kind_does_not_use_is_refused_by_name(client: Any) -> None:
     body = {
         "name": "g",

@@ -66,6 +66,7 @@ class StrictSerializer(serializers.Serializer[Any]):
                 else "Unknown field; this request takes none (send {} or no body)."
             )
             raise serializers.ValidationError({name: [refusal] for name in unknown})
+        self._refuse_read_only_and_non_text(data)
         if depth(data) > MAX_DEPTH:
             raise serializers.ValidationError({"non_field_errors": [TOO_DEEP]})
         bad = unstorable_paths(dict(data))
@@ -75,6 +76,26 @@ class StrictSerializer(serializers.Serializer[Any]):
             )
         self.refuse_too_large(data)
         return super().to_internal_value(data)
+
+    def _refuse_read_only_and_non_text(self, data: Mapping[Any, Any]) -> None:
+        """A read-only field sent (``id``, ``created_at``: DRF would drop it
+        without a word) and a number where text goes (DRF's ``CharField``
+        writes ``777`` as ``"777"``): each a 400 naming the field."""
+        errors: dict[str, list[str]] = {}
+        for name, value in data.items():
+            field = self.fields.get(name)
+            if field is None:
+                continue
+            if field.read_only:
+                errors[str(name)] = ["This field is read-only: leave it out."]
+            elif (
+                isinstance(field, serializers.CharField)
+                and value is not None
+                and not isinstance(value, str)
+            ):
+                errors[str(name)] = ["Not a valid string."]
+        if errors:
+            raise serializers.ValidationError(errors)
 
     def refuse_too_large(self, data: Mapping[Any, Any]) -> None:
         """A 413 for a member of a ``sized_fields`` field over the limit (a
