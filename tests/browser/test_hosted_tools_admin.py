@@ -507,14 +507,22 @@ def test_a_model_without_web_search_cannot_save_preview_or_run_the_prompt(
         "file_search, code_interpreter, image_generation, mcp, shell, apply_patch."
     ], ui.form_errors()
     assert ModelCapability.objects.count() == 0
-    ui.fill("hosted_kinds", '["file_search"]')
-    ui.save_and_expect_success()
-    assert ModelCapability.objects.get().hosted_kinds == ["file_search"]
-
     message = (
         "Model 'gpt-5.4-mini' does not support hosted tool kind 'web_search' "
         "(tool 'docs_search'); it supports: file_search."
     )
+    # A row that would leave the saved prompt's web search out is refused,
+    # naming the prompt.
+    ui.fill("hosted_kinds", '["file_search"]')
+    ui.submit()
+    assert f"This row would break prompt 'ops/docs-mini': {message}" in (
+        ui.form_errors()
+    ), ui.form_errors()
+    assert ModelCapability.objects.count() == 0
+    # A row written elsewhere (a fixture, a script) is not checked by the form:
+    # the prompt's save, preview and run still refuse what it does not allow.
+    ModelCapability.objects.create(model="gpt-5.4-mini", hosted_kinds=["file_search"])
+
     # A new prompt for that model with the web search section is refused.
     ui.go("/admin/tooling/prompttemplate/add/")
     ui.fill("namespace", "ops")
