@@ -23,6 +23,7 @@ from tooling.runtime.prompt import (
     ToolChoice,
     sanitize_schema_name,
 )
+from tooling.runtime.rendered import check_entered_schema
 from tooling.runtime.results import ToolResult
 from tooling.runtime.sections import MarkdownSection, Section
 from tooling.runtime.tools import Tool
@@ -431,24 +432,51 @@ def test_prompt_structured_output_from_schema_not_strict() -> None:
             "'strin' is not valid under any of the given schemas",
         ),
         (
-            {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
-            "The output schema is not valid JSON Schema at properties/a/pattern: "
-            "'(' is not a 'regex'",
-        ),
-        (
-            {"type": "object", "properties": {"a": {}}, "required": ["a", "zz"]},
+            {
+                "type": "object",
+                "properties": {"a": {}},
+                "required": ["a", "zz"],
+                "additionalProperties": False,
+            },
             "The output schema requires key(s) it does not describe under "
-            "properties: zz.",
+            "properties (and allows no other): zz.",
         ),
     ],
 )
-def test_a_schema_no_answer_could_meet_is_refused(schema: Any, message: str) -> None:
-    """Refused where the catalog builds the prompt (the admin's form, the
-    preview), not after a paid answer fails the run."""
+def test_an_entered_schema_no_answer_could_meet_is_refused(
+    schema: Any, message: str
+) -> None:
+    """Refused where the catalog's form takes the schema, not after a paid
+    answer fails the run; a stored revision's schema still builds (its runs
+    go on as they did)."""
     with pytest.raises(PromptValidationError) as info:
-        StructuredOutput.from_schema(schema, name="x")
+        check_entered_schema(schema)
     assert info.value.message == message
     assert info.value.placeholder == "output_schema"
+    assert StructuredOutput.from_schema(schema, name="x").schema == schema
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # a key another part of the schema may describe
+        {"type": "object", "properties": {"a": {}}, "required": ["a", "b"]},
+        {
+            "type": "object",
+            "properties": {"a": {}},
+            "required": ["b"],
+            "additionalProperties": False,
+            "allOf": [{"properties": {"b": {}}}],
+        },
+        # ECMA-262 patterns Python's re does not read
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string", "pattern": "^\\p{Lu}"}},
+        },
+    ],
+)
+def test_an_entered_schema_that_an_answer_can_meet_is_taken(schema: Any) -> None:
+    check_entered_schema(schema)
 
 
 @pytest.mark.parametrize("schema", [{"type": "array"}, [], "object"])

@@ -29,6 +29,7 @@ from tooling.models import (
 from tooling.models.catalog import validate_prompt_name
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
+from tooling.runtime.rendered import check_entered_schema
 from tooling.storable_json import StorableJSONFormField
 
 from .fields import DatalistInput
@@ -269,6 +270,9 @@ class PromptTemplateForm(forms.ModelForm):
                 output_schema=schema,
             )
             validated(self, lambda: assembly.output_for(candidate), "output_schema")
+            if "output_schema" not in self.errors and isinstance(schema, dict):
+                entered: dict[str, Any] = schema
+                validated(self, lambda: check_entered_schema(entered), "output_schema")
         return cleaned
 
     def _refuse_renaming_a_recorded_prompt(self, cleaned: dict[str, Any]) -> None:

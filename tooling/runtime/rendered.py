@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
-from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
 from .citations import Citation
@@ -122,7 +121,6 @@ class StructuredOutput:
                 '({"type": "object", ...}).',
                 placeholder="output_schema",
             )
-        _check_json_schema(schema)
         return cls(
             name=sanitize_schema_name(name),
             schema=dict(schema),
@@ -138,32 +136,45 @@ class StructuredOutput:
         }
 
 
-def _check_json_schema(schema: Mapping[str, Any]) -> None:
-    """Refuse a schema the model's answer could never be checked against: not
-    JSON Schema (a misspelt type, a pattern that is no regex), or requiring a
-    key it does not describe (the run would fail after a paid answer)."""
+def check_entered_schema(schema: Mapping[str, Any]) -> None:
+    """Refuse, where a schema is entered (the catalog's form), one no answer
+    could be checked against: not JSON Schema (a misspelt type), or a strict
+    object (``additionalProperties`` false, nothing combined) requiring a key
+    it does not describe, which the model could never send. A stored
+    revision is not held to it: its runs go on as they did. Patterns are not
+    compiled here (they are ECMA-262, not Python's ``re``)."""
     try:
-        validator_for(schema).check_schema(schema)
-    except SchemaError as error:
-        where = "/".join(str(part) for part in error.absolute_path)
-        raise PromptValidationError(
-            f"The output schema is not valid JSON Schema"
-            f"{f' at {where}' if where else ''}: {error.message}",
-            placeholder="output_schema",
-        ) from None
+        validator = validator_for(schema)
+        problem = next(iter(validator(validator.META_SCHEMA).iter_errors(schema)), None)
     except RecursionError:
         raise PromptValidationError(
             "The output schema is nested too deeply to check.",
             placeholder="output_schema",
         ) from None
+    if problem is not None:
+        where = "/".join(str(part) for part in problem.absolute_path)
+        raise PromptValidationError(
+            f"The output schema is not valid JSON Schema"
+            f"{f' at {where}' if where else ''}: {problem.message}",
+            placeholder="output_schema",
+        )
     properties = schema.get("properties")
     required = schema.get("required")
-    if isinstance(properties, Mapping) and isinstance(required, list):
+    combined = any(
+        word in schema
+        for word in ("allOf", "anyOf", "oneOf", "$ref", "patternProperties")
+    )
+    if (
+        schema.get("additionalProperties") is False
+        and not combined
+        and isinstance(properties, Mapping)
+        and isinstance(required, list)
+    ):
         missing = [str(key) for key in required if key not in properties]
         if missing:
             raise PromptValidationError(
                 f"The output schema requires key(s) it does not describe under "
-                f"properties: {', '.join(missing)}.",
+                f"properties (and allows no other): {', '.join(missing)}.",
                 placeholder="output_schema",
             )
 
