@@ -522,6 +522,11 @@ def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
         ("https://mcp.example.com/sse?access_token=S3CRET&x=1", "access_token"),
         ("https://mcp.example.com/sse?api_key=K&Signature=s", "Signature, api_key"),
         ("https://mcp.example.com/sse?password=", "password"),
+        (
+            "https://mcp.example.com/sse?sig=abc&X-Amz-Signature=d",
+            "X-Amz-Signature, sig",
+        ),
+        ("https://mcp.example.com/sse?client_secret=s&key=k", "client_secret, key"),
     ],
 )
 def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) -> None:
@@ -545,14 +550,27 @@ def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) ->
     assert "S3CRET" not in error
 
 
-def test_mcp_form_takes_a_url_whose_query_names_no_credential() -> None:
+@pytest.mark.parametrize(
+    "query",
+    [
+        "region=eu&v=2",
+        "keyspace=a",
+        "author=me",
+        "sort_key=x",
+        "tokenizer=bpe",
+        "passage=1",
+        "oauth_provider=github",
+        "apikey-free=1",
+    ],
+)
+def test_mcp_form_takes_a_url_whose_query_names_no_credential(query: str) -> None:
     bound = HostedToolDefinitionForm(
         data={
             "name": "docs",
             "kind": "mcp",
             "description": "D.",
             "server_label": "docs",
-            "server_url": "https://mcp.example.com/sse?region=eu&v=2",
+            "server_url": f"https://mcp.example.com/sse?{query}",
             "require_approval": "never",
         }
     )

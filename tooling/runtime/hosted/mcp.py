@@ -75,11 +75,26 @@ def _check_authorization(token: object) -> str | None:
     return token.strip()
 
 
-# A query parameter whose name says it carries a credential (the names the
-# logs mask: wink_project.secret_values).
-_CREDENTIAL_NAME = re.compile(
-    r"pass|secret|token|key|auth|credential|signature", flags=re.IGNORECASE
+# A query parameter whose name says it carries a credential, its name read
+# without case or separators ("Access-Token" is "accesstoken"): one of these
+# names, or one ending so ("x_amz_signature", "client_secret"). Not a
+# substring test: "keyspace", "author" and "tokenizer" name no credential.
+_CREDENTIAL_NAMES = frozenset({"key", "sig", "auth", "pwd", "code", "authorization"})
+_CREDENTIAL_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "signature",
+    "credential",
+    "credentials",
 )
+
+
+def _credential_name(name: str) -> bool:
+    plain = re.sub(r"[^a-z0-9]", "", name.lower())
+    return plain in _CREDENTIAL_NAMES or plain.endswith(_CREDENTIAL_ENDINGS)
 
 
 def credential_query_names(url: str) -> list[str]:
@@ -92,7 +107,7 @@ def credential_query_names(url: str) -> list[str]:
     except ValueError:
         return []
     names = (name for name, _ in parse_qsl(query, keep_blank_values=True))
-    return sorted({name for name in names if _CREDENTIAL_NAME.search(name)})
+    return sorted({name for name in names if _credential_name(name)})
 
 
 def _check_url(url: object) -> str:
