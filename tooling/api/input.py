@@ -66,7 +66,7 @@ class StrictSerializer(serializers.Serializer[Any]):
                 else "Unknown field; this request takes none (send {} or no body)."
             )
             raise serializers.ValidationError({name: [refusal] for name in unknown})
-        self._refuse_read_only_and_non_text(data)
+        self._refuse_non_text(data)
         if depth(data) > MAX_DEPTH:
             raise serializers.ValidationError({"non_field_errors": [TOO_DEEP]})
         bad = unstorable_paths(dict(data))
@@ -77,23 +77,19 @@ class StrictSerializer(serializers.Serializer[Any]):
         self.refuse_too_large(data)
         return super().to_internal_value(data)
 
-    def _refuse_read_only_and_non_text(self, data: Mapping[Any, Any]) -> None:
-        """A read-only field sent (``id``, ``created_at``: DRF would drop it
-        without a word) and a number where text goes (DRF's ``CharField``
-        writes ``777`` as ``"777"``): each a 400 naming the field."""
-        errors: dict[str, list[str]] = {}
-        for name, value in data.items():
-            field = self.fields.get(name)
-            if field is None:
-                continue
-            if field.read_only:
-                errors[str(name)] = ["This field is read-only: leave it out."]
-            elif (
-                isinstance(field, serializers.CharField)
-                and value is not None
-                and not isinstance(value, str)
-            ):
-                errors[str(name)] = ["Not a valid string."]
+    def _refuse_non_text(self, data: Mapping[Any, Any]) -> None:
+        """A number or a boolean where text goes (DRF's ``CharField`` writes
+        ``777`` as ``"777"``): a 400 naming the field. (A read-only field,
+        ``id`` or ``created_at`` sent back, is ignored, as DRF does: a client
+        may post what it read.)"""
+        errors = {
+            str(name): ["Not a valid string."]
+            for name, value in data.items()
+            if isinstance(field := self.fields.get(name), serializers.CharField)
+            and not field.read_only
+            and value is not None
+            and not isinstance(value, str)
+        }
         if errors:
             raise serializers.ValidationError(errors)
 
