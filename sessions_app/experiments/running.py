@@ -200,22 +200,36 @@ def grade_finished(
     lease = _grading_lease(graders, model_graders)
     for run in pending:
         session = sessions.get(run.session_id) if run.session_id else None
-        if session is None or session.status not in FINISHED:
+        if session is None:
+            # purged (purge_sessions) before it was graded: it had ended, and
+            # nothing is left to grade; its grades so far are what it keeps
+            graded += ExperimentRun.objects.filter(
+                pk=run.pk, graded_at__isnull=True
+            ).update(graded_at=timezone.now())
+            continue
+        if session.status not in FINISHED:
             continue
         claim = _claim(run, lease)
         if claim is None:
             continue
-        verdicts = {
-            grader.name: grading.grade(
-                grader,
-                session,
-                run.case,
-                user,
-                (run.grades or {}).get(grader.name),
-                start=model_graders,
+        try:
+            verdicts = {
+                grader.name: grading.grade(
+                    grader,
+                    session,
+                    run.case,
+                    user,
+                    (run.grades or {}).get(grader.name),
+                    start=model_graders,
+                )
+                for grader in graders
+            }
+        except BaseException:
+            # released at once: the next grade need not wait out the lease
+            ExperimentRun.objects.filter(pk=run.pk, grading_until=claim).update(
+                grading_until=None
             )
-            for grader in graders
-        }
+            raise
         grades = {name: verdict.as_dict() for name, verdict in verdicts.items()}
         final = session.status in AgentSession.TERMINAL and not any(
             verdict.pending for verdict in verdicts.values()

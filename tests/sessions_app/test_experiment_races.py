@@ -7,10 +7,12 @@ claim expires."""
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
+from django.core.management import call_command
 from django.db.models.signals import post_save
 from django.urls import reverse
 from django.utils import timezone
@@ -173,3 +175,37 @@ def test_a_run_another_grade_holds_is_left_to_it_until_its_claim_expires() -> No
     run.refresh_from_db()
     assert (run.grades or {})["judge"]["session"] == str(verdict.pk)
     assert run.graded_at is not None and run.grading_until is None
+
+
+def test_a_run_purged_before_its_grade_ends_and_the_experiment_finishes() -> None:
+    """purge_sessions removed its session before anyone graded it: nothing is
+    left to grade, so it is final with what it has, and the experiment ends."""
+    author = staff()
+    experiment, run = judged_experiment(author)
+    assert run.session_id is not None
+    session_id = run.session_id
+    AgentSession.objects.filter(pk=session_id).update(status="succeeded")
+    call_command(
+        "purge_sessions", "--older-than", timezone.now().isoformat(), stdout=StringIO()
+    )
+    assert not AgentSession.objects.filter(pk=session_id).exists()
+
+    assert grade_finished(experiment, user=author, model_graders=True) == 1
+    run.refresh_from_db()
+    experiment.refresh_from_db()
+    assert run.graded_at is not None and not judges()
+    assert experiment.status == Experiment.Status.FINISHED
+
+
+def test_a_grade_that_fails_releases_its_claim(monkeypatch: Any) -> None:
+    author = staff()
+    experiment, run = judged_experiment(author)
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a grader broke")
+
+    monkeypatch.setattr("sessions_app.experiments.grading.grade", fails)
+    with pytest.raises(RuntimeError):
+        grade_finished(experiment, user=author, model_graders=True)
+    run.refresh_from_db()
+    assert run.grading_until is None and run.graded_at is None
