@@ -189,6 +189,8 @@ def check_entered_config(kind: str, config: Any) -> None:
     a config is entered (the admin, the API). A stored grader's grades ignore
     such a key."""
     check_config(kind, config)
+    if kind == Kind.COST_AT_MOST:
+        _usd(config, entered=True)
     keys = KEYS.get(kind, set())  # type: ignore[call-overload]
     unknown = sorted(str(key) for key in config if key not in keys)
     if unknown:
@@ -269,14 +271,23 @@ def check_config(kind: str, config: Any) -> None:
         raise ValidationError({"config": '"prompt" must be "namespace/key".'})
 
 
-def _usd(config: dict[str, Any]) -> Decimal:
-    """The amount: a JSON number, or text written plainly (``"0.05"``; not
-    ``"1_000"``, ``"1e400"`` or another script's digits, which Python's
-    ``Decimal`` reads and other programs reading the config do not)."""
+def _usd(config: dict[str, Any], *, entered: bool = False) -> Decimal:
+    """The amount: a JSON number, or text. Where it is ``entered``, text
+    written plainly (``"0.05"``; not ``"1_000"``, ``"1e400"`` or another
+    script's digits, which Python's ``Decimal`` reads and other programs
+    reading the config do not); a stored grader's text as ``Decimal`` reads
+    it, finite (its grades go on as they did)."""
     usd = config.get("usd")
     value: Decimal | None = None
-    if isinstance(usd, str):
+    if isinstance(usd, str) and entered:
         value = plain_decimal(usd)
+    elif isinstance(usd, str):
+        try:
+            value = Decimal(usd.strip())
+        except ArithmeticError:
+            value = None
+        if value is not None and not value.is_finite():
+            value = None
     elif isinstance(usd, int) and not isinstance(usd, bool):
         value = Decimal(usd)
     elif isinstance(usd, float) and math.isfinite(usd):

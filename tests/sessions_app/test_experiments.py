@@ -229,7 +229,9 @@ def test_a_cost_grader_takes_an_amount_written_plainly_only(usd):
     assert message.startswith('"usd" must be an amount'), message
     assert not Grader.objects.exists()
     session = session_with(cost=Decimal("0.02"))
-    assert grade(Kind.COST_AT_MOST, {"usd": usd}, session) is False  # misconfigured
+    # a stored grader's amount is read as it always was: its grades go on
+    stored = grade(Kind.COST_AT_MOST, {"usd": usd}, session)
+    assert stored is (Decimal("0.02") <= Decimal(usd.strip()))
     for index, amount in enumerate(["0.05", ".05", "12", 0.05, 12, 1e-7]):
         body = {"name": f"g{index}", "kind": "cost_at_most", "config": {"usd": amount}}
         assert api.post("/api/graders/", body, format="json").status_code == 201
