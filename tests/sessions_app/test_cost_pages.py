@@ -721,3 +721,15 @@ def test_a_priced_runs_spend_is_the_same_in_every_breakdown(people):
     assert read_csv(client.get(CSV))[1][2] == f"{session.cost:f}"
     detail = text(client.get(session.get_absolute_url()))
     assert re.search(rf'id="session-cost">\s*{re.escape(usd(session.cost))}', detail)
+
+
+def test_csv_cells_keep_the_marks_of_right_to_left_writing():
+    """Overrides and isolates reorder what follows: shown as marks. The
+    marks Arabic and Hebrew text needs (U+200E, U+200F, U+061C) stay."""
+    from tooling.spreadsheet import csv_cell
+
+    assert csv_cell("ab\u202ecd\u2066") == "ab[U+202E]cd[U+2066]"
+    assert (
+        csv_cell("\u05e9\u05dc\u05d5\u05dd\u200f 5")
+        == "\u05e9\u05dc\u05d5\u05dd\u200f 5"
+    )

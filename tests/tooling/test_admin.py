@@ -303,7 +303,9 @@ def test_catalog_lists_and_the_preview_show_bidi_controls_as_marks(admin_client)
         {"params": "{}"},
     ).content.decode()
     assert RLO not in preview
-    assert "Hello [U+202E]world." in preview
+    assert "Hello [U+202E]world." in preview  # the rendered prompt, as marks
+    # the request body stays exact JSON (a copy parses to what is sent)
+    assert "Hello \\u202eworld." in preview
     form = admin_client.get(
         reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
     ).content.decode()

@@ -30,6 +30,7 @@ from tooling.models.catalog import validate_prompt_name
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.runtime.rendered import check_entered_schema
+from tooling.runtime.text import BIDI_CONTROLS
 from tooling.storable_json import StorableJSONFormField
 
 from .fields import DatalistInput
@@ -406,4 +407,9 @@ class PreviewForm(forms.Form):
 
 
 def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    """``value`` as indented JSON, its characters as they are but for bidi
+    controls, written as JSON escapes (``\\u202e``): the text is still exactly
+    the JSON (a copy parses to the same value) and cannot reorder the page."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    # (JSON's structure is ASCII: a bidi control is inside a string)
+    return BIDI_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
