@@ -8,7 +8,7 @@ request happened to trigger it (about one in 200 of the sessions list's).
 Nearly all of those objects live as long as the process (modules, classes,
 URL patterns, settings), so ``gc.freeze()`` moves them to a generation the
 collector never walks; a full collection then costs what the requests' own
-survivors cost (docs/benchmarks.md, "The tail of a page").
+survivors cost (docs/benchmarks.md, "The tail: Python's full collection").
 
 The URL patterns are loaded first (Django loads them at the first request
 otherwise): the views, serializers and filters they import are start-up
