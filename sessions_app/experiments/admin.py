@@ -27,7 +27,7 @@ from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.bidi import NeutralisedAdminPages
 from tooling.models import PromptTemplate
 
-from . import grading
+from . import grader_config
 from .cases import import_cases
 from .running import TARGET, check_size, may_change, unknown_targets
 
@@ -136,7 +136,7 @@ class GraderForm(forms.ModelForm):
         kind = cleaned.get("kind")
         if kind and "config" in cleaned:
             try:
-                grading.check_entered_config(kind, cleaned["config"])
+                grader_config.check_entered_config(kind, cleaned["config"])
             except ValidationError as error:
                 self.add_error("config", error.messages)
         return cleaned

@@ -43,7 +43,7 @@ from tooling.api.pagination import StrictCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
 from tooling.models import PromptTemplate
 
-from . import grading
+from . import grader_config
 from .results import csv_of, results_of
 from .running import (
     TARGET,
@@ -183,7 +183,7 @@ class GraderSerializer(StrictSerializer, UniqueNameSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
-            grading.check_entered_config(attrs["kind"], attrs.get("config", {}))
+            grader_config.check_entered_config(attrs["kind"], attrs.get("config", {}))
         except DjangoValidationError as error:
             raise serializers.ValidationError({"config": error.messages}) from error
         return attrs

@@ -1,21 +1,19 @@
 """Graders: each judges one finished session (docs/experiments.md).
 
-``check_entered_config`` refuses a grader whose config its kind cannot use
-(the admin and the API say which key is wrong; ``check_config``, what grading
-checks, leaves out keys the kind does not use); ``grade`` returns ``Grade(passed,
-detail)``. A model-graded grader runs its grader prompt on the session's
-output (``{"output", "expected", "params"}`` as parameters) as a session of its
-own, recorded like any other; it passes when that session's structured output
-says ``{"passed": true}`` or its text starts with ``PASS``. A start refused for
-the grading user's spent daily budget leaves the grade undecided (pending), for
-a later *Grade now* to start.
+``grade`` returns ``Grade(passed, detail)``, for a config ``grader_config``
+checks (a misconfigured grader fails its grade). A model-graded grader runs
+its grader prompt on the session's output (``{"output", "expected",
+"params"}`` as parameters) as a session of its own, recorded like any other;
+it passes when that session's structured output says ``{"passed": true}`` or
+its text starts with ``PASS``. A start refused for the grading user's spent
+daily budget leaves the grade undecided (pending), for a later *Grade now* to
+start.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -37,7 +35,8 @@ from sessions_app.models import (
     ToolInvocation,
 )
 from sessions_app.runs.starting import start_session
-from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
+
+from . import grader_config
 
 Kind = Grader.Kind
 # The most output text a pattern or a text is searched in, and how long one
@@ -118,17 +117,6 @@ def _bounded_validator(deadline: float) -> Any:
     )
 
 
-def _keys(schema: Any) -> set[str]:
-    """Every key of every object in ``schema``, nested ones included."""
-    found: set[str] = set()
-    if isinstance(schema, dict):
-        found.update(schema)
-    if isinstance(schema, dict | list):
-        for value in schema.values() if isinstance(schema, dict) else schema:
-            found |= _keys(value)
-    return found
-
-
 @dataclasses.dataclass(frozen=True)
 class Grade:
     passed: bool | None  # None: not decided yet (a paused run, a grader running)
@@ -144,162 +132,6 @@ class Grade:
     @property
     def pending(self) -> bool:
         return self.passed is None
-
-
-def _domain(value: str) -> str:
-    """``https://Docs.Python.org/3/`` and ``docs.python.org.`` alike."""
-    value = value.strip().lower()
-    if "://" in value:
-        value = Citation.domain_of(value)
-    return value.split("/", 1)[0].rstrip(".")
-
-
-def _text(config: dict[str, Any], key: str) -> str:
-    value = config.get(key)
-    if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        raise ValidationError({"config": f'"{key}" must be a non-empty text.'})
-    return value
-
-
-NEEDS = {
-    Kind.TOOL_CALLED: ("tool",),
-    Kind.TOOL_NOT_CALLED: ("tool",),
-    Kind.CALLED_BEFORE: ("first", "then"),
-    Kind.DENIED_BY_POLICY: ("policy",),
-    Kind.OUTPUT_REGEX: ("pattern",),
-    Kind.OUTPUT_CONTAINS: ("text",),
-    Kind.MODEL_GRADED: ("prompt",),
-}
-
-
-# The keys each kind's config may hold (the ones it needs and optional ones).
-KEYS = {
-    **{kind: set(keys) for kind, keys in NEEDS.items()},
-    Kind.APPROVAL_REQUESTED: {"tool"},
-    Kind.OUTPUT_SCHEMA: {"schema"},
-    Kind.OUTPUT_CONTAINS: {"text", "case_sensitive"},
-    Kind.CITATIONS_IN_DOMAINS: {"domains"},
-    Kind.COST_AT_MOST: {"usd"},
-    Kind.TURNS_AT_MOST: {"turns"},
-}
-
-
-def check_entered_config(kind: str, config: Any) -> None:
-    """``check_config``, and a key ``kind`` does not use refused by name: where
-    a config is entered (the admin, the API). A stored grader's grades ignore
-    such a key."""
-    check_config(kind, config)
-    if kind == Kind.COST_AT_MOST:
-        _usd(config, entered=True)
-    keys = KEYS.get(kind, set())  # type: ignore[call-overload]
-    unknown = sorted(str(key) for key in config if key not in keys)
-    if unknown:
-        takes = ", ".join(f'"{key}"' for key in sorted(keys)) or "no key"
-        named = ", ".join(f'"{key}"' for key in unknown)
-        raise ValidationError(
-            {
-                "config": f"The {kind} kind does not use {named}: its config "
-                f"takes {takes}. Remove it (or correct its spelling)."
-            }
-        )
-
-
-def check_config(kind: str, config: Any) -> None:
-    """Refuse a config ``kind`` cannot use, naming the key."""
-    if not isinstance(config, dict):
-        raise ValidationError({"config": "The config must be a JSON object."})
-    for key in NEEDS.get(kind, ()):  # type: ignore[call-overload]
-        _text(config, key)
-    if kind == Kind.OUTPUT_REGEX:
-        try:
-            regex.compile(config["pattern"])
-        except regex.error as error:
-            raise ValidationError(
-                {"config": f'"pattern" is not valid: {error}.'}
-            ) from None
-    elif kind == Kind.OUTPUT_SCHEMA:
-        schema = config.get("schema")
-        if not isinstance(schema, dict):
-            raise ValidationError({"config": '"schema" must be a JSON schema object.'})
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-            # a reference that resolves nowhere fails here, not when grading
-            list(jsonschema.Draft202012Validator(schema).iter_errors({}))
-        except jsonschema.SchemaError as error:
-            raise ValidationError(
-                {"config": f'"schema" is not a valid JSON schema: {error.message}'}
-            ) from None
-        except Unresolvable as error:
-            ref = json.dumps(str(getattr(error, "ref", "")), ensure_ascii=False)
-            raise ValidationError(
-                {
-                    "config": f'"schema" cannot be applied: its "$ref" {ref[:200]} '
-                    "names nothing in the schema (only references inside it are "
-                    "followed: remote ones are not fetched)."
-                }
-            ) from None
-        except RecursionError:
-            raise ValidationError(
-                {
-                    "config": '"schema" cannot be applied: its references lead '
-                    "back to themselves without end."
-                }
-            ) from None
-        if {"patternProperties", "unevaluatedProperties"} <= _keys(schema):
-            raise ValidationError(
-                {
-                    "config": '"schema" uses "unevaluatedProperties" with '
-                    '"patternProperties", whose patterns could then run without '
-                    'a time bound: use "additionalProperties" instead.'
-                }
-            )
-    elif kind == Kind.CITATIONS_IN_DOMAINS:
-        domains = config.get("domains")
-        if (
-            not isinstance(domains, list)
-            or not domains
-            or not all(isinstance(d, str) and _domain(d) for d in domains)
-        ):
-            raise ValidationError({"config": '"domains" must be a list of domains.'})
-    elif kind == Kind.COST_AT_MOST:
-        _usd(config)
-    elif kind == Kind.TURNS_AT_MOST:
-        turns = config.get("turns")
-        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:
-            raise ValidationError({"config": '"turns" must be a whole number.'})
-    elif kind == Kind.MODEL_GRADED and "/" not in config["prompt"]:
-        raise ValidationError({"config": '"prompt" must be "namespace/key".'})
-
-
-def _usd(config: dict[str, Any], *, entered: bool = False) -> Decimal:
-    """The amount: a JSON number, or text. Where it is ``entered``, text
-    written plainly (``"0.05"``; not ``"1_000"``, ``"1e400"`` or another
-    script's digits, which Python's ``Decimal`` reads and other programs
-    reading the config do not); a stored grader's text as ``Decimal`` reads
-    it, finite (its grades go on as they did)."""
-    usd = config.get("usd")
-    value: Decimal | None = None
-    if isinstance(usd, str) and entered:
-        value = plain_decimal(usd)
-    elif isinstance(usd, str):
-        try:
-            value = Decimal(usd.strip())
-        except ArithmeticError:
-            value = None
-        if value is not None and not value.is_finite():
-            value = None
-    elif isinstance(usd, int) and not isinstance(usd, bool):
-        value = Decimal(usd)
-    elif isinstance(usd, float) and math.isfinite(usd):
-        value = Decimal(str(usd))
-    if value is None or value < 0:
-        raise ValidationError(
-            {
-                "config": '"usd" must be an amount: a number, or text of '
-                f"{PLAIN_DECIMAL}."
-            }
-        )
-    return value
 
 
 def _calls(session: AgentSession, name: str) -> list[int]:
@@ -327,7 +159,7 @@ def grade(
         return Grade(None, "The run waits for an approval.")
     config = grader.config if isinstance(grader.config, dict) else {}
     try:
-        check_config(grader.kind, config)
+        grader_config.check_config(grader.kind, config)
     except ValidationError as error:
         return Grade(False, "The grader is misconfigured: " + " ".join(error.messages))
     if grader.kind == Kind.MODEL_GRADED:
@@ -433,7 +265,7 @@ def _contains(config: dict[str, Any], session: AgentSession) -> Grade:
 
 
 def _in_domains(config: dict[str, Any], session: AgentSession) -> Grade:
-    allowed = [_domain(d) for d in config["domains"]]
+    allowed = [grader_config.domain(d) for d in config["domains"]]
     outside = []
     cited = Citation.objects.filter(session=session).exclude(url="")
     for url, host in cited.values_list("url", "domain"):
@@ -447,7 +279,7 @@ def _in_domains(config: dict[str, Any], session: AgentSession) -> Grade:
 
 
 def _cost(config: dict[str, Any], session: AgentSession) -> Grade:
-    most = _usd(config)
+    most = grader_config.amount(config)
     passed = (session.cost or Decimal(0)) <= most
     return Grade(passed, f"Cost ${session.cost or 0:.4f} (at most ${most}).")
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app import services
-from sessions_app.experiments import grading
+from sessions_app.experiments import grader_config, grading
 from sessions_app.experiments.cases import import_cases
 from sessions_app.experiments.demo import seed_demo_experiment
 from sessions_app.experiments.results import csv_of, results_of
@@ -211,7 +211,7 @@ def test_citation_cost_and_turn_graders():
 )
 def test_misconfigured_graders_are_refused(kind, config, message):
     with pytest.raises(ValidationError, match=message):
-        grading.check_config(kind, config)
+        grader_config.check_config(kind, config)
     assert grade(kind, config, session_with()) is False  # graded as misconfigured
 
 
@@ -635,7 +635,7 @@ def test_a_catastrophic_pattern_fails_the_grade_in_bounded_time():
 def test_a_schema_that_refers_nowhere_is_refused(ref, shown):
     """In words, not by an internal class name (_WrappedReferencingError)."""
     with pytest.raises(ValidationError) as refused:
-        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": ref}})
+        grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": ref}})
     assert refused.value.messages == [
         f'"schema" cannot be applied: its "$ref" {shown} names nothing in the '
         "schema (only references inside it are followed: remote ones are not "
@@ -645,7 +645,7 @@ def test_a_schema_that_refers_nowhere_is_refused(ref, shown):
 
 def test_a_schema_whose_references_never_end_is_refused():
     with pytest.raises(ValidationError) as refused:
-        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": "#"}})
+        grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": "#"}})
     assert refused.value.messages == [
         '"schema" cannot be applied: its references lead back to themselves '
         "without end."
@@ -819,7 +819,7 @@ def test_the_experiment_admin_shows_and_changes_only_its_authors_own(
 def test_a_catastrophic_schema_pattern_fails_the_grade_in_bounded_time(
     schema: dict[str, Any],
 ) -> None:
-    grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
+    grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
     slow = "a" * 26 + "b"  # Python's re: 11 s; the regex module: longer
     output: Any = {"answer": slow, slow: 1}
     if "items" in schema:
@@ -855,7 +855,7 @@ def test_a_schema_of_unevaluated_and_pattern_properties_is_refused() -> None:
         "unevaluatedProperties": False,
     }
     with pytest.raises(ValidationError, match='use "additionalProperties"'):
-        grading.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
+        grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": schema})
 
 
 def test_a_grader_that_graded_runs_is_neither_deleted_nor_changed(
