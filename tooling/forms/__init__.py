@@ -2,7 +2,8 @@
 an operator sees the rule and message the runtime enforces.
 
 ``validation`` maps runtime errors to form fields; ``hosted`` holds the hosted
-tool and model capability forms; ``policies`` the policy form (its typed
+tool form; ``capabilities`` the model capability form and the models the
+catalog knows; ``policies`` the policy form (its typed
 fields: ``policy_fields``; configs as the fields see them: ``policy_configs``,
 ``policy_conditions``); ``tools`` the function tool form and ``tool_editors``
 its parameter descriptions and examples; ``editors`` what the structured
@@ -10,6 +11,7 @@ editors share; ``catalog`` the other catalog forms and the preview
 form.
 """
 
+from .capabilities import ModelCapabilityForm, model_names, model_warnings
 from .catalog import (
     PreviewForm,
     PromptSectionFormSet,
@@ -17,8 +19,6 @@ from .catalog import (
     SectionDefinitionForm,
     SectionHostedToolFormSet,
     SectionToolFormSet,
-    model_names,
-    model_warnings,
     pretty,
 )
 from .fields import CountryField, DatalistInput, country_choices
@@ -27,7 +27,7 @@ from .handler_params import (
     handler_parameters,
     handler_parameters_panel,
 )
-from .hosted import HostedToolDefinitionForm, ModelCapabilityForm
+from .hosted import HostedToolDefinitionForm
 from .policies import PolicyDefinitionForm
 from .policy_fields import policy_fieldsets
 from .tools import ToolDefinitionForm

@@ -4,9 +4,7 @@ building the runtime object."""
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from django import forms
@@ -16,8 +14,6 @@ from tooling import assembly
 from tooling.assembly import CatalogEdit
 from tooling.models import (
     CatalogRevision,
-    ModelCapability,
-    ModelPrice,
     PromptLabel,
     PromptTemplate,
     Release,
@@ -33,6 +29,7 @@ from tooling.runtime.rendered import check_entered_schema
 from tooling.runtime.text import BIDI_CONTROLS
 from tooling.storable_json import StorableJSONFormField
 
+from .capabilities import model_names
 from .fields import DatalistInput
 from .validation import refuse_breaking, runtime_error, validated
 
@@ -341,42 +338,6 @@ class PromptSectionFormSet(forms.BaseInlineFormSet):
             )
             if message is not None:
                 raise ValidationError(message)
-
-
-def model_names() -> list[str]:
-    """The models the catalog knows: those of the model capability table and
-    of the price list, by name."""
-    capable = ModelCapability.objects.values_list("model", flat=True)
-    priced = ModelPrice.objects.values_list("model", flat=True).distinct()
-    return sorted({*capable, *priced})
-
-
-def model_warnings(model: str, hosted_kinds: Iterable[str] = ()) -> list[str]:
-    """What an operator should know about a prompt's model, though it may be
-    saved: a model in neither the capability table nor the price list (a
-    typo, such as ``gtp-5.4``, fails only when the prompt runs), and hosted
-    tools offered to a model whose capabilities the catalog does not know."""
-    kinds = sorted(set(hosted_kinds))
-    capable = ModelCapability.objects.filter(model=model).exists()
-    priced = sorted(set(ModelPrice.objects.values_list("model", flat=True)))
-    # a price of "gpt-5" prices the snapshot "gpt-5-2025-08-07" (pricing.py)
-    is_priced = any(model == name or model.startswith(f"{name}-") for name in priced)
-    warnings = []
-    if not capable and not is_priced:
-        close = difflib.get_close_matches(model, model_names(), n=1, cutoff=0.75)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        warnings.append(
-            f"Model '{model}' is in neither the model capability table nor the "
-            "price list: check its spelling (the provider refuses an unknown "
-            f"model when the prompt runs; its runs are not priced).{hint}"
-        )
-    if not capable and kinds:
-        warnings.append(
-            f"Model '{model}' has no row in the model capability table, so the "
-            f"hosted tools this prompt offers ({', '.join(kinds)}) are not "
-            "checked against what it supports: add its row to have them checked."
-        )
-    return warnings
 
 
 class PreviewForm(forms.Form):

@@ -13,26 +13,22 @@ from django.utils.text import capfirst
 
 from tooling import assembly, shell_executors
 from tooling.assembly import CatalogEdit
-from tooling.assembly.edits import describe
 from tooling.models import (
     HostedToolDefinition,
-    ModelCapability,
-    ModelPrice,
     TrustLevel,
 )
 from tooling.runtime import PromptError
-from tooling.runtime.hosted.mcp import credential_query_names
+from tooling.runtime.hosted.mcp_url import credential_query_names
 from tooling.runtime.hosted.spec import (
     HostedKindSpec,
     HostedOption,
-    hosted_kind_names,
     hosted_kinds,
     is_empty,
 )
 from tooling.storable_json import StorableJSONFormField
 
 from .editors import validate_no_bidi, validate_no_bidi_text
-from .fields import CountryField, DatalistInput
+from .fields import CountryField
 from .validation import refuse_breaking, runtime_error
 
 #: Stand-ins while a hosted tool's other fields are checked: a name or a
@@ -353,61 +349,3 @@ def hosted_tool_form() -> type[HostedToolFormBase]:
 #: The form for the kinds registered at import (the admin uses
 #: ``hosted_tool_form()``, which sees kinds registered later too).
 HostedToolDefinitionForm = hosted_tool_form()
-
-
-class ModelCapabilityForm(forms.ModelForm):
-    """``hosted_kinds`` must be a list of kinds the catalog knows."""
-
-    class Meta:
-        model = ModelCapability
-        fields = ["model", "hosted_kinds"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if "model" not in self.fields:  # read-only (view permission only)
-            return
-        priced = ModelPrice.objects.values_list("model", flat=True).distinct()
-        self.fields["model"].widget = DatalistInput(
-            sorted(set(priced)), attrs={"class": "vTextField", "maxlength": 100}
-        )
-        self.fields[
-            "model"
-        ].help_text = (
-            "The model, as the API spells it (the suggestions: the price list's)."
-        )
-        self.fields["hosted_kinds"].help_text = (
-            "A JSON list of the hosted tool kinds this model may use, e.g. "
-            '["web_search", "file_search"]; known kinds: '
-            f"{', '.join(hosted_kind_names())}. An empty list allows none; a "
-            "model without a row may use every kind."
-        )
-
-    def clean_hosted_kinds(self) -> list[str]:
-        value = self.cleaned_data.get("hosted_kinds")
-        if value in (None, ""):
-            return []
-        known = hosted_kind_names()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValidationError(
-                'Give a JSON list of kind names, e.g. ["web_search"]; known kinds: '
-                f"{', '.join(known)}."
-            )
-        unknown = [kind for kind in value if kind not in known]
-        if unknown:
-            raise ValidationError(
-                f"Unknown hosted tool kind(s): {', '.join(repr(k) for k in unknown)}; "
-                f"known kinds: {', '.join(known)}."
-            )
-        return list(dict.fromkeys(value))
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        model, kinds = cleaned.get("model"), cleaned.get("hosted_kinds")
-        if self.errors or not model or kinds is None:
-            return cleaned
-        # A prompt on this model whose hosted tools the row would leave out
-        # could no longer be previewed, run or released.
-        problems = assembly.prompts_broken_by_capability(model, kinds)
-        if problems:
-            raise ValidationError(describe(problems, "This row"))
-        return cleaned

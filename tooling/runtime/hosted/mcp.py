@@ -19,10 +19,10 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import PromptValidationError
 from .base import HostedTool, frozen_tuple
+from .mcp_url import check_server_url
 from .section import HostedToolSection
 from .spec import HostedKindSpec, HostedOption
 
@@ -73,78 +73,6 @@ def _check_authorization(token: object) -> str | None:
             placeholder="authorization",
         )
     return token.strip()
-
-
-# A query parameter whose name says it carries a credential, its name read
-# without case or separators ("Access-Token" is "accesstoken"): one of these
-# names, or one ending so ("x_amz_signature", "client_secret"). Not a
-# substring test: "keyspace", "author" and "tokenizer" name no credential.
-_CREDENTIAL_NAMES = frozenset({"key", "sig", "auth", "pwd", "code", "authorization"})
-_CREDENTIAL_ENDINGS = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "apikey",
-    "signature",
-    "credential",
-    "credentials",
-)
-
-
-def _credential_name(name: str) -> bool:
-    plain = re.sub(r"[^a-z0-9]", "", name.lower())
-    return plain in _CREDENTIAL_NAMES or plain.endswith(_CREDENTIAL_ENDINGS)
-
-
-def credential_query_names(url: str) -> list[str]:
-    """The names of ``url``'s query parameters that look like credentials
-    (``?access_token=``, ``?api_key=``): a URL is shown on every page that
-    shows the tool, so the catalog refuses them where the URL is entered
-    (headers are masked; a URL is not)."""
-    try:
-        query = urlsplit(url).query
-    except ValueError:
-        return []
-    names = (name for name, _ in parse_qsl(query, keep_blank_values=True))
-    return sorted({name for name in names if _credential_name(name)})
-
-
-def _check_url(url: object) -> str:
-    if not isinstance(url, str) or not url.strip():
-        raise PromptValidationError(
-            "server_url must be the http(s) URL of the MCP server (or give a "
-            "connector_id for one of OpenAI's connectors).",
-            placeholder="server_url",
-        )
-    value = url.strip()
-    if any(ch.isspace() for ch in value):
-        raise PromptValidationError(
-            f"server_url '{value}' must not contain whitespace.",
-            placeholder="server_url",
-        )
-    try:
-        parts = urlsplit(value)
-        hostname = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as error:
-        raise PromptValidationError(
-            f"server_url '{value}' is not a valid URL: {error}.",
-            placeholder="server_url",
-        ) from error
-    if parts.scheme.lower() not in ("https", "http") or not hostname:
-        raise PromptValidationError(
-            f"server_url '{value}' must be an https:// (or http://) URL with a host, "
-            "for example 'https://mcp.example.com/mcp'.",
-            placeholder="server_url",
-        )
-    if parts.username is not None or parts.password is not None:
-        raise PromptValidationError(
-            "server_url must not embed credentials (user:password@); pass them in "
-            "headers, which are kept out of logs and reprs.",
-            placeholder="server_url",
-        )
-    return value
 
 
 def _check_headers(headers: object) -> Mapping[str, str]:
@@ -222,7 +150,7 @@ class McpConfig:
             object.__setattr__(self, "server_url", "")
         else:
             object.__setattr__(self, "connector_id", None)
-            object.__setattr__(self, "server_url", _check_url(self.server_url))
+            object.__setattr__(self, "server_url", check_server_url(self.server_url))
         if self.allowed_tools is None or isinstance(self.allowed_tools, Mapping):
             raise PromptValidationError(
                 "allowed_tools must be a list of tool names.",

@@ -1,0 +1,82 @@
+"""An MCP server's URL (``mcp.McpConfig.server_url``): an http(s) URL with a
+host and no credential in it (``check_server_url``: no ``user:password@``; the
+catalog's form also refuses a query parameter named like one,
+``credential_query_names``, as the URL is shown wherever the tool is)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+from ..errors import PromptValidationError
+
+# A query parameter whose name says it carries a credential, its name read
+# without case or separators ("Access-Token" is "accesstoken"): one of these
+# names, or one ending so ("x_amz_signature", "client_secret"). Not a
+# substring test: "keyspace", "author" and "tokenizer" name no credential.
+_CREDENTIAL_NAMES = frozenset({"key", "sig", "auth", "pwd", "code", "authorization"})
+_CREDENTIAL_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "signature",
+    "credential",
+    "credentials",
+)
+
+
+def _credential_name(name: str) -> bool:
+    plain = re.sub(r"[^a-z0-9]", "", name.lower())
+    return plain in _CREDENTIAL_NAMES or plain.endswith(_CREDENTIAL_ENDINGS)
+
+
+def credential_query_names(url: str) -> list[str]:
+    """The names of ``url``'s query parameters that look like credentials
+    (``?access_token=``, ``?api_key=``): a URL is shown on every page that
+    shows the tool, so the catalog refuses them where the URL is entered
+    (headers are masked; a URL is not)."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    names = (name for name, _ in parse_qsl(query, keep_blank_values=True))
+    return sorted({name for name in names if _credential_name(name)})
+
+
+def check_server_url(url: object) -> str:
+    if not isinstance(url, str) or not url.strip():
+        raise PromptValidationError(
+            "server_url must be the http(s) URL of the MCP server (or give a "
+            "connector_id for one of OpenAI's connectors).",
+            placeholder="server_url",
+        )
+    value = url.strip()
+    if any(ch.isspace() for ch in value):
+        raise PromptValidationError(
+            f"server_url '{value}' must not contain whitespace.",
+            placeholder="server_url",
+        )
+    try:
+        parts = urlsplit(value)
+        hostname = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as error:
+        raise PromptValidationError(
+            f"server_url '{value}' is not a valid URL: {error}.",
+            placeholder="server_url",
+        ) from error
+    if parts.scheme.lower() not in ("https", "http") or not hostname:
+        raise PromptValidationError(
+            f"server_url '{value}' must be an https:// (or http://) URL with a host, "
+            "for example 'https://mcp.example.com/mcp'.",
+            placeholder="server_url",
+        )
+    if parts.username is not None or parts.password is not None:
+        raise PromptValidationError(
+            "server_url must not embed credentials (user:password@); pass them in "
+            "headers, which are kept out of logs and reprs.",
+            placeholder="server_url",
+        )
+    return value
