@@ -12,46 +12,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import BaseThrottle
-from rest_framework.validators import UniqueValidator
 
 from sessions_app import access
-from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
+from sessions_app.models import Dataset, Experiment, Grader
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import (
     EMPTY_BODY,
-    StrictSerializer,
     no_body,
-    refuse_too_large,
 )
 from tooling.api.pagination import StrictCursorPagination
 from tooling.api.throttling import SharedScopedRateThrottle
-from tooling.models import PromptTemplate
 
-from . import grader_config
 from .results import csv_of, results_of
 from .running import (
-    TARGET,
     check_size,
     grade_finished,
     may_grade,
     run_experiment,
-    unknown_targets,
+)
+from .serializers import (
+    DatasetListSerializer,
+    DatasetSerializer,
+    ExperimentRequestSerializer,
+    ExperimentSerializer,
+    GraderSerializer,
+    ResultsSerializer,
 )
 
 
@@ -70,81 +70,6 @@ class IdPagination(StrictCursorPagination):
     the sessions' lists."""
 
     ordering = "-id"
-
-
-class UniqueNameSerializer(serializers.ModelSerializer[Any]):
-    """Creates a row whose ``name`` is unique. DRF's ``UniqueValidator`` reads
-    before the insert: two requests with the same new name both pass it, and
-    the later insert breaks the unique constraint. That insert runs in a
-    savepoint, and its ``IntegrityError``, once the name is found taken, is
-    the validator's own 400 (``name``: already exists), as when the requests
-    come one after the other."""
-
-    def create(self, validated_data: dict[str, Any]) -> Any:
-        try:
-            with transaction.atomic():
-                return self.create_row(validated_data)
-        except IntegrityError:
-            unique = next(
-                validator
-                for validator in self.fields["name"].validators
-                if isinstance(validator, UniqueValidator)
-            )
-            if not unique.queryset.filter(name=validated_data.get("name")).exists():
-                raise  # another constraint: not the name's
-            raise serializers.ValidationError({"name": [unique.message]}) from None
-
-    def create_row(self, validated_data: dict[str, Any]) -> Any:
-        """The insert, in the savepoint (with what goes with the row)."""
-        return super().create(validated_data)
-
-
-class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase]):
-    class Meta:
-        model = DatasetCase
-        fields = ["id", "position", "params", "trust_level", "expected_output", "notes"]
-        read_only_fields = ["id"]
-
-
-class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
-    cases = CaseSerializer(many=True, required=False)
-
-    class Meta:
-        model = Dataset
-        fields = ["id", "name", "description", "created_at", "cases"]
-        read_only_fields = ["id", "created_at"]
-
-    def refuse_too_large(self, data: Mapping[Any, Any]) -> None:
-        # each case's params are its runs' parameters: a 413 past a run
-        # start's limit, naming the case (the model refuses them elsewhere)
-        super().refuse_too_large(data)
-        cases = data.get("cases")
-        for index, case in enumerate(cases if isinstance(cases, list) else []):
-            if isinstance(case, Mapping):
-                refuse_too_large(case.get("params"), f"cases.{index}.params")
-
-    def create_row(self, validated_data: dict[str, Any]) -> Dataset:
-        cases = validated_data.pop("cases", [])
-        dataset = Dataset.objects.create(**validated_data)
-        DatasetCase.objects.bulk_create(
-            DatasetCase(dataset=dataset, **{"position": index + 1, **case})
-            for index, case in enumerate(cases)
-        )
-        return dataset
-
-
-class DatasetListSerializer(serializers.ModelSerializer[Dataset]):
-    """A dataset in the list: its size, not its cases (a list of datasets of
-    thousands of cases each would be megabytes a page; ``<id>/`` has them)."""
-
-    case_count = serializers.IntegerField(
-        read_only=True, help_text="How many cases it holds."
-    )
-
-    class Meta:
-        model = Dataset
-        fields = ["id", "name", "description", "created_at", "case_count"]
-        read_only_fields = fields
 
 
 @extend_schema_view(
@@ -175,20 +100,6 @@ class DatasetViewSet(
         serializer.save(created_by=self.request.user)
 
 
-class GraderSerializer(StrictSerializer, UniqueNameSerializer):
-    class Meta:
-        model = Grader
-        fields = ["id", "name", "kind", "config", "description"]
-        read_only_fields = ["id"]
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        try:
-            grader_config.check_entered_config(attrs["kind"], attrs.get("config", {}))
-        except DjangoValidationError as error:
-            raise serializers.ValidationError({"config": error.messages}) from error
-        return attrs
-
-
 @extend_schema_view(
     list=extend_schema(summary="Graders"),
     retrieve=extend_schema(summary="A grader"),
@@ -202,81 +113,6 @@ class GraderViewSet(
     permission_classes = [ModelPermission]
     pagination_class = IdPagination
     queryset = Grader.objects.all()
-
-
-class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
-    dataset: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
-    graders: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="name", many=True, read_only=True
-    )
-
-    class Meta:
-        model = Experiment
-        fields = [
-            "id",
-            "name",
-            "dataset",
-            "prompt_ref",
-            "targets",
-            "graders",
-            "status",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class NameField(serializers.SlugRelatedField[Any]):
-    """A dataset or a grader by its name, trimmed as names are when created
-    (``" =1+2"`` names ``=1+2``)."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        return super().to_internal_value(
-            data.strip() if isinstance(data, str) else data
-        )
-
-
-class ExperimentRequestSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200)
-    dataset = NameField(slug_field="name", queryset=Dataset.objects.all())
-    prompt = serializers.CharField(max_length=201, help_text='"namespace/key"')
-    targets = serializers.ListField(
-        child=serializers.RegexField(TARGET.pattern),
-        min_length=1,
-        max_length=10,
-        help_text='"draft", "label:<name>" or a revision\'s hash; each once.',
-    )
-    graders = NameField(slug_field="name", queryset=Grader.objects.all(), many=True)
-
-    def validate_prompt(self, value: str) -> str:
-        namespace, _, key = value.strip().partition("/")
-        if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
-            raise serializers.ValidationError(f"No prompt template is named {value}.")
-        return f"{namespace}/{key}"
-
-    def validate_targets(self, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise serializers.ValidationError("Name each target once.")
-        return value
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = unknown_targets(attrs["prompt"], attrs["targets"])
-        if unknown:
-            raise serializers.ValidationError({"targets": unknown})
-        return attrs
-
-
-class ResultsSerializer(serializers.Serializer[Any]):
-    experiment = ExperimentSerializer()
-    targets = serializers.JSONField(
-        help_text="Per target: runs, finished, paused, failed_to_start, pass_rates "
-        "(per grader; null: none decided), cost, mean_seconds."
-    )
-    cases = serializers.JSONField(
-        help_text="Per case: its params, whether the targets' grades differ, and "
-        "each target's session, error and grades."
-    )
 
 
 def _results(experiment: Experiment) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from sessions_app.experiments.api import DatasetSerializer, GraderSerializer
 from sessions_app.experiments.running import grade_finished
+from sessions_app.experiments.serializers import DatasetSerializer, GraderSerializer
 from sessions_app.models import (
     AgentSession,
     Dataset,
