@@ -1700,6 +1700,48 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
     return rows
 
 
+def machine_reference() -> dict[str, float]:
+    """What the machine itself costs, to set against the targets: the same
+    work on any checkout, so two runs' timings compare only as far as these
+    do (medians of three). The Python figure is a loop of 10,000,000 integer
+    additions; the database's, a sequential scan of the sessions' search
+    texts, each tested with ``LIKE`` (what a search the index cannot help
+    costs per text)."""
+    from django.db import connection
+
+    def python_loop() -> None:
+        total = 0
+        for number in range(10_000_000):
+            total += number
+
+    def database_scan() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            cursor.execute(
+                "SELECT count(*) FROM sessions_app_sessionsearchtext "
+                "WHERE text LIKE '%zzqzzq%'"
+            )
+            cursor.fetchone()
+            cursor.execute("COMMIT")
+
+    def median_ms(work: Any) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            work()
+            times.append((time.perf_counter() - started) * 1000)
+        return sorted(times)[1]
+
+    reference = {
+        "python_loop_ms": round(median_ms(python_loop), 1),
+        "search_text_scan_ms": round(median_ms(database_scan), 1),
+    }
+    connection.close()
+    return reference
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1773,6 +1815,13 @@ def main() -> None:
         f"{sizes['long']:,} ({sizes['long_tool_calls']:,} tool calls).",
         flush=True,
     )
+    machine = machine_reference()
+    print(
+        f"Machine reference: a Python loop of 10,000,000 additions "
+        f"{machine['python_loop_ms']:.0f} ms; every search text read and tested "
+        f"with LIKE {machine['search_text_scan_ms']:.0f} ms (medians of 3).",
+        flush=True,
+    )
     process, base = serve(args, database_url, secret_key)
     try:
         client = auditor_client(base)
@@ -1794,6 +1843,7 @@ def main() -> None:
             json.dumps(
                 {
                     "date": dt.date.today().isoformat(),
+                    "machine": machine,
                     "dataset": {
                         **{k: info[k] for k in (*size.signature(), "counts")},
                         "sessions_events": sizes,

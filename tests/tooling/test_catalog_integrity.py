@@ -15,6 +15,7 @@ from django.urls import reverse
 from tests.tooling.admin_forms import change_form_data
 from tests.tooling.factories import (
     HostedToolDefinitionFactory,
+    PolicyDefinitionFactory,
     PromptTemplateFactory,
     SectionDefinitionFactory,
     ToolDefinitionFactory,
@@ -249,9 +250,101 @@ def test_deleting_a_parent_refuses_for_what_its_children_carry(admin_client):
 # -- policies ----------------------------------------------------------------------
 
 
-def test_deleting_a_policy_never_breaks_a_prompt(admin_client):
+def test_deleting_a_policy_that_governs_a_prompts_tools_is_refused(admin_client):
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.get(name="production-deploy")
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert (
+        "Deleting it would break prompt &#x27;demo/ship&#x27;: its tools "
+        "&#x27;deploy&#x27;, &#x27;build&#x27;, &#x27;test&#x27;, &#x27;lint&#x27; "
+        "would no longer be governed by policy &#x27;production-deploy&#x27;."
+    ) in page
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+    assert policy.sections.filter(key="ship.pipeline").exists()
+
+
+def test_deleting_a_policy_through_the_list_action_is_refused(admin_client):
     seed_demo_catalog()
     policy = PolicyDefinition.objects.get(name="release-order")
+
+    response = admin_client.post(
+        reverse("admin:tooling_policydefinition_changelist"),
+        {"action": "delete_selected", "_selected_action": [policy.pk], "post": "yes"},
+    )
+
+    page = response.content.decode()
+    assert "demo/release" in page and "demo/ship" in page
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_policy_is_deleted_once_no_prompt_uses_it(admin_client):
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.get(name="production-deploy")
+    for prompt in policy.prompts.all():
+        prompt.policies.remove(policy)  # the edit of its own
+    policy.sections.clear()
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_deleting_a_section_takes_its_policy_with_the_tools_it_governs(admin_client):
+    tool = ToolDefinitionFactory.create(name="only_here")
+    kept = ToolDefinitionFactory.create(name="kept")
+    governed = SectionDefinitionFactory.create(key="governed")
+    attach(governed, tool)
+    other = SectionDefinitionFactory.create(key="other")
+    attach(other, kept)
+    policy = PolicyDefinitionFactory.create(
+        name="only-here", kind="call_limit", config={"limits": {"only_here": 3}}
+    )
+    governed.policies.add(policy)
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, governed, other)
+
+    response = admin_client.post(delete_url(governed), {"post": "yes"})
+
+    assert response.status_code == 302  # nothing left that the policy governed
+    assert not SectionDefinition.objects.filter(pk=governed.pk).exists()
+
+
+def test_deleting_a_prompts_own_policy_is_refused_naming_the_tool(admin_client):
+    tool = ToolDefinitionFactory.create(name="kept")
+    section = SectionDefinitionFactory.create(key="tools")
+    attach(section, tool)
+    policy = PolicyDefinitionFactory.create(
+        name="prompt-wide", kind="call_limit", config={"limits": {"kept": 3}}
+    )
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    prompt.policies.add(policy)
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert (
+        f"Deleting it would break prompt &#x27;{prompt.ref}&#x27;: its tool "
+        "&#x27;kept&#x27; would no longer be governed by policy "
+        "&#x27;prompt-wide&#x27;."
+    ) in page
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_policy_no_tool_of_a_prompt_stays_under_is_deleted(admin_client):
+    section = SectionDefinitionFactory.create(key="text-only")
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    policy = PolicyDefinitionFactory.create(
+        name="unused-here", kind="call_limit", config={"limits": {"kept": 3}}
+    )
+    prompt.policies.add(policy)
 
     response = admin_client.post(delete_url(policy), {"post": "yes"})
 

@@ -203,7 +203,7 @@ def _broken(
         if after == before:
             continue
         try:
-            thaw_prompt(before)
+            built_before = thaw_prompt(before)
         except PromptError:
             continue
         if not after["sections"]:
@@ -219,10 +219,40 @@ def _broken(
             )
             continue
         try:
-            thaw_prompt(after)
+            built_after = thaw_prompt(after)
         except PromptError as error:
             problems.append((template.ref, error.message))
+            continue
+        if edit.removed:
+            problems.extend(
+                (template.ref, message)
+                for message in _policies_lost(built_before, built_after)
+            )
     return problems
+
+
+def _policies_lost(before: Any, after: Any) -> list[str]:
+    """What a delete would take from the tools it leaves in a prompt: one
+    message per policy that governs one of them before and none after. A
+    deleted section takes the tools it governs along (its children go with
+    it), so only a deleted policy loosens a prompt. Removing a policy from a
+    prompt or a section is an edit of that prompt or section, recorded as
+    such; a delete must not do it on the side (ADR 0031)."""
+    governed: dict[str, list[str]] = {}
+    for tool in (*after.declared_tools(), *after.declared_hosted_tools()):
+        kept = {policy.name for policy in after.policies_for_tool(tool.name)}
+        for policy in before.policies_for_tool(tool.name):
+            if policy.name not in kept:
+                governed.setdefault(policy.name, []).append(tool.name)
+    messages = []
+    for name, tools in governed.items():
+        listed = ", ".join(f"'{tool}'" for tool in tools)
+        messages.append(
+            f"its tool{'s' if len(tools) > 1 else ''} {listed} would no longer be "
+            f"governed by policy '{name}'. Remove the policy from the prompt or "
+            "section first (an edit of its own), then delete."
+        )
+    return messages
 
 
 def prompts_broken_by_capability(
