@@ -473,6 +473,18 @@ def test_an_empty_event_kind_filters_nothing(api_client, demo):
     assert tools and {event["kind"] for event in tools} == {"tool_invocation"}
 
 
+@pytest.mark.parametrize("decoded", [b"\x00\x00\x00", b"x=1", b"p=1&evil=2", b"&"])
+def test_a_list_refuses_a_cursor_naming_nothing_it_gives_out(api_client, decoded):
+    """DRF reads a cursor without an offset, direction or position (or with
+    keys of its own) as the first page; none of its cursors is one."""
+    cursor = base64.b64encode(decoded).decode()
+    for url in ("/api/sessions/", "/api/citations/", "/api/approvals/", "/api/tools/"):
+        response = api_client.get(url, {"cursor": cursor})
+        assert response.status_code == 404, (url, response.content[:200])
+        assert response.json()["detail"] == "Invalid cursor"
+    assert api_client.get("/api/sessions/", {"cursor": ""}).status_code == 200
+
+
 @pytest.mark.parametrize("position", [NESTED, NESTED[:500], "A" * 100_000, "Wz\x00"])
 def test_a_list_refuses_a_hostile_cursor_as_an_invalid_one(api_client, position):
     cursor = base64.b64encode(urlencode({"p": position}).encode()).decode()

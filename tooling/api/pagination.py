@@ -1,7 +1,8 @@
 """DRF's cursor pagination, refusing a cursor it did not give out.
 
 DRF decodes a cursor leniently: base64 with the characters it does not know
-skipped (``?cursor=!!!!`` is the first page), and the position compared to the
+skipped (``?cursor=!!!!`` is the first page, and so is a cursor naming nothing it
+knows, ``?cursor=AAAA``), and the position compared to the
 ordering field as it is, so a position that is not of the field's type (``abc``
 for a sequence number, a time past the last there is) failed in the database:
 a 500. ``CheckedCursorPagination`` answers both as DRF answers a cursor it
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import datetime
 from typing import Any
+from urllib.parse import parse_qs
 
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models import QuerySet
@@ -27,6 +29,9 @@ from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 
 from tooling.runtime.number_text import whole_number
+
+# What DRF's ``encode_cursor`` writes: the offset, the direction, the position.
+CURSOR_TOKENS = frozenset({"o", "r", "p"})
 
 
 class CheckedCursorPagination(CursorPagination):
@@ -45,9 +50,16 @@ class CheckedCursorPagination(CursorPagination):
         encoded = request.query_params.get(self.cursor_query_param)
         if encoded:
             try:
-                base64.b64decode(encoded.encode("ascii"), validate=True)
-            except ValueError:  # binascii.Error and UnicodeEncodeError are
+                text = base64.b64decode(encoded.encode("ascii"), validate=True)
+                tokens = parse_qs(text.decode("ascii"), keep_blank_values=True)
+            except ValueError:  # binascii.Error and the Unicode errors are
                 raise NotFound(self.invalid_cursor_message) from None
+            # DRF gives out no cursor without an offset, a direction or a
+            # position (the first page's has no ``cursor`` at all): one that
+            # names none of them (``AAAA``, three NUL bytes) or something
+            # else was not given out, though DRF would read it as page one.
+            if not tokens or not set(tokens) <= CURSOR_TOKENS:
+                raise NotFound(self.invalid_cursor_message)
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
             self.check_position(str(cursor.position))
