@@ -26,6 +26,7 @@ from tooling.demo import seed_demo_catalog
 from tooling.models import (
     HostedToolDefinition,
     PolicyDefinition,
+    PromptTemplate,
     SectionDefinition,
     SectionHostedTool,
     ToolDefinition,
@@ -258,6 +259,7 @@ def test_deleting_a_policy_that_governs_a_prompts_tools_is_refused(admin_client)
 
     page = response.content.decode()
     assert response.status_code == 200
+    assert "The policy definition “production-deploy” cannot be deleted:" in page
     assert (
         "Deleting it would break prompt &#x27;demo/ship&#x27;: its tools "
         "&#x27;deploy&#x27;, &#x27;build&#x27;, &#x27;test&#x27;, &#x27;lint&#x27; "
@@ -335,6 +337,55 @@ def test_deleting_a_prompts_own_policy_is_refused_naming_the_tool(admin_client):
         "&#x27;prompt-wide&#x27;."
     ) in page
     assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_prompt_that_does_not_build_today_keeps_its_policy(admin_client):
+    """A typo in a template breaks the prompt's build; deleting its policy
+    then would have gone unchecked, and fixing the typo would have brought
+    the prompt back without it."""
+    seed_demo_catalog()
+    SectionDefinition.objects.filter(key="ship.pipeline").update(
+        template="Release $service. $oops"
+    )
+    policy = PolicyDefinition.objects.get(name="production-deploy")
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    assert response.status_code == 200
+    assert "governed by policy &#x27;production-deploy&#x27;" in (
+        response.content.decode()
+    )
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_policy_on_the_prompt_and_its_section_names_each_tool_once(admin_client):
+    seed_demo_catalog()
+    policy = PolicyDefinition.objects.get(name="production-deploy")
+    policy.prompts.add(*PromptTemplate.objects.filter(namespace="demo", key="ship"))
+
+    page = admin_client.get(delete_url(policy)).content.decode()
+
+    assert (
+        "its tools &#x27;deploy&#x27;, &#x27;build&#x27;, &#x27;test&#x27;, "
+        "&#x27;lint&#x27; would no longer"
+    ) in page
+
+
+def test_a_bulk_delete_says_them(admin_client):
+    seed_demo_catalog()
+    chosen = PolicyDefinition.objects.filter(
+        name__in=["production-deploy", "release-order"]
+    )
+
+    response = admin_client.post(
+        reverse("admin:tooling_policydefinition_changelist"),
+        {"action": "delete_selected", "_selected_action": [p.pk for p in chosen]},
+    )
+
+    page = response.content.decode()
+    assert "Deleting them would break prompt &#x27;demo/ship&#x27;" in page
+    assert "Deleting it " not in page
+    assert PolicyDefinition.objects.filter(pk__in=chosen).count() == 2
 
 
 def test_a_policy_no_tool_of_a_prompt_stays_under_is_deleted(admin_client):

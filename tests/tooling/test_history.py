@@ -157,6 +157,8 @@ def test_disable_create_and_delete_are_recorded(client):
     deleted = CatalogChange.objects.filter(action=Action.DELETED).get()
     assert deleted.object_repr == str(policy) and deleted.after is None
     assert (deleted.before or {})["name"] == policy.name
+    # The row's own key, not the None Django leaves on a deleted instance.
+    assert deleted.object_id == str(policy.pk)
 
 
 def test_a_save_that_changes_nothing_records_nothing(client):
@@ -282,15 +284,22 @@ def test_the_api_lists_changes_for_who_may_view_them(client):
     assert only["model"] == "sectiondefinition" and only["fields"] == ["title"]
     assert only["actor_name"] == "alice" and only["prompts"] == [prompt.ref]
     assert only["after"]["title"] == "Renamed"
-    body = api.get("/api/catalog-changes/", {"model": "tooldefinition"}).json()
-    assert [c["object_repr"] for c in body["results"]] == [other.name]
+    for model in ("tooldefinition", "ToolDefinition"):
+        body = api.get("/api/catalog-changes/", {"model": model}).json()
+        assert [c["object_repr"] for c in body["results"]] == [other.name]
     assert len(api.get("/api/catalog-changes/").json()["results"]) == 2
     api.force_authenticate(User.objects.create_user("ulla", password="pw"))
     assert api.get("/api/catalog-changes/").status_code == 403
 
 
 @pytest.mark.parametrize(
-    "query", [{"actor": "a\x00b"}, {"object_id": "\x00"}, {"action": "rewrote"}]
+    "query",
+    [
+        {"actor": "a\x00b"},
+        {"object_id": "\x00"},
+        {"action": "rewrote"},
+        {"model": "zzz"},
+    ],
 )
 def test_the_api_refuses_bad_filters_with_400(query):
     from rest_framework.test import APIClient

@@ -22,8 +22,10 @@ class GuardedDeleteMixin:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(  # type: ignore[misc]
             objs, request
         )
-        edit = assembly.CatalogEdit.deleting(self.rows_deleted_with(objs))
+        chosen = list(objs)
+        edit = assembly.CatalogEdit.deleting(self.rows_deleted_with(chosen))
         problems = assembly.prompts_broken_by(edit)
         if problems:
-            protected = [*protected, *describe(problems, "Deleting it")]
+            action = "Deleting it" if len(chosen) == 1 else "Deleting them"
+            protected = [*protected, *describe(problems, action)]
         return deleted, counts, perms_needed, protected

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
+from django.apps import apps
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import permissions, serializers, viewsets
@@ -62,10 +64,23 @@ class ChangeCursorPagination(StrictCursorPagination):
     ordering = ("-at", "-id")
 
 
+def _catalog_model(value: str) -> None:
+    """A ``model`` filter names a model of the catalog (any case): an
+    unknown one is a 400, not an empty list."""
+    known = sorted(
+        m._meta.model_name or "" for m in apps.get_app_config("tooling").get_models()
+    )
+    if value.lower() not in known:
+        raise ValidationError(
+            f"Unknown kind of row: use one of {', '.join(known)}.", code="invalid"
+        )
+
+
 class ChangeFilter(StrictFilterSet):
     model = django_filters.CharFilter(
         field_name="content_type__model",
         method="filter_model",
+        validators=[_catalog_model],
         help_text="The kind of row: tooldefinition, sectiondefinition, ...",
     )
     object_id = django_filters.CharFilter()

@@ -141,15 +141,28 @@ class HistoryAdminMixin(NeutralisedAdminPages, DateDrilldownGuard, admin.ModelAd
         self._record_saved(request, obj)
         return super().log_change(request, obj, message)
 
-    def _deleted(self, rows: list[Any]) -> list[tuple[Any, dict[str, Any], set[str]]]:
-        return [(row, snapshot(row), recording.prompts_touched(row)) for row in rows]
+    def _deleted(
+        self, rows: list[Any]
+    ) -> list[tuple[Any, Any, dict[str, Any], set[str]]]:
+        """Each row about to be deleted with its key (which the delete sets
+        to ``None`` on the instance), snapshot and the prompts it touches."""
+        return [
+            (row, row.pk, snapshot(row), recording.prompts_touched(row)) for row in rows
+        ]
 
     def _record_deleted(
-        self, request: HttpRequest, gone: list[tuple[Any, dict[str, Any], set[str]]]
+        self,
+        request: HttpRequest,
+        gone: list[tuple[Any, Any, dict[str, Any], set[str]]],
     ) -> None:
-        for row, before, prompts in gone:
+        for row, pk, before, prompts in gone:
             recording.record(
-                row, before=before, after=None, user=request.user, prompts=prompts
+                row,
+                before=before,
+                after=None,
+                user=request.user,
+                prompts=prompts,
+                object_id=pk,
             )
 
     def _rows_deleted_with(self, objs: list[Any]) -> list[Any]:

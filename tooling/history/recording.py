@@ -119,9 +119,12 @@ def record(
     user: Any = None,
     reason: str = "",
     prompts: Iterable[str] = (),
+    object_id: Any = None,
 ) -> CatalogChange | None:
     """Record one change of ``obj`` (``before``/``after``: its snapshots,
-    ``None`` for a row not there); nothing when a save changed nothing."""
+    ``None`` for a row not there); nothing when a save changed nothing.
+    ``object_id``: the key ``obj`` had, for a row deleted (Django sets a
+    deleted instance's key to ``None``)."""
     fields = changed_fields(before, after)
     if before is not None and after is not None and not fields:
         return None
@@ -129,7 +132,7 @@ def record(
     change = CatalogChange.objects.create(
         at=timezone.now(),
         content_type=ContentType.objects.get_for_model(type(obj)),
-        object_id=str(obj.pk),
+        object_id=str(obj.pk if object_id is None else object_id),
         object_repr=str(obj)[:200],
         action=action_for(before, after),
         actor=user if authenticated else None,
