@@ -574,3 +574,37 @@ def test_moving_a_prompts_root_under_its_other_root_is_refused(admin_client):
     assert "is in this prompt twice" in page
     second.refresh_from_db()
     assert second.parent is None
+
+
+# -- prompts -----------------------------------------------------------------------
+
+
+def test_a_released_prompt_is_not_deleted_and_the_page_says_why(admin_client):
+    from tooling import releases
+
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="ship")
+    releases.seed_label(prompt, "production", note="first")
+
+    for response in (
+        admin_client.get(delete_url(prompt)),
+        admin_client.post(delete_url(prompt), {"post": "yes"}),
+    ):
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert "permission" not in page
+        assert (
+            "Prompt &#x27;demo/ship&#x27; has been released (label production): "
+            "its labels and releases record what ran. Disable it instead."
+        ) in page
+    assert PromptTemplate.objects.filter(pk=prompt.pk).exists()
+
+
+def test_a_prompt_never_released_is_deleted(admin_client):
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="ship")
+
+    response = admin_client.post(delete_url(prompt), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not PromptTemplate.objects.filter(pk=prompt.pk).exists()

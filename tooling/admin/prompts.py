@@ -29,7 +29,7 @@ from tooling.forms import (
 from tooling.forms.preview import ParameterForm, boxed_names
 from tooling.governance import governance_of
 from tooling.history.admin import HistoryAdminMixin
-from tooling.models import PromptSection, PromptTemplate, TrustLevel
+from tooling.models import PromptLabel, PromptSection, PromptTemplate, TrustLevel
 from tooling.runtime import PromptError
 
 from .autocomplete import SafeAutocomplete
@@ -88,6 +88,32 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
     def preview_link(self, obj: PromptTemplate) -> str:
         url = reverse("admin:tooling_prompttemplate_preview", args=[obj.pk])
         return format_html('<a href="{}">Preview / run</a>', url)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """A released prompt is not deleted: its labels and releases are the
+        record of what ran. Django would say the account may not delete
+        prompt labels (their admin is read-only), blaming permissions, for
+        a superuser too; the page names the labels and says to disable it."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        labels: dict[str, list[str]] = {}
+        for label in PromptLabel.objects.filter(prompt__in=list(objs)).select_related(
+            "prompt"
+        ):
+            labels.setdefault(label.prompt.ref, []).append(label.name)
+        if labels:
+            perms_needed = set(perms_needed) - {str(PromptLabel._meta.verbose_name)}
+            protected = [
+                *protected,
+                *(
+                    f"Prompt '{ref}' has been released (label"
+                    f"{'s' if len(names) > 1 else ''} {', '.join(names)}): its "
+                    "labels and releases record what ran. Disable it instead."
+                    for ref, names in labels.items()
+                ),
+            ]
+        return deleted, counts, perms_needed, protected
 
     def save_form(self, request: HttpRequest, form: Any, change: bool) -> Any:
         instance = super().save_form(request, form, change)
