@@ -32,6 +32,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 
 from tooling.api.throttling import Slots
+from wink_project.admin_selection import checked_selection
 
 REFUSED = "Too many failed sign-in attempts; try again in {wait}."
 
@@ -147,6 +148,17 @@ class AdminSite(admin.AdminSite):
     uses ``AdminSignInForm``."""
 
     login_form = AdminSignInForm
+
+    def admin_view(self, view: Any, cacheable: bool = False) -> Any:
+        """Every admin view; a model's list page also refuses a selection
+        that is not the model's keys (``admin_selection``)."""
+        model_admin = getattr(view, "__self__", None)
+        if (
+            isinstance(model_admin, admin.ModelAdmin)
+            and getattr(view, "__name__", "") == "changelist_view"
+        ):
+            view = checked_selection(view, model_admin.model)
+        return super().admin_view(view, cacheable)
 
     @login_not_required
     def login(

@@ -1,0 +1,84 @@
+"""An admin action posted with a selection that is not the model's keys
+(``_selected_action=abc``, which no browser sends) does nothing and says so,
+on every list with actions, never a 500 (``wink_project.admin_selection``)."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from tests.tooling.factories import PolicyDefinitionFactory
+from tooling.models import PolicyDefinition
+
+pytestmark = pytest.mark.django_db
+
+
+def lists_with_actions() -> list[str]:
+    found = []
+    for model in apps.get_models():
+        if not admin.site.is_registered(model):
+            continue
+        opts = model._meta
+        found.append(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+    return found
+
+
+def test_every_registered_list_is_found():
+    assert len(lists_with_actions()) >= 20
+
+
+@pytest.mark.parametrize("value", ["abc", "\x00", "9" * 30, "", "1.5"])
+def test_a_selection_that_is_not_keys_does_nothing_anywhere(value):
+    superuser = User.objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(superuser)
+    policy = PolicyDefinitionFactory.create()
+    for url in lists_with_actions():
+        response = client.post(
+            url,
+            {"action": "delete_selected", "index": "0", "_selected_action": [value]},
+        )
+        assert response.status_code in (200, 302, 403), (url, response.status_code)
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_the_list_says_nothing_was_done(admin_client):
+    policy = PolicyDefinitionFactory.create()
+    url = reverse("admin:tooling_policydefinition_changelist")
+
+    response = admin_client.post(
+        url,
+        {
+            "action": "delete_selected",
+            "index": "0",
+            "_selected_action": [str(policy.pk), "abc"],
+        },
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    assert "Nothing was done: the selection holds a value that is not a row" in (
+        response.content.decode()
+    )
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_selection_of_keys_still_runs_the_action(admin_client):
+    policy = PolicyDefinitionFactory.create()
+    url = reverse("admin:tooling_policydefinition_changelist")
+
+    response = admin_client.post(
+        url,
+        {
+            "action": "delete_selected",
+            "_selected_action": [str(policy.pk)],
+            "post": "yes",
+        },
+    )
+
+    assert response.status_code == 302
+    assert not PolicyDefinition.objects.filter(pk=policy.pk).exists()
