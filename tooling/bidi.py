@@ -11,6 +11,7 @@ page use it (``sessions_app.audit.bidi`` adds a mixin for class-based views).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import HttpResponse
@@ -23,13 +24,36 @@ def neutralise(text: str) -> str:
     return BIDI_CONTROLS.sub(lambda match: f"[U+{ord(match.group()):04X}]", text)
 
 
+# The attribute values a browser sends back or follows: a filter box's value
+# (a search for a control, submitted again with another filter) and a link's
+# target (a recorded URL). Their controls are written as character references,
+# which the browser reads as the characters themselves, so the search or the
+# link stays the one recorded; a mark there would be searched for, or lead
+# elsewhere. Django writes attribute values quoted with ``"`` and escapes a
+# ``"`` inside, so a value ends at the next ``"``.
+_SENT_BACK = re.compile(r'(?<=\s)(value|href)="([^"]*)"')
+
+
+def _referenced(match: re.Match[str]) -> str:
+    value = BIDI_CONTROLS.sub(
+        lambda control: f"&#x{ord(control.group()):04X};", match[2]
+    )
+    return f'{match[1]}="{value}"'
+
+
+def neutralise_page(html: str) -> str:
+    """``html`` with every bidi control shown as a mark, except in the
+    attribute values a browser sends back or follows (``_SENT_BACK``)."""
+    return neutralise(_SENT_BACK.sub(_referenced, html))
+
+
 def _rewrite(response: HttpResponse) -> HttpResponse:
     if response.streaming or "text/html" not in response.get("Content-Type", ""):
         return response
     charset = response.charset or "utf-8"
     text = response.content.decode(charset, errors="replace")
     if BIDI_CONTROLS.search(text):
-        response.content = neutralise(text).encode(charset)
+        response.content = neutralise_page(text).encode(charset)
     return response
 
 

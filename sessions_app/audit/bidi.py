@@ -1,7 +1,8 @@
 """Bidirectional control characters, shown neutralised on the audit pages
 (``tooling.bidi``): each becomes a visible ``[U+202E]``-style mark after
-rendering. The record keeps them; only the page changes. The audit pages are
-read-only, so no form can submit the marks back.
+rendering. The record keeps them; only the page changes. A filter box's value
+and a link's target keep them as character references (``neutralise_page``),
+so a search submitted again, or a recorded link followed, is the one recorded.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def _cost_filter(label: str, lookup: str, help_text: str) -> Any:
         label=label,
         min_value=0,
         max_value=10**8,
-        max_digits=18,
+        max_digits=19,  # the largest, 10**8, has 9 digits before the point
         decimal_places=10,
         help_text=help_text,
         widget=forms.NumberInput(attrs={"step": "any", "min": "0"}),

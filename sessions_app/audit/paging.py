@@ -74,7 +74,13 @@ def decode_position(cursor: str, queryset: QuerySet[Any]) -> Position:
         # in UTC, as the database compares it: 9999-12-31T23:59:59-15:00 is
         # past the last datetime there is (OverflowError)
         created_at = created_at.astimezone(datetime.UTC)
-        pk = queryset.model._meta.pk.to_python(values[1])
+        field = queryset.model._meta.pk
+        pk = field.to_python(values[1])
+        field.run_validators(pk)  # an integer's range, a text's length
+        # As ``encode_position`` writes it: not " 1", an Arabic-Indic 1 or
+        # "01" for 1, and no NUL, which PostgreSQL refuses in a text key.
+        if str(pk) != values[1] or "\x00" in values[1]:
+            raise ValueError(values[1])
     except (
         ValueError,
         TypeError,

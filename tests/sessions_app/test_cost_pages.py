@@ -372,6 +372,22 @@ def test_csv_cell_helper_leaves_plain_text_and_numbers_alone():
     assert csv_cell(D("0.0100000000")) == "0.0100000000"
     assert csv_cell(3) == "3"
     assert csv_cell("-1") == "'-1"
+    assert csv_cell(" leading space") == " leading space"
+    assert (
+        csv_cell("\u200e\u05e9\u05dc\u05d5\u05dd") == "\u200e\u05e9\u05dc\u05d5\u05dd"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\x00=1+1", "\n=1+1", " =1+1", "\u200e=1+1", "\uff1d1+1", " \t\uff20SUM(A1)"],
+)
+def test_csv_cells_never_start_a_formula_after_what_a_spreadsheet_skips(text):
+    """Some spreadsheets skip leading spaces, line breaks, control and
+    format characters, or read full-width signs as the ASCII ones."""
+    from tooling.spreadsheet import csv_cell
+
+    assert csv_cell(text) == "'" + text
 
 
 def month_links_of(page):

@@ -1,5 +1,6 @@
 import base64
 import json
+from urllib.parse import urlencode
 
 import factory
 import pytest
@@ -190,6 +191,35 @@ def test_every_keyset_page_refuses_a_time_past_the_last_there_is(admin_client):
             for direction in ("after", "before"):
                 response = admin_client.get(url, {direction: cursor})
                 assert response.status_code == 404, (url, moment, direction)
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("/audit/citations/", " 1"),
+        ("/audit/citations/", "\u0661"),  # an Arabic-Indic 1
+        ("/audit/citations/", "01"),
+        ("/audit/citations/", "9" * 23),
+        ("/audit/revisions/", "1\x00"),  # PostgreSQL refuses a NUL: was a 500
+        ("/audit/revisions/", "a" * 300),
+        ("/api/citations/", " 1"),
+        ("/api/tool-invocations/", "9" * 23),
+        ("/api/revisions/", "a\x00b"),
+    ],
+)
+def test_a_keyset_cursor_holds_a_key_as_it_was_given_out(admin_client, url, key):
+    """A key is written by ``str(pk)``: any other spelling of a number, a
+    value past the key's range or length, or a NUL was not given out."""
+    raw = json.dumps(["2026-01-01T00:00:00+00:00", key]).encode()
+    position = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    if url.startswith("/api/"):
+        query = {"cursor": base64.b64encode(urlencode({"p": position}).encode())}
+        response = admin_client.get(url, query)
+        assert response.status_code == 404, (url, key, response.content[:200])
+        return
+    for direction in ("after", "before"):
+        response = admin_client.get(url, {direction: position})
+        assert response.status_code == 404, (url, key, direction)
 
 
 @pytest.mark.parametrize("count", [1, 8])

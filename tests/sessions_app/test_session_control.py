@@ -309,3 +309,29 @@ def test_pages_show_bidi_controls_neutralised(admin_client):
         assert "\u202e" not in html and "\u2066" not in html
         assert "[U+202E]etad[U+202C]" in html
     assert api["output_text"] == session.output_text  # the record keeps them
+
+
+def test_a_filter_box_sends_back_the_control_it_was_given(admin_client):
+    """The box keeps the control as a character reference (the browser reads
+    it back as the character), so submitting the form again searches for
+    what was searched."""
+    url = reverse("sessions_app:session-list")
+
+    page = admin_client.get(url, {"q": "\u202eRTL"}).content.decode()
+
+    assert 'value="&#x202E;RTL"' in page
+    assert "\u202e" not in page
+
+
+def test_neutralise_page_keeps_controls_only_where_a_browser_sends_them():
+    from tooling.bidi import neutralise_page
+
+    html = (
+        '<input name="q" value="a\u202eb"><a href="https://x.example/\u202e">'
+        '\u202eshown</a><span title="t\u202e">x</span>'
+    )
+
+    assert neutralise_page(html) == (
+        '<input name="q" value="a&#x202E;b"><a href="https://x.example/&#x202E;">'
+        '[U+202E]shown</a><span title="t[U+202E]">x</span>'
+    )

@@ -360,6 +360,21 @@ def test_cost_filters(admin_client):
     assert page_ids(admin_client, cost_max="0.01") == {str(cheap.pk)}
 
 
+def test_the_largest_cost_the_box_offers_is_accepted(admin_client):
+    """The box says ``max="100000000"``; that value is taken (it was refused
+    for its nine digits before the point), one more is not."""
+    cheap = AgentSessionFactory.create(cost=Decimal("0.001"))
+    html = admin_client.get(LIST_URL).content.decode()
+    assert 'name="cost_max"' in html and 'max="100000000"' in html
+
+    assert api_ids(admin_client, cost_max="100000000") == {str(cheap.pk)}
+    response = admin_client.get(API_URL, {"cost_max": "100000001"})
+    assert response.status_code == 400
+    assert response.json()["errors"]["cost_max"] == [
+        "Ensure this value is less than or equal to 100000000."
+    ]
+
+
 # Invalid filters
 
 
