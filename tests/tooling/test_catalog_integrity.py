@@ -251,7 +251,9 @@ def test_deleting_a_parent_refuses_for_what_its_children_carry(admin_client):
 # -- policies ----------------------------------------------------------------------
 
 
-def test_deleting_a_policy_that_governs_a_prompts_tools_is_refused(admin_client):
+def test_deleting_a_policy_in_use_is_refused_naming_where(admin_client):
+    """The demo's approval policy: deleting it had quietly taken the approval
+    step out of demo/ship's draft (ADR 0031)."""
     seed_demo_catalog()
     policy = PolicyDefinition.objects.get(name="production-deploy")
 
@@ -261,39 +263,84 @@ def test_deleting_a_policy_that_governs_a_prompts_tools_is_refused(admin_client)
     assert response.status_code == 200
     assert "The policy definition “production-deploy” cannot be deleted:" in page
     assert (
-        "Deleting it would break prompt &#x27;demo/ship&#x27;: its tools "
-        "&#x27;deploy&#x27;, &#x27;build&#x27;, &#x27;test&#x27;, &#x27;lint&#x27; "
-        "would no longer be governed by policy &#x27;production-deploy&#x27;."
+        "Policy &#x27;production-deploy&#x27; is attached to section "
+        "&#x27;ship.pipeline&#x27;: remove it there first (an edit of that prompt "
+        "or section, recorded in its history), then delete it."
     ) in page
     assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
     assert policy.sections.filter(key="ship.pipeline").exists()
 
 
-def test_deleting_a_policy_through_the_list_action_is_refused(admin_client):
+def test_deleting_policies_in_use_through_the_list_action_is_refused(admin_client):
     seed_demo_catalog()
-    policy = PolicyDefinition.objects.get(name="release-order")
+    chosen = PolicyDefinition.objects.filter(
+        name__in=["production-deploy", "release-order"]
+    )
 
     response = admin_client.post(
         reverse("admin:tooling_policydefinition_changelist"),
-        {"action": "delete_selected", "_selected_action": [policy.pk], "post": "yes"},
+        {
+            "action": "delete_selected",
+            "_selected_action": [p.pk for p in chosen],
+            "post": "yes",
+        },
     )
 
     page = response.content.decode()
-    assert "demo/release" in page and "demo/ship" in page
-    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
+    assert "Policy &#x27;production-deploy&#x27; is attached to section" in page
+    assert "Policy &#x27;release-order&#x27; is attached to section" in page
+    assert PolicyDefinition.objects.filter(pk__in=chosen).count() == 2
 
 
-def test_a_policy_is_deleted_once_no_prompt_uses_it(admin_client):
+def test_a_policy_is_deleted_once_detached(admin_client):
     seed_demo_catalog()
     policy = PolicyDefinition.objects.get(name="production-deploy")
     for prompt in policy.prompts.all():
-        prompt.policies.remove(policy)  # the edit of its own
+        prompt.policies.remove(policy)  # the edits of their own
     policy.sections.clear()
 
     response = admin_client.post(delete_url(policy), {"post": "yes"})
 
     assert response.status_code == 302
     assert not PolicyDefinition.objects.filter(pk=policy.pk).exists()
+
+
+def test_a_policy_on_a_prompt_and_a_section_names_both_once(admin_client):
+    tool = ToolDefinitionFactory.create(name="kept")
+    section = SectionDefinitionFactory.create(key="tools")
+    attach(section, tool)
+    policy = PolicyDefinitionFactory.create(
+        name="everywhere", kind="call_limit", config={"limits": {"kept": 3}}
+    )
+    section.policies.add(policy)
+    prompt = PromptTemplateFactory.create()
+    add_sections(prompt, section)
+    prompt.policies.add(policy)
+
+    page = admin_client.get(delete_url(policy)).content.decode()
+
+    assert page.count("Policy &#x27;everywhere&#x27; is attached to") == 1
+    assert (
+        f"is attached to prompt &#x27;{prompt.ref}&#x27;, section &#x27;tools&#x27;:"
+    ) in page
+
+
+def test_disabling_the_tools_a_policy_governs_does_not_free_it(admin_client):
+    """Whatever the tools' state: a policy attached where a disabled tool
+    would come back ungoverned once enabled is still refused."""
+    tool = ToolDefinitionFactory.create(name="write_file", enabled=False)
+    section = SectionDefinitionFactory.create(key="files")
+    attach(section, tool)
+    policy = PolicyDefinitionFactory.create(
+        name="read-first", kind="read_before_write", config={}
+    )
+    section.policies.add(policy)
+    add_sections(PromptTemplateFactory.create(), section)
+
+    response = admin_client.post(delete_url(policy), {"post": "yes"})
+
+    assert response.status_code == 200
+    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
 
 
 def test_deleting_a_section_takes_its_policy_with_the_tools_it_governs(admin_client):
@@ -312,95 +359,23 @@ def test_deleting_a_section_takes_its_policy_with_the_tools_it_governs(admin_cli
 
     response = admin_client.post(delete_url(governed), {"post": "yes"})
 
-    assert response.status_code == 302  # nothing left that the policy governed
+    assert response.status_code == 302  # the policy stays, unattached
     assert not SectionDefinition.objects.filter(pk=governed.pk).exists()
-
-
-def test_deleting_a_prompts_own_policy_is_refused_naming_the_tool(admin_client):
-    tool = ToolDefinitionFactory.create(name="kept")
-    section = SectionDefinitionFactory.create(key="tools")
-    attach(section, tool)
-    policy = PolicyDefinitionFactory.create(
-        name="prompt-wide", kind="call_limit", config={"limits": {"kept": 3}}
-    )
-    prompt = PromptTemplateFactory.create()
-    add_sections(prompt, section)
-    prompt.policies.add(policy)
-
-    response = admin_client.post(delete_url(policy), {"post": "yes"})
-
-    page = response.content.decode()
-    assert response.status_code == 200
-    assert (
-        f"Deleting it would break prompt &#x27;{prompt.ref}&#x27;: its tool "
-        "&#x27;kept&#x27; would no longer be governed by policy "
-        "&#x27;prompt-wide&#x27;."
-    ) in page
     assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
 
 
-def test_a_prompt_that_does_not_build_today_keeps_its_policy(admin_client):
-    """A typo in a template breaks the prompt's build; deleting its policy
-    then would have gone unchecked, and fixing the typo would have brought
-    the prompt back without it."""
+def test_a_bulk_delete_that_breaks_a_prompt_says_them(admin_client):
     seed_demo_catalog()
-    SectionDefinition.objects.filter(key="ship.pipeline").update(
-        template="Release $service. $oops"
-    )
-    policy = PolicyDefinition.objects.get(name="production-deploy")
-
-    response = admin_client.post(delete_url(policy), {"post": "yes"})
-
-    assert response.status_code == 200
-    assert "governed by policy &#x27;production-deploy&#x27;" in (
-        response.content.decode()
-    )
-    assert PolicyDefinition.objects.filter(pk=policy.pk).exists()
-
-
-def test_a_policy_on_the_prompt_and_its_section_names_each_tool_once(admin_client):
-    seed_demo_catalog()
-    policy = PolicyDefinition.objects.get(name="production-deploy")
-    policy.prompts.add(*PromptTemplate.objects.filter(namespace="demo", key="ship"))
-
-    page = admin_client.get(delete_url(policy)).content.decode()
-
-    assert (
-        "its tools &#x27;deploy&#x27;, &#x27;build&#x27;, &#x27;test&#x27;, "
-        "&#x27;lint&#x27; would no longer"
-    ) in page
-
-
-def test_a_bulk_delete_says_them(admin_client):
-    seed_demo_catalog()
-    chosen = PolicyDefinition.objects.filter(
-        name__in=["production-deploy", "release-order"]
-    )
+    rows = ToolDefinition.objects.filter(name__in=["build", "lint"])
 
     response = admin_client.post(
-        reverse("admin:tooling_policydefinition_changelist"),
-        {"action": "delete_selected", "_selected_action": [p.pk for p in chosen]},
+        reverse("admin:tooling_tooldefinition_changelist"),
+        {"action": "delete_selected", "_selected_action": [t.pk for t in rows]},
     )
 
     page = response.content.decode()
-    assert "Deleting them would break prompt &#x27;demo/ship&#x27;" in page
+    assert "Deleting them would break prompt &#x27;demo/release&#x27;" in page
     assert "Deleting it " not in page
-    assert PolicyDefinition.objects.filter(pk__in=chosen).count() == 2
-
-
-def test_a_policy_no_tool_of_a_prompt_stays_under_is_deleted(admin_client):
-    section = SectionDefinitionFactory.create(key="text-only")
-    prompt = PromptTemplateFactory.create()
-    add_sections(prompt, section)
-    policy = PolicyDefinitionFactory.create(
-        name="unused-here", kind="call_limit", config={"limits": {"kept": 3}}
-    )
-    prompt.policies.add(policy)
-
-    response = admin_client.post(delete_url(policy), {"post": "yes"})
-
-    assert response.status_code == 302
-    assert not PolicyDefinition.objects.filter(pk=policy.pk).exists()
 
 
 def test_prompts_broken_by_uses_a_constant_number_of_queries(
@@ -595,7 +570,7 @@ def test_a_released_prompt_is_not_deleted_and_the_page_says_why(admin_client):
         assert "permission" not in page
         assert (
             "Prompt &#x27;demo/ship&#x27; has been released (label production): "
-            "its labels and releases record what ran. Disable it instead."
+            "its labels record what ran. Leave it disabled instead."
         ) in page
     assert PromptTemplate.objects.filter(pk=prompt.pk).exists()
 

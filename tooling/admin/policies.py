@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from tooling.forms import PolicyDefinitionForm, policy_fieldsets
 from tooling.history.admin import HistoryAdminMixin, with_change_record
-from tooling.models import PolicyDefinition
+from tooling.models import PolicyDefinition, PromptTemplate, SectionDefinition
 
 from .guarded_delete import GuardedDeleteMixin
 
@@ -31,3 +31,39 @@ class PolicyDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelAd
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return with_change_record(policy_fieldsets())
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """A policy attached to a prompt or a section is not deleted (ADR
+        0031): the page names where it is attached, to be removed there first,
+        an edit of that prompt or section in its own history."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        return deleted, counts, perms_needed, [*protected, *attachments(list(objs))]
+
+
+def attachments(policies: list[PolicyDefinition]) -> list[str]:
+    """One message per policy in ``policies`` attached to a prompt or a
+    section, naming them (two queries)."""
+    where: dict[int, list[str]] = {}
+    prompts = PromptTemplate.policies.through.objects.filter(
+        policydefinition__in=policies
+    ).values_list(
+        "policydefinition_id", "prompttemplate__namespace", "prompttemplate__key"
+    )
+    for pk, namespace, key in prompts.order_by(
+        "prompttemplate__namespace", "prompttemplate__key"
+    ):
+        where.setdefault(pk, []).append(f"prompt '{namespace}/{key}'")
+    sections = SectionDefinition.policies.through.objects.filter(
+        policydefinition__in=policies
+    ).values_list("policydefinition_id", "sectiondefinition__key")
+    for pk, key in sections.order_by("sectiondefinition__key"):
+        where.setdefault(pk, []).append(f"section '{key}'")
+    return [
+        f"Policy '{policy.name}' is attached to {', '.join(where[policy.pk])}: "
+        "remove it there first (an edit of that prompt or section, recorded in "
+        "its history), then delete it."
+        for policy in policies
+        if policy.pk in where
+    ]

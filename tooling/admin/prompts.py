@@ -90,8 +90,8 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
         return format_html('<a href="{}">Preview / run</a>', url)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
-        """A released prompt is not deleted: its labels and releases are the
-        record of what ran. Django would say the account may not delete
+        """A released prompt is not deleted: its labels are the record of
+        what ran. Django would say the account may not delete
         prompt labels (their admin is read-only), blaming permissions, for
         a superuser too; the page names the labels and says to disable it."""
         deleted, counts, perms_needed, protected = super().get_deleted_objects(
@@ -109,7 +109,7 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
                 *(
                     f"Prompt '{ref}' has been released (label"
                     f"{'s' if len(names) > 1 else ''} {', '.join(names)}): its "
-                    "labels and releases record what ran. Disable it instead."
+                    "labels record what ran. Leave it disabled instead."
                     for ref, names in labels.items()
                 ),
             ]

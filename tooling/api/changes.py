@@ -13,6 +13,7 @@ from typing import Any
 
 import django_filters
 from django.apps import apps
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -21,6 +22,7 @@ from rest_framework.request import Request
 
 from tooling.api.input import StrictFilterSet
 from tooling.api.pagination import StrictCursorPagination
+from tooling.history.admin import HistoryAdminMixin
 from tooling.models import CatalogChange
 
 VIEW = "tooling.view_catalogchange"
@@ -65,10 +67,14 @@ class ChangeCursorPagination(StrictCursorPagination):
 
 
 def _catalog_model(value: str) -> None:
-    """A ``model`` filter names a model of the catalog (any case): an
-    unknown one is a 400, not an empty list."""
+    """A ``model`` filter names a kind of row whose changes are recorded
+    (its admin keeps the history, ``HistoryAdminMixin``; any case): another
+    is a 400, not an empty list."""
     known = sorted(
-        m._meta.model_name or "" for m in apps.get_app_config("tooling").get_models()
+        model._meta.model_name or ""
+        for model in apps.get_app_config("tooling").get_models()
+        if admin.site.is_registered(model)
+        and isinstance(admin.site.get_model_admin(model), HistoryAdminMixin)
     )
     if value.lower() not in known:
         raise ValidationError(

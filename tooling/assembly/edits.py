@@ -202,10 +202,6 @@ def _broken(
             continue
         if after == before:
             continue
-        if edit.removed:  # even for a prompt that does not build today
-            problems.extend(
-                (template.ref, message) for message in _policies_lost(before, after)
-            )
         try:
             thaw_prompt(before)
         except PromptError:
@@ -227,55 +223,6 @@ def _broken(
         except PromptError as error:
             problems.append((template.ref, error.message))
     return problems
-
-
-def _policies_lost(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """What a delete would take from the tools it leaves in a prompt (frozen,
-    before and after it): one message per policy that governs one of them
-    before and none after. Read from the frozen prompts, so a prompt that
-    does not build today (a template's typo) is held to it too: it would
-    come back without the policy once fixed. A deleted section takes the
-    tools it governs along (its children go with it), so only a deleted
-    policy loosens a prompt. Removing a policy from a prompt or a section is
-    an edit of that prompt or section, recorded as such; a delete must not
-    do it on the side (ADR 0031)."""
-    kept = _governing(after)
-    lost: dict[str, list[str]] = {}
-    for tool, policies in _governing(before).items():
-        if tool not in kept:
-            continue  # the delete takes the tool along
-        for policy in policies:
-            if policy not in kept[tool]:
-                lost.setdefault(policy, []).append(tool)
-    messages = []
-    for policy, tools in lost.items():
-        listed = ", ".join(f"'{tool}'" for tool in tools)
-        messages.append(
-            f"its tool{'s' if len(tools) > 1 else ''} {listed} would no longer be "
-            f"governed by policy '{policy}'. Remove the policy from the prompt or "
-            "section first (an edit of its own), then delete."
-        )
-    return messages
-
-
-def _governing(frozen: Mapping[str, Any]) -> dict[str, dict[str, None]]:
-    """Each tool and hosted tool of a frozen prompt, and the names of the
-    policies that govern it, in order: its section's and its ancestors', then
-    the prompt's own (``Prompt.policies_for_tool``), whether or not its
-    section is enabled."""
-    own = [policy["name"] for policy in frozen.get("policies") or ()]
-    governing: dict[str, dict[str, None]] = {}
-
-    def walk(sections: Iterable[Mapping[str, Any]], above: tuple[str, ...]) -> None:
-        for section in sections:
-            chain = (*above, *(policy["name"] for policy in section["policies"]))
-            for tool in (*section["tools"], *section["hosted_tools"]):
-                names = governing.setdefault(tool["name"], {})
-                names.update(dict.fromkeys((*chain, *own)))
-            walk(section.get("children") or (), chain)
-
-    walk(frozen.get("sections") or (), ())
-    return governing
 
 
 def prompts_broken_by_capability(
