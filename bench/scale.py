@@ -1702,8 +1702,9 @@ def report(results: list[Result]) -> list[dict[str, Any]]:
 
 def machine_reference() -> dict[str, float]:
     """What the machine itself costs, to set against the targets: the same
-    work on any checkout, so two runs' timings compare only as far as these
-    do (medians of three). The Python figure is a loop of 10,000,000 integer
+    work on any checkout of the same dataset size (the scan reads every
+    session's text), so two runs' timings compare only as far as these do
+    (medians of three). The Python figure is a loop of 10,000,000 integer
     additions; the database's, a sequential scan of the sessions' search
     texts, each tested with ``LIKE`` (what a search the index cannot help
     costs per text)."""
