@@ -304,6 +304,41 @@ def _cell_json(where: str, text: str, problems: list[str]) -> Any:
     return value
 
 
+def read_example_rows(
+    value: PostedRows,
+) -> list[tuple[int, dict[str, Any], list[str]]]:
+    """Each posted example row as ``(number as shown, example, its
+    problems)``: its description's text and its cells' JSON, each error
+    naming the row."""
+    rows = []
+    for number, row in rows_to_read(value):
+        where = f"Example {number}"
+        problems: list[str] = []
+        description = cell_text(row, "description").strip()
+        problem = text_problem(description)
+        if problem:
+            problems.append(f"{where}, description: {problem}")
+        given = {
+            part: _cell_json(f"{where}, {part}", cell_text(row, part), problems)
+            for part in ("input", "output")
+        }
+        rows.append((number, {"description": description, **given}, problems))
+    return rows
+
+
+def readable_examples(value: Any) -> list[tuple[int, Any]]:
+    """``(number, example)`` of the posted rows that read without a problem
+    while another row's do not: they are still checked against the handler,
+    so that one submit shows every example's error."""
+    if not isinstance(value, PostedRows):
+        return []
+    return [
+        (number, example)
+        for number, example, problems in read_example_rows(value)
+        if not problems
+    ]
+
+
 class ExamplesField(EditorJSONField):
     """``[{"description", "input", "output"}]`` from a row per example, or
     from JSON text."""
@@ -338,22 +373,12 @@ class ExamplesField(EditorJSONField):
     def to_python(self, value: Any) -> Any:
         if not isinstance(value, PostedRows):
             return super().to_python(value)
-        examples, numbers, problems = Numbered(), [], []
-        for number, row in rows_to_read(value):
-            where = f"Example {number}"
-            description = cell_text(row, "description").strip()
-            problem = text_problem(description)
-            if problem:
-                problems.append(f"{where}, description: {problem}")
-            given = {
-                part: _cell_json(f"{where}, {part}", cell_text(row, part), problems)
-                for part in ("input", "output")
-            }
-            examples.append({"description": description, **given})
-            numbers.append(number)
+        rows = read_example_rows(value)
+        problems = [problem for _, _, found in rows for problem in found]
         if problems:
             raise ValidationError(problems)
-        examples.numbers = tuple(numbers)
+        examples = Numbered(example for _, example, _ in rows)
+        examples.numbers = tuple(number for number, _, _ in rows)
         return examples
 
     def has_changed(self, initial: Any, data: Any) -> bool:

@@ -22,6 +22,7 @@ from .tool_editors import (
     ParamDescriptionsWidget,
     canonical_examples,
     numbered,
+    readable_examples,
     same_examples,
     same_overrides,
 )
@@ -84,9 +85,15 @@ class ToolDefinitionForm(forms.ModelForm):
             for problem in _override_problems(key, overrides):
                 self.add_error("param_descriptions", problem)
         examples = cleaned.get("examples") or []
-        if "examples" not in self.errors and isinstance(examples, list):
-            for problem in assembly.example_problems(key, numbered(examples)):
-                self.add_error("examples", problem)
+        if "examples" in self.errors:
+            # the rows that read, while others' JSON does not
+            checked = readable_examples(self["examples"].data)
+        elif isinstance(examples, list):
+            checked = list(numbered(examples))
+        else:
+            checked = []
+        for problem in assembly.example_problems(key, checked):
+            self.add_error("examples", problem)
         candidate = ToolDefinition(
             name=cleaned.get("name", "")
             if "name" not in self.errors
