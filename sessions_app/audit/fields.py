@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+from django.db import models
 from rest_framework import serializers
 
 
@@ -19,3 +23,24 @@ def usd_field(
         allow_null=null,
         help_text=help_text,
     )
+
+
+class FiniteFloatField(serializers.FloatField):
+    """A stored float as JSON can carry it: not a number or an infinity
+    (which no recorder writes, but a row written otherwise may hold) is
+    null, where strict JSON would fail the whole response."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["allow_null"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> float | None:
+        number = super().to_representation(value)
+        return number if math.isfinite(number) else None
+
+
+#: A model serializer's field mapping with every float a ``FiniteFloatField``.
+FINITE_FLOAT_MAPPING = {
+    **serializers.ModelSerializer.serializer_field_mapping,
+    models.FloatField: FiniteFloatField,
+}

@@ -8,7 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from sessions_app.audit.fields import usd_field
+from sessions_app.audit.fields import FINITE_FLOAT_MAPPING, usd_field
 from sessions_app.audit.filters import is_outside_allowed_domains
 from sessions_app.audit.timeline import KINDS
 from sessions_app.models import (
@@ -23,6 +23,7 @@ from sessions_app.models import (
 
 
 class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
+    serializer_field_mapping = FINITE_FLOAT_MAPPING
     cost = usd_field(
         "USD, from the usage and the model's prices in effect; null: no price "
         "for the model (unpriced)."
@@ -70,6 +71,7 @@ class ProviderCallDetailSerializer(ProviderCallSummarySerializer):
 
 
 class ToolInvocationSerializer(serializers.ModelSerializer[ToolInvocation]):
+    serializer_field_mapping = FINITE_FLOAT_MAPPING
     cost = usd_field(
         "USD: a native call's fee (0 for kinds billed by tokens only); null: a "
         "local call, or no price in effect for the native kind."

@@ -5,6 +5,7 @@ turn, the filter by kind, collapsible JSON, the final plan)."""
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from types import SimpleNamespace
 
@@ -593,3 +594,35 @@ def test_the_waterfall_from_the_timelines_rows_is_the_one_read_apart():
         (b.kind, b.label, b.start_ms, b.duration_ms) for b in read.bars
     ]
     assert from_rows.turns == read.turns
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_the_api_gives_non_finite_durations_as_null(admin_client, value):
+    """A float column holding what JSON cannot carry (PostgreSQL's hold NaN
+    and the infinities, SQLite's the infinities) is null in the API, not a
+    500 for the whole session."""
+    from django.db import connection
+
+    if math.isnan(value) and connection.vendor != "postgresql":
+        pytest.skip("SQLite stores NaN as NULL (DATABASE_URL=postgres://...)")
+    session = AgentSessionFactory.create()
+    ProviderCallFactory.create(session=session, turn=1, latency_ms=value)
+    ToolInvocationFactory.create(
+        session=session,
+        turn=1,
+        sequence=1,
+        started_at=timezone.now(),
+        duration_ms=value,
+        policy_ms=value,
+    )
+    detail = admin_client.get(f"/api/sessions/{session.pk}/")
+    assert detail.status_code == 200
+    assert [c["latency_ms"] for c in detail.json()["provider_calls"]] == [None]
+    tools = admin_client.get(f"/api/sessions/{session.pk}/tool-invocations/")
+    assert tools.status_code == 200
+    (tool,) = tools.json()["results"]
+    assert (tool["duration_ms"], tool["policy_ms"]) == (None, None)
+    calls = admin_client.get(f"/api/sessions/{session.pk}/provider-calls/")
+    assert [c["latency_ms"] for c in calls.json()["results"]] == [None]
+    events = admin_client.get(f"/api/sessions/{session.pk}/events/")
+    assert events.status_code == 200

@@ -185,8 +185,7 @@ def test_each_examples_errors_name_it_and_every_error_shows_at_once() -> None:
         # the rows whose JSON reads are still checked against the handler
         "Example 3 does not match the handler's types: text: expected string, "
         "got integer",
-        "Example 4 does not match the handler's types: Missing required field: "
-        "'words'",
+        "Example 4 does not match the handler's types: Missing required field: 'words'",
     ]
 
 
