@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -449,3 +449,36 @@ def test_a_list_diff_takes_unhashable_items() -> None:
     assert field.added == [{"a": 1}, ["b"]] and field.removed == []
     (field,) = diff({"items": ["x", {"a": 1}]}, {"items": ["y"]})
     assert field.added == ["y"] and field.removed == ["x", {"a": 1}]
+
+
+def test_history_says_when_it_shows_only_the_newest_changes(client: Any) -> None:
+    from tooling.history.admin import HISTORY_SHOWN
+
+    section = SectionDefinitionFactory.create(template="Zero.")
+    for number in range(HISTORY_SHOWN + 1):
+        _recorded_template_change(section, f"{number}.", f"{number + 1}.")
+    url = reverse("admin:tooling_sectiondefinition_history", args=[section.pk])
+    login(client, editor("alice"))
+    page = client.get(url).content.decode()
+    assert page.count('class="catalog-change"') == HISTORY_SHOWN
+    assert f"The newest {HISTORY_SHOWN} of {HISTORY_SHOWN + 1} changes." in page
+    every = f"/api/catalog-changes/?model=sectiondefinition&amp;object_id={section.pk}"
+    assert f'<a href="{every}">Every change</a> is in the API.' in page
+    listed = client.get(every.replace("&amp;", "&"), {"page_size": 500}).json()
+    assert len(listed["results"]) == HISTORY_SHOWN + 1
+    # who may not read the catalog's history is not sent to the API
+    stan = User.objects.create_user("stan", password="pw", is_staff=True)
+    stan.user_permissions.add(
+        *Permission.objects.filter(codename="view_sectiondefinition")
+    )
+    login(client, stan)
+    page = client.get(url).content.decode()
+    assert f"The newest {HISTORY_SHOWN} of {HISTORY_SHOWN + 1} changes." in page
+    assert "Every change" not in page
+
+
+def test_a_prompts_history_links_its_changes_by_prompt(client: Any) -> None:
+    from tooling.history.admin import _every_change_url
+
+    prompt = PromptTemplateFactory.create(namespace="support", key="triage")
+    assert _every_change_url(prompt) == "/api/catalog-changes/?prompt=support%2Ftriage"

@@ -13,12 +13,17 @@ from django.contrib.admin.utils import unquote
 from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from tooling.admin.date_drilldown import DateDrilldownGuard
 from tooling.bidi import NeutralisedAdminPages, neutralised
 from tooling.history import recording
 from tooling.history.snapshot import DiffBudget, diff, snapshot, version
-from tooling.models import CatalogChange
+from tooling.models import CatalogChange, PromptTemplate
+
+#: The newest changes the History page compares; the rest are in the API.
+HISTORY_SHOWN = 200
 
 REASON = "change_reason"
 VERSION = "catalog_version"
@@ -191,21 +196,35 @@ class HistoryAdminMixin(NeutralisedAdminPages, DateDrilldownGuard, admin.ModelAd
             # computed: the history is read only for who may see it.
             return super().history_view(request, object_id, extra_context)
         budget = DiffBudget()
-        changes = []
-        for change in recording.history_of(obj).select_related("content_type")[:200]:
-            changes.append(
-                {
-                    "change": change,
-                    "diff": diff(change.before, change.after, budget=budget),
-                    "own": change.object_id == str(obj.pk)
-                    and change.content_type.model_class() is model,
-                }
-            )
+        history = recording.history_of(obj).select_related("content_type")
+        read = list(history[: HISTORY_SHOWN + 1])
+        changes = [
+            {
+                "change": change,
+                "diff": diff(change.before, change.after, budget=budget),
+                "own": change.object_id == str(obj.pk)
+                and change.content_type.model_class() is model,
+            }
+            for change in read[:HISTORY_SHOWN]
+        ]
         context = {**(extra_context or {}), "catalog_changes": changes}
+        if len(read) > HISTORY_SHOWN:
+            context["changes_total"] = history.count()
+            if request.user.has_perm("tooling.view_catalogchange"):
+                context["changes_url"] = _every_change_url(obj)
         # A reason or a text may hold bidi controls: shown as marks.
         return neutralised(
             super().history_view(request, object_id, extra_context=context)
         )
+
+
+def _every_change_url(obj: models.Model) -> str:
+    """The API's list of every change the History page of ``obj`` shows."""
+    if isinstance(obj, PromptTemplate):
+        query = {"prompt": obj.ref}
+    else:
+        query = {"model": obj._meta.model_name or "", "object_id": str(obj.pk)}
+    return f"{reverse('catalog_api:change-list')}?{urlencode(query)}"
 
 
 @admin.register(CatalogChange)
