@@ -34,8 +34,8 @@ class FiniteFloatField(serializers.FloatField):
         kwargs["allow_null"] = True
         super().__init__(**kwargs)
 
-    def to_representation(self, value: Any) -> float | None:
-        number = super().to_representation(value)
+    def to_representation(self, value: Any) -> Any:
+        number = float(value)
         return number if math.isfinite(number) else None
 
 
