@@ -145,6 +145,36 @@ def test_unknown_fields_are_refused_by_name(api_client, demo):
     assert body["errors"]["parms"][0].startswith("Unknown field; expected: ")
 
 
+@pytest.mark.parametrize("name", ["\ud800", "a\u0000b", "\udc00\ud800"])
+def test_an_unknown_field_named_with_unstorable_text_is_a_400(api_client, demo, name):
+    """Its name is in the 400 as it can be rendered (U+FFFD), not a 500 from
+    rendering a lone surrogate."""
+    response = api_client.post(
+        SESSIONS,
+        json.dumps({"prompt": "demo/release", "params": {}, name: 1}).encode(),
+        content_type="application/json",
+    )
+    body = error(response, 400, "invalid")
+    (shown,) = body["errors"]
+    assert shown == name.replace("\u0000", "\ufffd").replace(
+        "\ud800", "\ufffd"
+    ).replace("\udc00", "\ufffd")
+    assert body["errors"][shown][0].startswith("Unknown field; expected: ")
+    assert not AgentSession.objects.exists()
+
+
+def test_many_unknown_fields_are_named_up_to_a_limit(api_client, demo):
+    payload = {"prompt": "demo/release", "params": {}}
+    payload.update({f"extra{number:05d}": 1 for number in range(20_000)})
+    payload["a" * 5000] = 1  # named first (sorted), shortened
+    response = api_client.post(SESSIONS, payload, format="json")
+    body = error(response, 400, "invalid")
+    named = [name for name in body["errors"] if name != "non_field_errors"]
+    assert len(named) == 20 and named[0] == "a" * 100 + "\u2026"
+    assert body["errors"]["non_field_errors"] == ["And 19981 more unknown field(s)."]
+    assert len(response.content) < 10_000
+
+
 @pytest.mark.parametrize(
     "payload",
     [

@@ -24,7 +24,7 @@ from rest_framework import serializers
 from tooling.api.errors import RequestTooLarge
 from tooling.param_size import too_large
 from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
-from tooling.runtime.text import storable
+from tooling.runtime.text import storable, storable_text
 from tooling.storable_json import (
     MAX_DEPTH,
     TOO_DEEP,
@@ -34,6 +34,11 @@ from tooling.storable_json import (
 )
 
 MAX_OFFSET = dt.timedelta(hours=15, minutes=59)
+
+# A body's unknown fields named in its 400: at most this many, each name at
+# most this long (a body of 20,000 keys is not echoed back).
+UNKNOWN_NAMED = 20
+UNKNOWN_NAME_CHARS = 100
 
 
 def refuse_too_large(members: Any, name: str) -> None:
@@ -59,13 +64,7 @@ class StrictSerializer(serializers.Serializer[Any]):
             )
         unknown = sorted(str(name) for name in set(data) - set(self.fields))
         if unknown:
-            known = ", ".join(sorted(self.fields))
-            refusal = (
-                f"Unknown field; expected: {known}."
-                if known
-                else "Unknown field; this request takes none (send {} or no body)."
-            )
-            raise serializers.ValidationError({name: [refusal] for name in unknown})
+            raise serializers.ValidationError(self._unknown(unknown))
         self._refuse_non_text(data)
         if depth(data) > MAX_DEPTH:
             raise serializers.ValidationError({"non_field_errors": [TOO_DEEP]})
@@ -76,6 +75,27 @@ class StrictSerializer(serializers.Serializer[Any]):
             )
         self.refuse_too_large(data)
         return super().to_internal_value(data)
+
+    def _unknown(self, names: list[str]) -> dict[str, list[str]]:
+        """The 400's body for fields this request does not take: each named
+        (the first ``UNKNOWN_NAMED``; a name as it can be rendered, a NUL or a
+        lone surrogate as U+FFFD, shortened past ``UNKNOWN_NAME_CHARS``)."""
+        known = ", ".join(sorted(self.fields))
+        refusal = (
+            f"Unknown field; expected: {known}."
+            if known
+            else "Unknown field; this request takes none (send {} or no body)."
+        )
+        errors: dict[str, list[str]] = {}
+        for name in names[:UNKNOWN_NAMED]:
+            shown = storable_text(name)[0]
+            if len(shown) > UNKNOWN_NAME_CHARS:
+                shown = shown[:UNKNOWN_NAME_CHARS] + "\u2026"
+            errors[shown] = [refusal]
+        if len(names) > UNKNOWN_NAMED:
+            more = len(names) - UNKNOWN_NAMED
+            errors["non_field_errors"] = [f"And {more} more unknown field(s)."]
+        return errors
 
     def _refuse_non_text(self, data: Mapping[Any, Any]) -> None:
         """A number or a boolean where text goes (DRF's ``CharField`` writes
