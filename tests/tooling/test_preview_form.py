@@ -374,7 +374,11 @@ def test_a_required_field_left_empty_without_the_box_is_an_error(admin_client):
         ("1e400", "1e400"),
         ("NaN", "NaN"),
         ("[1]", "[1]"),
+        # past a float's range: an integer all the same (the API takes it)
+        ("1" + "0" * 309, 10**309),
+        ("1" + "0" * 5000, "1" + "0" * 5000),  # past the decoder's digits
     ],
+    ids=lambda value: str(value)[:12],
 )
 def test_a_required_parameter_takes_a_number_a_boolean_or_text(
     admin_client, typed, sent
@@ -444,3 +448,35 @@ def test_run_refuses_a_parameter_over_the_apis_limit(admin_client, settings):
         {**typed_post(topic="x" * 900), "run": "Run"},
     )
     assert response.status_code == 302
+
+
+@pytest.mark.parametrize("typed", ['"\\ud800"', '"a\\udc00"', '"\\u0000"'])
+@pytest.mark.parametrize("action", ["preview", "run"])
+def test_a_required_parameter_escaping_unstorable_text_is_refused(
+    admin_client, typed, action
+):
+    prompt = typed_prompt()
+    response = admin_client.post(
+        reverse(f"admin:tooling_prompttemplate_{action}", args=[prompt.pk]),
+        {**typed_post(topic=typed), "run": "Run"},
+    )
+    assert response.status_code == 200
+    assert fields_of(response)["topic"].errors == [
+        "Must not contain NUL bytes or lone surrogates."
+    ]
+    assert response.context["preview"] is None
+    assert not AgentSession.objects.exists()
+
+
+def test_preview_refuses_a_parameter_over_the_apis_limit(admin_client, settings):
+    """What Run and the API refuse is not previewed either (nor echoed in a
+    rendered prompt)."""
+    settings.WINK_API_MAX_PARAM_BYTES = 1000
+    prompt = typed_prompt()
+    response = admin_client.post(preview_url(prompt), typed_post(topic="x" * 2000))
+    assert response.context["errors"] == [
+        "The parameter topic is 2002 bytes encoded; each is at most 1000."
+    ]
+    assert response.context["preview"] is None
+    response = admin_client.post(preview_url(prompt), typed_post(topic="x" * 900))
+    assert response.context["errors"] == [] and response.context["preview"]

@@ -30,6 +30,7 @@ from tooling.forms.preview import ParameterForm, boxed_names
 from tooling.governance import governance_of
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import PromptLabel, PromptSection, PromptTemplate, TrustLevel
+from tooling.param_size import too_large
 from tooling.runtime import PromptError
 
 from .autocomplete import SafeAutocomplete
@@ -210,12 +211,16 @@ class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
             submitted = self.previewed(form, parameters)
         if submitted is not None:
             params, trust_level = submitted
-            try:
-                preview = services.preview_prompt(
-                    template=template, params=params, trust_level=trust_level
-                )
-            except ValidationError as error:
-                errors = [*errors, *error.messages]
+            oversized = too_large(params)  # what Run and the API refuse
+            if oversized is not None:
+                errors = [*errors, f"The parameter {oversized}"]
+            else:
+                try:
+                    preview = services.preview_prompt(
+                        template=template, params=params, trust_level=trust_level
+                    )
+                except ValidationError as error:
+                    errors = [*errors, *error.messages]
         errors = list(dict.fromkeys(errors))  # a refused run repeats the preview's
         context = {
             **self.admin_site.each_context(request),

@@ -20,7 +20,8 @@ from typing import Any
 from django import forms
 
 from tooling.assembly import ParameterSpec
-from tooling.storable_json import StorableJSONFormField
+from tooling.runtime.text import storable_text
+from tooling.storable_json import UNSTORABLE, StorableJSONFormField
 
 FIELD_PREFIX = "param"
 _LONG_TEXT = 60
@@ -68,8 +69,11 @@ class ScalarField(forms.CharField):
             parsed = json.loads(text)
         except (ValueError, RecursionError):
             return text
-        if isinstance(parsed, bool | str) or (
-            isinstance(parsed, int | float) and math.isfinite(parsed)
+        if isinstance(parsed, str) and storable_text(parsed)[1]:
+            # a JSON escape of a NUL or a lone surrogate ("\ud800")
+            raise forms.ValidationError(UNSTORABLE, code="unstorable")
+        if isinstance(parsed, bool | int | str) or (
+            isinstance(parsed, float) and math.isfinite(parsed)
         ):
             return parsed
         return text
