@@ -32,19 +32,29 @@ def neutralise(text: str) -> str:
 # elsewhere. Django writes attribute values quoted with ``"`` and escapes a
 # ``"`` inside, so a value ends at the next ``"``.
 _SENT_BACK = re.compile(r'(?<=\s)(value|href)="([^"]*)"')
+# And a text box's text (a reason typed in a form shown again after an
+# error): a textarea's content is text whose character references the
+# browser reads; Django escapes a ``<`` in it, so it ends at its closing tag.
+_TEXT_BOX = re.compile(r"(<textarea\b[^>]*>)(.*?)(</textarea>)", re.DOTALL)
+
+
+def _references(text: str) -> str:
+    return BIDI_CONTROLS.sub(lambda control: f"&#x{ord(control.group()):04X};", text)
 
 
 def _referenced(match: re.Match[str]) -> str:
-    value = BIDI_CONTROLS.sub(
-        lambda control: f"&#x{ord(control.group()):04X};", match[2]
-    )
-    return f'{match[1]}="{value}"'
+    return f'{match[1]}="{_references(match[2])}"'
+
+
+def _boxed(match: re.Match[str]) -> str:
+    return f"{match[1]}{_references(match[2])}{match[3]}"
 
 
 def neutralise_page(html: str) -> str:
     """``html`` with every bidi control shown as a mark, except in the
-    attribute values a browser sends back or follows (``_SENT_BACK``)."""
-    return neutralise(_SENT_BACK.sub(_referenced, html))
+    attribute values a browser sends back or follows (``_SENT_BACK``) and in
+    text boxes (``_TEXT_BOX``), where they are character references."""
+    return neutralise(_TEXT_BOX.sub(_boxed, _SENT_BACK.sub(_referenced, html)))
 
 
 def _rewrite(response: HttpResponse) -> HttpResponse:

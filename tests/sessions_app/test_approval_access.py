@@ -374,3 +374,16 @@ def test_two_approvers_clicking_at_once_get_one_decision_and_clean_messages(
     ]
     assert len(queued) == 1
     assert status_of(approval) == Decision.APPROVED
+
+
+def test_a_reason_shown_again_keeps_its_bidi_control_to_be_sent_back(client):
+    """A decision refused (here: not confirmed) shows the typed reason again:
+    its control as a character reference, which the browser sends back as
+    the control, not as the page's visible mark (which would be saved)."""
+    approval = ApprovalRequestFactory.create()
+    client.force_login(member("approver", "Approvers"))
+    page = client.post(url(approval), {"decision": "deny", "reason": "no \u202eway"})
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert "no &#x202E;way</textarea>" in html
+    assert "\u202e" not in html and "[U+202E]way</textarea>" not in html

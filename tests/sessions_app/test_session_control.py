@@ -335,3 +335,8 @@ def test_neutralise_page_keeps_controls_only_where_a_browser_sends_them():
         '<input name="q" value="a&#x202E;b"><a href="https://x.example/&#x202E;">'
         '[U+202E]shown</a><span title="t[U+202E]">x</span>'
     )
+    box = '<p>\u202e</p><textarea name="reason" rows="2">\nnot on \u202eFri</textarea>'
+    assert neutralise_page(box) == (
+        '<p>[U+202E]</p><textarea name="reason" rows="2">\nnot on &#x202E;Fri'
+        "</textarea>"
+    )
