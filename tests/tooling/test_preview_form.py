@@ -480,3 +480,31 @@ def test_preview_refuses_a_parameter_over_the_apis_limit(admin_client, settings)
     assert response.context["preview"] is None
     response = admin_client.post(preview_url(prompt), typed_post(topic="x" * 900))
     assert response.context["errors"] == [] and response.context["preview"]
+
+
+def test_a_flag_its_own_section_declares_without_default_is_optional(admin_client):
+    """``{"opt": null}`` in the section ``opt`` switches on: left out, the
+    section is left out (what the renderer does), so neither the API's list
+    nor the form requires it."""
+    typed = SectionDefinitionFactory.create(
+        key="base", template="Name $name.", default_params={"name": None}
+    )
+    optional = SectionDefinitionFactory.create(
+        key="opt",
+        template="Optional on $opt.",
+        default_params={"opt": None},
+        enabled_when_param="opt",
+    )
+    prompt = PromptTemplateFactory.create(key="flagged")
+    add_sections(prompt, typed, optional)
+    specs = {s.name: s for s in prompt_parameters(freeze_template(prompt))}
+    assert specs["opt"] == ParameterSpec("opt", "any", False, None, ("opt",))
+    assert specs["name"].required
+    listed = admin_client.get(f"/api/prompts/{prompt.ref}/").json()["parameters"]
+    assert {p["name"]: p["required"] for p in listed} == {"name": True, "opt": False}
+    post = {"params": "", "trust_level": "standard", "param-p0": "Bob", "param-p1": ""}
+    response = admin_client.post(preview_url(prompt), post)
+    assert response.context["errors"] == []
+    assert "Optional on" not in response.context["preview"].rendered.text
+    response = admin_client.post(preview_url(prompt), {**post, "param-p1": '"yes"'})
+    assert "Optional on yes." in response.context["preview"].rendered.text

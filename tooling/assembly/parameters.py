@@ -3,7 +3,8 @@
 A section declares its parameters with defaults (``{"name": default}``, where
 ``null`` makes one required); the default's JSON type is the parameter's type.
 A required parameter (no default) takes any scalar; the parameter an
-``enabled_when_param`` names is an optional flag of any type.
+``enabled_when_param`` names is an optional flag of any type (declared
+with a ``null`` default in that section too).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def prompt_parameters(revision: Mapping[str, Any]) -> list[ParameterSpec]:
         if flag and flag not in dict(entries):
             entries.append((flag, ...))
         for name, default in entries:
-            if default is ...:
+            # the flag declared without a default is not required by its own
+            # section: left out, the section is left out
+            if default is ... or (name == flag and default is None):
                 spec = ParameterSpec(name, ANY, False, None, (key,))
             elif default is None:
                 spec = ParameterSpec(name, SCALAR, True, None, (key,))
