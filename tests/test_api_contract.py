@@ -164,7 +164,7 @@ def test_an_unknown_field_named_with_unstorable_text_is_a_400(api_client, demo, 
 
 
 def test_many_unknown_fields_are_named_up_to_a_limit(api_client, demo):
-    payload = {"prompt": "demo/release", "params": {}}
+    payload: dict[str, Any] = {"prompt": "demo/release", "params": {}}
     payload.update({f"extra{number:05d}": 1 for number in range(20_000)})
     payload["a" * 5000] = 1  # named first (sorted), shortened
     response = api_client.post(SESSIONS, payload, format="json")
@@ -225,6 +225,19 @@ def test_a_body_that_is_not_an_object_is_refused(api_client):
 def test_malformed_json_is_a_400(api_client):
     response = api_client.post(SESSIONS, b"{nope", content_type="application/json")
     error(response, 400, "parse_error")
+
+
+def test_an_integer_past_pythons_digits_is_a_400_that_says_so(api_client, demo):
+    body = b'{"prompt": "demo/release", "params": {"n": 1' + b"0" * 5000 + b"}}"
+    response = api_client.post(SESSIONS, body, content_type="application/json")
+    detail = error(response, 400, "parse_error")["detail"]
+    assert detail == "JSON parse error - A number has too many digits."
+    # the rest of the decoder's refusals are as they were
+    response = api_client.post(
+        SESSIONS, b'{"prompt": NaN}', content_type="application/json"
+    )
+    assert "not JSON compliant" in error(response, 400, "parse_error")["detail"]
+    assert not AgentSession.objects.exists()
 
 
 def test_a_too_large_body_is_a_json_413(api_client, settings):

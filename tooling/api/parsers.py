@@ -2,7 +2,8 @@
 error - ..."): a body nested too deeply to decode (Python's JSON decoder
 recurses; DRF lets the ``RecursionError`` through), and an object holding a
 key twice (Python's decoder keeps the last: ``{"prompt": "a", "prompt": "b"}``
-started ``b``)."""
+started ``b``); and an integer past Python's limit of digits is refused as
+such (``TooManyDigits``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,20 @@ from rest_framework.exceptions import ParseError
 from rest_framework.utils.json import strict_constant
 
 from tooling.storable_json import TOO_DEEP, unique_keys
+
+
+class TooManyDigits(ValueError):
+    """An integer past Python's limit of digits (4,300 by default), said as
+    such (Python's own message tells how to raise the limit)."""
+
+    message = "A number has too many digits."
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise TooManyDigits from None
 
 
 class JSONParser(parsers.JSONParser):
@@ -33,8 +48,11 @@ class JSONParser(parsers.JSONParser):
                 codecs.getreader(encoding)(stream),
                 parse_constant=strict_constant if self.strict else None,
                 object_pairs_hook=unique_keys,
+                parse_int=_integer,
             )
         except RecursionError:
             raise ParseError(f"JSON parse error - {TOO_DEEP}") from None
+        except TooManyDigits:
+            raise ParseError(f"JSON parse error - {TooManyDigits.message}") from None
         except ValueError as error:  # DuplicateKey, and DRF's own
             raise ParseError(f"JSON parse error - {error}") from None
