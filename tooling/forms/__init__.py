@@ -5,10 +5,10 @@ an operator sees the rule and message the runtime enforces.
 tool form; ``capabilities`` the model capability form and the models the
 catalog knows; ``policies`` the policy form (its typed
 fields: ``policy_fields``; configs as the fields see them: ``policy_configs``,
-``policy_conditions``); ``tools`` the function tool form and ``tool_editors``
-its parameter descriptions and examples; ``editors`` what the structured
-editors share; ``catalog`` the other catalog forms and the preview
-form.
+``policy_conditions``); ``tools`` the function tool form, ``tool_editors``
+its parameter descriptions and ``example_editors`` its examples; ``editors``
+what the structured editors share; ``catalog`` the other catalog forms and
+the preview form.
 """
 
 from .capabilities import ModelCapabilityForm, model_names, model_warnings

@@ -15,15 +15,17 @@ from tooling.models import ToolDefinition
 from tooling.runtime import PromptError
 
 from .editors import quoted
-from .handler_params import handler_parameters
-from .tool_editors import (
+from .example_editors import (
     ExamplesField,
-    ParamDescriptionsField,
-    ParamDescriptionsWidget,
     canonical_examples,
     numbered,
     readable_examples,
     same_examples,
+)
+from .handler_params import handler_parameters
+from .tool_editors import (
+    ParamDescriptionsField,
+    ParamDescriptionsWidget,
     same_overrides,
 )
 from .validation import field_of, refuse_breaking
