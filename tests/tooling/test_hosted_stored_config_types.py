@@ -50,7 +50,7 @@ def test_every_option_refuses_wrong_values_as_a_prompt_error(
 
 
 @pytest.mark.parametrize("kind", [spec.kind for spec in hosted_kinds()])
-@pytest.mark.parametrize("config", [[1], "text", 3])
+@pytest.mark.parametrize("config", [[1], "text", 3, 0, False, [], ""])
 def test_a_config_that_is_not_an_object_is_refused(kind: str, config: Any) -> None:
     with pytest.raises(PromptValidationError, match="Config must be a JSON object"):
         assembly.build_hosted_tool(definition(kind, config))

@@ -645,3 +645,15 @@ def test_every_kinds_fields_are_on_the_page_labelled(admin_client: Any) -> None:
     # the tool choices: the catalog's, grouped
     assert '<optgroup label="Function tools">' in page
     assert '<optgroup label="Planning tools">' in page
+
+
+@pytest.mark.parametrize("config", ["0", "false", "[]", "1"])
+@pytest.mark.parametrize("kind", ["read_before_write", "call_limit"])
+def test_a_json_config_that_is_not_an_object_is_refused_even_empty(
+    kind: str, config: str
+) -> None:
+    form = PolicyDefinitionForm(
+        data={"name": "p", "kind": kind, "config_source": "json", "config": config}
+    )
+    assert not form.is_valid()
+    assert "Config must be a JSON object." in str(form.errors.get_json_data())

@@ -176,7 +176,8 @@ def build_hosted_tool(definition: HostedToolDefinition) -> HostedTool[Any]:
             f"Hosted tool kind '{definition.kind}' is not supported.",
             placeholder="kind",
         )
-    config = definition.config or {}
+    # (0, false, [] and "" too: only an object is a config)
+    config = {} if definition.config is None else definition.config
     if not isinstance(config, Mapping):
         raise PromptValidationError(
             "Config must be a JSON object.", placeholder="config"

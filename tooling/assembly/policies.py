@@ -17,7 +17,8 @@ from tooling.runtime import (
 
 
 def build_policy(definition: PolicyDefinition) -> ToolPolicy:
-    config = definition.config or {}
+    # (0, false, [] and "" too: only an object is a config)
+    config = {} if definition.config is None else definition.config
     if not isinstance(config, Mapping):
         raise PromptValidationError(
             "Config must be a JSON object.", placeholder="config"
