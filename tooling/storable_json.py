@@ -173,9 +173,10 @@ class UniqueKeysDecoder(json.JSONDecoder):
 
 
 def loads(text: str | bytes) -> Any:
-    """``json.loads``, with nesting too deep for the decoder a ``ValueError``."""
+    """``json.loads``, with nesting too deep for the decoder a ``ValueError``
+    and an object holding a key twice a ``DuplicateKey`` (one)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
 

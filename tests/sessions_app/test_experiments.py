@@ -327,6 +327,13 @@ def test_cases_import_from_csv_and_json_all_or_none():
         import_cases(dataset, b"params\n" + b"x" * 200_000 + b"\n", "cases.csv")
     with pytest.raises(ValidationError, match="nested"):
         import_cases(dataset, b"[" * 5000 + b"]" * 5000, "c.json")
+    # a key twice: refused, as by the API (Python's decoder keeps the last)
+    with pytest.raises(ValidationError, match='the key "q" appears twice'):
+        import_cases(dataset, b'[{"params": {"q": "a", "q": "b"}}]', "c.json")
+    with pytest.raises(ValidationError, match='the key "notes" appears twice'):
+        import_cases(dataset, b'[{"params": {}, "notes": "a", "notes": "b"}]', "c.json")
+    with pytest.raises(ValidationError, match=r'Row 2: .*the key "q" appears twice'):
+        import_cases(dataset, b'params\n"{""q"": 1, ""q"": 2}"\n', "cases.csv")
     assert dataset.cases.count() == 4
 
 

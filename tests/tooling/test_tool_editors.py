@@ -365,3 +365,20 @@ def test_posted_json_still_works() -> None:
     assert json.dumps(tool.examples) == json.dumps(
         [{"description": "One.", "input": {"text": "a"}, "output": COUNTED}]
     )
+
+
+def test_an_example_cell_with_a_key_twice_is_refused() -> None:
+    form = tool_form(
+        **examples(
+            {
+                "description": "Twice.",
+                "input": '{"text": "a", "text": "b"}',
+                "output": OUT,
+            }
+        )
+    )
+    assert not form.is_valid()
+    assert form.errors["examples"] == [
+        'Example 1, input: Enter valid JSON: the key "text" appears twice in one '
+        "object (only the last would be kept)."
+    ]

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 
 from tooling.storable_json import (
     TOO_DEEP,
+    DuplicateKey,
     StorableJSONFormField,
     StorableJSONValidator,
     json_error_message,
@@ -106,6 +107,9 @@ def _cell_json(where: str, text: str, problems: list[str]) -> Any:
         value = loads(text)
     except json.JSONDecodeError as error:
         problems.append(f"{where}: {json_error_message(error)}")
+        return None
+    except DuplicateKey as error:
+        problems.append(f"{where}: Enter valid JSON: {error}.")
         return None
     except ValueError as error:  # too deep, or a number too long
         message = str(error) if str(error) == TOO_DEEP else _TOO_LONG
