@@ -70,6 +70,8 @@ def test_budgets_admin_duplicate_model_price_is_a_form_error(admin_client):
         ("output_per_mtok", "NaN", b"Enter a number"),
         ("cached_input_per_mtok", "1e20", b"Ensure that there are no more than"),
         ("model", "gpt 5", b"A model name is one word"),
+        # shown raw in every prompt's suggestions: "gpt-\u202e5.4" reads "gpt-4.5"
+        ("model", "gpt-\u202e5.4", b"(U+202E)"),
         ("source", "bad\x00source", b"Null characters are not allowed"),
     ],
 )
@@ -140,3 +142,27 @@ def test_budgets_admin_user_budget_refuses_a_negative_limit(admin_client, user):
 )
 def test_budgets_admin_changelists_load(admin_client, name):
     assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200
+
+
+def test_a_model_name_with_a_bidi_control_is_refused_everywhere_it_is_typed(
+    admin_client,
+):
+    from tests.tooling.admin_forms import change_form_data
+    from tests.tooling.factories import PromptTemplateFactory
+    from tooling.models import ModelCapability
+
+    response = admin_client.post(
+        reverse("admin:tooling_modelcapability_add"),
+        {"model": "cap\u20667", "hosted_kinds": "[]", "reason": ""},
+    )
+    assert response.status_code == 200
+    assert b"(U+2066)" in response.content
+    assert not ModelCapability.objects.filter(model__startswith="cap").exists()
+    prompt = PromptTemplateFactory.create(model="gpt-5")
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    response = admin_client.post(url, {**data, "model": "gpt-\u202e5.4"})
+    assert response.status_code == 200
+    assert b"(U+202E)" in response.content
+    prompt.refresh_from_db()
+    assert prompt.model == "gpt-5"

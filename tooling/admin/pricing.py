@@ -14,6 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
+from tooling.forms.editors import validate_no_bidi_text
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import HostedToolPrice, ModelPrice, UserBudget
 from tooling.runtime.pricing import fee_problem
@@ -42,6 +43,7 @@ class ModelPriceForm(forms.ModelForm):
             raise forms.ValidationError(
                 'A model name is one word, as the API spells it ("gpt-5").'
             )
+        validate_no_bidi_text(model)  # shown in every prompt's suggestions
         return model
 
 

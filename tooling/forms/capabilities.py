@@ -17,6 +17,7 @@ from tooling.assembly.edits import describe
 from tooling.models import ModelCapability, ModelPrice
 from tooling.runtime.hosted.spec import hosted_kind_names
 
+from .editors import validate_no_bidi_text
 from .fields import DatalistInput
 
 
@@ -82,6 +83,11 @@ class ModelCapabilityForm(forms.ModelForm):
             f"{', '.join(hosted_kind_names())}. An empty list allows none; a "
             "model without a row may use every kind."
         )
+
+    def clean_model(self) -> str:
+        model: str = self.cleaned_data["model"]
+        validate_no_bidi_text(model)  # shown in every prompt's suggestions
+        return model
 
     def clean_hosted_kinds(self) -> list[str]:
         value = self.cleaned_data.get("hosted_kinds")

@@ -30,6 +30,7 @@ from tooling.runtime.text import BIDI_CONTROLS
 from tooling.storable_json import StorableJSONFormField
 
 from .capabilities import model_names
+from .editors import validate_no_bidi_text
 from .fields import DatalistInput
 from .validation import refuse_breaking, runtime_error, validated
 
@@ -220,6 +221,12 @@ class PromptTemplateForm(forms.ModelForm):
         if self.instance.pk is None or value != getattr(self.instance, field):
             validate_prompt_name(value)
         return value
+
+    def clean_model(self) -> str:
+        model: str = self.cleaned_data["model"]
+        if self.instance.pk is None or model != self.instance.model:
+            validate_no_bidi_text(model)  # no model's name holds one
+        return model
 
     def clean_namespace(self) -> str:
         return self._prompt_name("namespace")
