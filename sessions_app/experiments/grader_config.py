@@ -17,7 +17,9 @@ from django.core.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
 from sessions_app.models import Citation, Grader
+from tooling.models import PromptTemplate
 from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
+from tooling.runtime.text import BIDI_CONTROLS
 
 Kind = Grader.Kind
 
@@ -78,6 +80,23 @@ def check_entered_config(kind: str, config: Any) -> None:
     check_config(kind, config)
     if kind == Kind.COST_AT_MOST:
         amount(config, entered=True)
+    elif kind == Kind.CITATIONS_IN_DOMAINS:
+        for value in config["domains"]:
+            if any(char.isspace() for char in value.strip()) or BIDI_CONTROLS.search(
+                value
+            ):
+                shown = json.dumps(value, ensure_ascii=True)
+                raise ValidationError(
+                    {"config": f'"domains": {shown[:200]} is not a domain.'}
+                )
+    elif kind == Kind.MODEL_GRADED:
+        # (grading starts it by this name: a misspelt one fails every grade)
+        namespace, _, key = config["prompt"].partition("/")
+        if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
+            shown = json.dumps(config["prompt"], ensure_ascii=True)
+            raise ValidationError(
+                {"config": f'"prompt": no prompt template is named {shown[:200]}.'}
+            )
     keys = KEYS.get(kind, set())  # type: ignore[call-overload]
     unknown = sorted(str(key) for key in config if key not in keys)
     if unknown:

@@ -215,6 +215,29 @@ def test_misconfigured_graders_are_refused(kind, config, message):
     assert grade(kind, config, session_with()) is False  # graded as misconfigured
 
 
+def test_a_grader_config_entered_names_a_prompt_that_exists_and_real_domains():
+    """What would fail every grade is refused where it is entered (a stored
+    grader's grades still say why they failed)."""
+    seed_demo_catalog()
+    grader_config.check_entered_config(Kind.MODEL_GRADED, {"prompt": "demo/research"})
+    for ref in ("no/such", " demo/research", "demo/research\u202e"):
+        with pytest.raises(ValidationError, match="no prompt template is named"):
+            grader_config.check_entered_config(Kind.MODEL_GRADED, {"prompt": ref})
+    grader_config.check_entered_config(
+        Kind.CITATIONS_IN_DOMAINS, {"domains": ["https://docs.python.org/", "x.org"]}
+    )
+    for value in ("\u202e.com", "python .org"):
+        with pytest.raises(ValidationError, match="is not a domain"):
+            grader_config.check_entered_config(
+                Kind.CITATIONS_IN_DOMAINS, {"domains": ["x.org", value]}
+            )
+    api = api_of_datasets_and_graders()
+    body = {"name": "g", "kind": "model_graded", "config": {"prompt": "no/such"}}
+    response = api.post("/api/graders/", body, format="json")
+    assert response.status_code == 400
+    assert "no prompt template is named" in str(response.json())
+
+
 @pytest.mark.parametrize(
     "usd", ["1_000", "\u0661\u0662", "1e400", "1E-2", " 5", "5 ", "+5", "5."]
 )
