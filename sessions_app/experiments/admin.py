@@ -25,6 +25,7 @@ from django.utils.html import format_html
 from sessions_app.admin_base import HiddenRowsAdmin
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.bidi import NeutralisedAdminPages
+from tooling.forms.editors import quoted
 from tooling.models import PromptTemplate
 
 from . import grader_config
@@ -190,23 +191,32 @@ class ExperimentForm(forms.ModelForm):
         ref = self.cleaned_data["prompt_ref"].strip()
         namespace, _, key = ref.partition("/")
         if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
-            raise ValidationError(f"No prompt template is named {ref}.")
+            raise ValidationError(f"No prompt template is named {quoted(ref)}.")
         return ref
 
     def clean_targets_text(self) -> list[str]:
+        """The targets, one per line; every mistake named at once."""
         lines = [
             line.strip()
             for line in self.cleaned_data["targets_text"].splitlines()
             if line.strip()
         ]
+        problems = []
         wrong = [line for line in lines if not TARGET.fullmatch(line)]
         if wrong:
-            raise ValidationError(
-                f"Not a target: {', '.join(wrong[:5])}. Write draft, label:<name> "
-                "or a revision's 64-digit hash, one per line."
+            problems.append(
+                f"Not a target: {', '.join(quoted(line) for line in wrong[:5])}. "
+                "Write draft, label:<name> or a revision's 64-digit hash, one per "
+                "line."
             )
-        if not lines or len(set(lines)) != len(lines):
-            raise ValidationError("Name at least one target, each once.")
+        twice = sorted({line for line in lines if lines.count(line) > 1})
+        if twice:
+            named = ", ".join(quoted(line) for line in twice[:5])
+            problems.append(f"Name each target once: {named} more than once.")
+        if not lines:
+            problems.append("Name at least one target.")
+        if problems:
+            raise ValidationError(problems)
         return lines
 
     def clean(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from rest_framework.validators import UniqueValidator
 
 from sessions_app.models import Dataset, DatasetCase, Experiment, Grader
 from tooling.api.input import StrictSerializer, refuse_too_large
+from tooling.forms.editors import quoted
 from tooling.models import PromptTemplate
 
 from . import grader_config
@@ -159,7 +160,9 @@ class ExperimentRequestSerializer(StrictSerializer):
     def validate_prompt(self, value: str) -> str:
         namespace, _, key = value.strip().partition("/")
         if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
-            raise serializers.ValidationError(f"No prompt template is named {value}.")
+            raise serializers.ValidationError(
+                f"No prompt template is named {quoted(value)}."
+            )
         return f"{namespace}/{key}"
 
     def validate_targets(self, value: list[str]) -> list[str]:

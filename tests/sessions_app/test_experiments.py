@@ -586,7 +586,28 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
             "graders": [grader.pk],
         },
     )
-    assert "Not a target: production" in wrong.content.decode()
+    assert "Not a target: &#x27;production&#x27;" in wrong.content.decode()
+    several = client.post(
+        reverse("admin:sessions_app_experiment_add"),
+        {
+            "name": "e",
+            "dataset": dataset.pk,
+            "prompt_ref": "demo/\u202eresearch",
+            "targets_text": "draft\n  draft \nlabel:\n\u202edraft",
+            "graders": [grader.pk],
+        },
+    )
+    form = several.context["adminform"].form
+    # every mistake at once, a bidi control escaped in the message
+    assert form.errors["targets_text"] == [
+        "Not a target: 'label:', '\\u202edraft'. Write draft, label:<name> or a "
+        "revision's 64-digit hash, one per line.",
+        "Name each target once: 'draft' more than once.",
+    ]
+    assert form.errors["prompt_ref"] == [
+        "No prompt template is named 'demo/\\u202eresearch'."
+    ]
+    assert "\u202e" not in str(form.errors)  # (the boxes keep what was typed)
     unknown = client.post(
         reverse("admin:sessions_app_experiment_add"),
         {
