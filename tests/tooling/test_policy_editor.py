@@ -365,8 +365,13 @@ def test_a_tool_both_read_and_written_is_refused_on_the_write_tools() -> None:
     [
         (
             "10001",
-            "The call limit of tool 'deploy' must be a whole number from 0 to "
-            "10000; got 10001.",
+            "Row 1: the most calls per run must be a whole number from 0 to "
+            "10000, not '10001'.",
+        ),
+        (
+            "-1",
+            "Row 1: the most calls per run must be a whole number from 0 to "
+            "10000, not '-1'.",
         ),
         (
             "1.5",
@@ -657,3 +662,21 @@ def test_a_json_config_that_is_not_an_object_is_refused_even_empty(
     )
     assert not form.is_valid()
     assert "Config must be a JSON object." in str(form.errors.get_json_data())
+
+
+def test_every_call_limit_rows_mistake_at_once() -> None:
+    form = fields_form(
+        "call_limit",
+        **rows(
+            "limits",
+            {"tool": "deploy", "limit": "-1"},
+            {"tool": "build", "limit": "x"},
+        ),
+    )
+    assert not form.is_valid()
+    assert [e["message"] for e in form.errors.get_json_data()["limits"]] == [
+        "Row 1: the most calls per run must be a whole number from 0 to 10000, "
+        "not '-1'.",
+        "Row 2: the most calls per run must be a whole number from 0 to 10000, "
+        "not 'x'.",
+    ]

@@ -230,7 +230,7 @@ class LimitRowsField(PolicyRowsField):
         limit: int | None = None
         if not text:
             problems.append(f"{where}: give the most calls per run (0: never).")
-        elif not _WHOLE.fullmatch(text):
+        elif not _WHOLE.fullmatch(text) or not 0 <= int(text) <= MAX_CALLS_PER_RUN:
             problems.append(
                 f"{where}: the most calls per run must be a whole number from 0 to "
                 f"{MAX_CALLS_PER_RUN}, not {quoted(text)}."
