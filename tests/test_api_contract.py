@@ -163,6 +163,19 @@ def test_an_unknown_field_named_with_unstorable_text_is_a_400(api_client, demo, 
     assert not AgentSession.objects.exists()
 
 
+def test_unknown_fields_shown_alike_are_each_named(api_client, demo):
+    payload: dict[str, Any] = {"prompt": "demo/release", "params": {}}
+    for name in ("\ud800", "\udc00", "\ud801", "non_field_errors"):
+        payload[name] = 1
+    response = api_client.post(
+        SESSIONS, json.dumps(payload).encode(), content_type="application/json"
+    )
+    body = error(response, 400, "invalid")
+    assert sorted(body["errors"]) == sorted(
+        ["\ufffd", "\ufffd (2)", "\ufffd (3)", "non_field_errors (2)"]
+    )
+
+
 def test_many_unknown_fields_are_named_up_to_a_limit(api_client, demo):
     payload: dict[str, Any] = {"prompt": "demo/release", "params": {}}
     payload.update({f"extra{number:05d}": 1 for number in range(20_000)})
@@ -237,6 +250,9 @@ def test_an_integer_past_pythons_digits_is_a_400_that_says_so(api_client, demo):
         SESSIONS, b'{"prompt": NaN}', content_type="application/json"
     )
     assert "not JSON compliant" in error(response, 400, "parse_error")["detail"]
+    twice = b'{"integer string conversion": 1, "integer string conversion": 2}'
+    response = api_client.post(SESSIONS, twice, content_type="application/json")
+    assert "appears twice" in error(response, 400, "parse_error")["detail"]
     assert not AgentSession.objects.exists()
 
 

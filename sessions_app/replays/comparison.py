@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from sessions_app.audit.timings import finite_ms
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -56,7 +58,11 @@ class Side:
 
     @property
     def latency_ms(self) -> float:
-        return round(sum(call["latency_ms"] or 0 for call in self.provider_calls), 1)
+        # (a stored latency that is not a finite number counts as 0, as on
+        # the session's page)
+        return round(
+            sum(finite_ms(call["latency_ms"]) for call in self.provider_calls), 1
+        )
 
     @property
     def tokens(self) -> int:
@@ -132,6 +138,9 @@ def _side(session: AgentSession) -> Side:
             "created_at",
         )[: MOST_TURNS + 1]
     )
+    for call in calls:  # JSON carries no NaN: null, as in the session's API
+        if not math.isfinite(call["latency_ms"]):
+            call["latency_ms"] = None
     tools = list(
         ToolInvocation.objects.filter(session=session)
         .order_by("sequence", "id")

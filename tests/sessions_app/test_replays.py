@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -365,3 +366,36 @@ def test_long_outputs_are_compared_by_size_not_line_by_line(client):
         reverse("sessions_app:session-compare", args=[left.pk, right.pk])
     ).content.decode()
     assert "Too long to compare line by line: before 3,000 lines" in page
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_latency_that_is_not_a_finite_number_counts_as_nothing(value):
+    """PostgreSQL's float columns hold NaN and the infinities (SQLite's the
+    infinities): the comparison adds the others, and the API answers."""
+    import math
+
+    from django.db import connection
+
+    from tests.sessions_app.factories import ProviderCallFactory
+
+    if math.isnan(value) and connection.vendor != "postgresql":
+        pytest.skip("SQLite stores NaN as NULL (DATABASE_URL=postgres://...)")
+    owner = runner("dora")
+    left = AgentSessionFactory.create(created_by=owner)
+    right = AgentSessionFactory.create(created_by=owner)
+    ProviderCallFactory.create(session=left, turn=1, latency_ms=value)
+    ProviderCallFactory.create(session=left, turn=2, latency_ms=250)
+    ProviderCallFactory.create(session=right, turn=1, latency_ms=100)
+    api = APIClient()
+    api.force_login(owner)
+    response = api.get(f"/api/sessions/{left.pk}/compare/{right.pk}/")
+    assert response.status_code == 200
+    (latency,) = [
+        f for f in response.json()["facts"] if f["name"] == "Provider latency (ms)"
+    ]
+    assert (latency["left"], latency["right"]) == (250.0, 100.0)
+    api.logout()
+    client = Client()
+    client.force_login(owner)
+    page = client.get(reverse("sessions_app:session-compare", args=[left.pk, right.pk]))
+    assert page.status_code == 200

@@ -318,9 +318,11 @@ def test_hostile_examples_are_refused_naming_the_example(
 
 def test_too_many_examples_are_refused() -> None:
     many = [{"description": "Ok.", "input": "{}"} for _ in range(250)]
-    form = tool_form(**examples(*many))
+    form = tool_form(name="Bad Name", **examples(*many))
     assert not form.is_valid()
+    # said once, on its field, and the other fields' errors still shown
     assert form.errors["examples"] == ["At most 200 rows."]
+    assert "__all__" not in form.errors and "must match" in form.errors["name"][0]
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,12 @@ class StrictSerializer(serializers.Serializer[Any]):
             shown = storable_text(name)[0]
             if len(shown) > UNKNOWN_NAME_CHARS:
                 shown = shown[:UNKNOWN_NAME_CHARS] + "\u2026"
-            errors[shown] = [refusal]
+            # two names shown alike (or shown as a key of ours) each keep a key
+            key, again = shown, 1
+            while key in errors or key == "non_field_errors":
+                again += 1
+                key = f"{shown} ({again})"
+            errors[key] = [refusal]
         if len(names) > UNKNOWN_NAMED:
             more = len(names) - UNKNOWN_NAMED
             errors["non_field_errors"] = [f"And {more} more unknown field(s)."]

@@ -3,7 +3,7 @@ error - ..."): a body nested too deeply to decode (Python's JSON decoder
 recurses; DRF lets the ``RecursionError`` through), and an object holding a
 key twice (Python's decoder keeps the last: ``{"prompt": "a", "prompt": "b"}``
 started ``b``); and an integer past Python's limit of digits is refused as
-such (``TooManyDigits``)."""
+such (``TOO_MANY_DIGITS``)."""
 
 from __future__ import annotations
 
@@ -18,19 +18,11 @@ from rest_framework.utils.json import strict_constant
 
 from tooling.storable_json import TOO_DEEP, unique_keys
 
-
-class TooManyDigits(ValueError):
-    """An integer past Python's limit of digits (4,300 by default), said as
-    such (Python's own message tells how to raise the limit)."""
-
-    message = "A number has too many digits."
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise TooManyDigits from None
+# An integer past Python's limit of digits (4,300 by default), said as such:
+# Python's own message (its ``ValueError`` says "... integer string conversion
+# ...") tells how to raise the limit.
+TOO_MANY_DIGITS = "A number has too many digits."
+_DIGITS_LIMIT = "integer string conversion"
 
 
 class JSONParser(parsers.JSONParser):
@@ -48,11 +40,10 @@ class JSONParser(parsers.JSONParser):
                 codecs.getreader(encoding)(stream),
                 parse_constant=strict_constant if self.strict else None,
                 object_pairs_hook=unique_keys,
-                parse_int=_integer,
             )
         except RecursionError:
             raise ParseError(f"JSON parse error - {TOO_DEEP}") from None
-        except TooManyDigits:
-            raise ParseError(f"JSON parse error - {TooManyDigits.message}") from None
         except ValueError as error:  # DuplicateKey, and DRF's own
-            raise ParseError(f"JSON parse error - {error}") from None
+            digits = type(error) is ValueError and _DIGITS_LIMIT in str(error)
+            message = TOO_MANY_DIGITS if digits else error
+            raise ParseError(f"JSON parse error - {message}") from None

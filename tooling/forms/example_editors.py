@@ -152,11 +152,11 @@ def readable_examples(value: Any) -> list[tuple[int, Any]]:
     so that one submit shows every example's error."""
     if not isinstance(value, PostedRows):
         return []
-    return [
-        (number, example)
-        for number, example, problems in read_example_rows(value)
-        if not problems
-    ]
+    try:
+        rows = read_example_rows(value)
+    except ValidationError:  # too many rows: the field says so
+        return []
+    return [(number, example) for number, example, problems in rows if not problems]
 
 
 class ExamplesField(EditorJSONField):
