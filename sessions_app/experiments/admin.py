@@ -34,8 +34,16 @@ from .running import TARGET, check_size, may_change, unknown_targets
 
 
 class CreatedByAdmin(NeutralisedAdminPages, admin.ModelAdmin):
-    """Records who created a row (``created_by``) as it is added. Its lists
+    """Records who created a row (``created_by``) as it is added, and when
+    (``created_at``, shown, not typed: the lists order by it). Its lists
     and read-only pages show bidi controls as marks."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        names = {field.name for field in self.model._meta.get_fields()}
+        if "created_at" in names and "created_at" not in fields:
+            fields.append("created_at")
+        return fields
 
     def save_model(
         self, request: HttpRequest, obj: Any, form: Any, change: bool

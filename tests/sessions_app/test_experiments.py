@@ -1273,3 +1273,31 @@ def test_dataset_and_grader_lists_show_bidi_controls_as_marks(
             reverse(f"admin:sessions_app_{name}_changelist")
         ).content.decode()
         assert "\u202e" not in html and "[U+202E]" in html, name
+
+
+def test_a_datasets_creation_time_is_shown_not_typed(admin_client):
+    """The lists order by when a row was created: the admin shows it and
+    ignores a posted one (0001-01-01 listed a dataset before today's)."""
+    from django.utils import timezone
+
+    before = timezone.now()
+    response = admin_client.post(
+        reverse("admin:sessions_app_dataset_add"),
+        {
+            "name": "dated",
+            "description": "",
+            "created_at_0": "0001-01-01",
+            "created_at_1": "00:00:00",
+            "cases-TOTAL_FORMS": "0",
+            "cases-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    assert Dataset.objects.get(name="dated").created_at >= before
+    change = admin_client.get(
+        reverse(
+            "admin:sessions_app_dataset_change",
+            args=[Dataset.objects.get(name="dated").pk],
+        )
+    )
+    assert 'name="created_at_0"' not in change.content.decode()
