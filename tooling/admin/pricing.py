@@ -13,8 +13,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import models
 
 from tooling.forms.editors import validate_no_bidi_text
+from tooling.forms.fields import PlainDecimalField
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import HostedToolPrice, ModelPrice, UserBudget
 from tooling.runtime.pricing import fee_problem
@@ -30,6 +32,11 @@ MODEL_PRICE_FIELDS = (
     "reasoning_per_mtok",
     "source",
 )
+
+
+# Amounts written plainly, as the API and the filters take them (Django's
+# DecimalField also reads "1_000" and any script's digits).
+PLAIN_AMOUNTS = {models.DecimalField: {"form_class": PlainDecimalField}}
 
 
 class ModelPriceForm(forms.ModelForm):
@@ -67,6 +74,7 @@ class HostedToolPriceForm(forms.ModelForm):
 
 @admin.register(ModelPrice)
 class ModelPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
+    formfield_overrides = PLAIN_AMOUNTS
     form = ModelPriceForm
     list_display = MODEL_PRICE_FIELDS
     list_filter = ["effective_from"]
@@ -76,6 +84,7 @@ class ModelPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
 
 @admin.register(HostedToolPrice)
 class HostedToolPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
+    formfield_overrides = PLAIN_AMOUNTS
     form = HostedToolPriceForm
     list_display = ["kind", "unit", "variant", "price", "effective_from", "source"]
     list_filter = ["kind", "unit", "effective_from"]
@@ -85,6 +94,7 @@ class HostedToolPriceAdmin(HistoryAdminMixin, admin.ModelAdmin):
 
 @admin.register(UserBudget)
 class UserBudgetAdmin(admin.ModelAdmin):
+    formfield_overrides = PLAIN_AMOUNTS
     list_display = ["user", "daily_limit", "updated_at"]
     list_select_related = ["user"]
     search_fields = ["user__username", "user__email"]

@@ -22,8 +22,8 @@ from django_filters import fields as filter_fields
 from rest_framework import serializers
 
 from tooling.api.errors import RequestTooLarge
+from tooling.forms.fields import PlainDecimalField
 from tooling.param_size import too_large
-from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
 from tooling.runtime.text import storable, storable_text
 from tooling.storable_json import (
     MAX_DEPTH,
@@ -179,21 +179,6 @@ class StrictBooleanField(forms.Field):
 
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
-
-
-class PlainDecimalField(forms.DecimalField):
-    """A decimal written plainly (``tooling.runtime.number_text``): Django's
-    ``DecimalField`` also reads ``1_000``, `` 5``, ``+5``, ``1e3`` and any
-    script's digits."""
-
-    default_error_messages = {"invalid": f"Enter a number: {PLAIN_DECIMAL}."}
-
-    def to_python(self, value: Any) -> Any:
-        if value in self.empty_values:
-            return None
-        if plain_decimal(str(value)) is None:
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        return super().to_python(value)
 
 
 class PlainNumberFilter(django_filters.NumberFilter):

@@ -1,5 +1,5 @@
-"""Form fields and widgets the catalog forms share: the country picker and the
-model name input with its suggestions."""
+"""Form fields and widgets the catalog forms share: the country picker, the
+model name input with its suggestions, and a decimal written plainly."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from tooling.runtime.hosted.countries import COUNTRY_NAMES, country_code, country_label
+from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
 
 
 def widget_id(name: str, attrs: dict[str, Any] | None) -> str:
@@ -96,3 +97,18 @@ class DatalistInput(forms.TextInput):
             "", '<option value="{}"></option>', ((s,) for s in self.suggestions)
         )
         return format_html('{}<datalist id="{}">{}</datalist>', field, list_id, options)
+
+
+class PlainDecimalField(forms.DecimalField):
+    """A decimal written plainly (``tooling.runtime.number_text``): Django's
+    ``DecimalField`` also reads ``1_000``, `` 5``, ``+5``, ``1e3`` and any
+    script's digits."""
+
+    default_error_messages = {"invalid": f"Enter a number: {PLAIN_DECIMAL}."}
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        if plain_decimal(str(value)) is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
