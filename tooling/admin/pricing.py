@@ -9,6 +9,7 @@ variant, from the same day is a form error (the unique constraints).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -36,7 +37,9 @@ MODEL_PRICE_FIELDS = (
 
 # Amounts written plainly, as the API and the filters take them (Django's
 # DecimalField also reads "1_000" and any script's digits).
-PLAIN_AMOUNTS = {models.DecimalField: {"form_class": PlainDecimalField}}
+PLAIN_AMOUNTS: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
+    models.DecimalField: {"form_class": PlainDecimalField}
+}
 
 
 class ModelPriceForm(forms.ModelForm):
