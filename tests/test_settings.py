@@ -178,3 +178,27 @@ def test_settings_refuse_an_otlp_endpoint_that_is_not_a_url():
     result = _check(DEBUG="1", OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318")
     assert result.returncode != 0
     assert "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://127.0.0.1:notaport/v1", "its port is not a number"),
+        ("https://user:s3cret@proxy.example:99999/v1", "its port is not a number"),
+        ("ftp://proxy.example/v1", "does not start with http:// or https://"),
+        ("http:///v1", "names no host"),
+    ],
+)
+def test_settings_refuse_a_provider_url_a_client_cannot_use(url, reason):
+    """At start, with the reason, not as each run's "unexpected error"; the
+    value is not repeated (it may hold a credential)."""
+    result = _check(DEBUG="1", OPENAI_BASE_URL=url)
+    assert result.returncode != 0
+    assert "OPENAI_BASE_URL must be an http(s) URL" in result.stderr
+    assert reason in result.stderr
+    assert "s3cret" not in result.stderr
+
+
+def test_settings_take_a_provider_url_a_client_can_use():
+    result = _check(DEBUG="1", OPENAI_BASE_URL="http://127.0.0.1:8001/v1")
+    assert result.returncode == 0, result.stderr

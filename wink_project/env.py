@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from decimal import Decimal, InvalidOperation
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -106,5 +107,31 @@ def env_otlp_traces_endpoint() -> str:
     if not re.match(r"https?://[^/?#\s]+", url):
         raise ImproperlyConfigured(
             f"{name} must be an http(s) URL such as http://127.0.0.1:4318; got {url!r}."
+        )
+    return url
+
+
+def env_http_url(name: str, example: str) -> str:
+    """The http(s) URL in environment variable ``name`` (empty: unset),
+    refused at start with the reason when a client could not use it (a
+    port that is not a number, no host, another scheme); the value is not
+    repeated (it may hold a credential)."""
+    url = os.environ.get(name, "").strip()
+    if not url:
+        return ""
+    problem = None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (a port that is not a number raises)
+    except ValueError:
+        problem = "its port is not a number from 0 to 65535"
+    else:
+        if parts.scheme not in ("http", "https"):
+            problem = "it does not start with http:// or https://"
+        elif not parts.hostname or any(char.isspace() for char in url):
+            problem = "it names no host, or holds a space"
+    if problem:
+        raise ImproperlyConfigured(
+            f"{name} must be an http(s) URL such as {example}: {problem}."
         )
     return url

@@ -9,13 +9,19 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
-from wink_project.env import env_bool, env_list, env_number, env_otlp_traces_endpoint
+from wink_project.env import (
+    env_bool,
+    env_http_url,
+    env_list,
+    env_number,
+    env_otlp_traces_endpoint,
+)
 from wink_project.settings.core import DEBUG
 
 # The model provider. The key stays in the environment: it is read when a client
 # is built and never stored in the database or logged.
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
-OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+OPENAI_BASE_URL = env_http_url("OPENAI_BASE_URL", "https://api.openai.com/v1")
 WINK_PROVIDER = os.environ.get(
     "WINK_PROVIDER", "openai" if OPENAI_API_KEY else "offline"
 )
