@@ -95,7 +95,8 @@ def field_for(spec: ParameterSpec) -> forms.Field:
             spec, f"JSON: {'a list' if kind == 'array' else 'an object'}."
         )
     elif kind == "scalar":  # without a default: required, or when shown
-        field = ScalarField(required=spec.required, strip=False)
+        # emptied: None, not "" (``values`` leaves it out)
+        field = ScalarField(required=spec.required, strip=False, empty_value=None)
     else:  # any: an optional flag
         field = _json_field(spec, 'Any JSON value (true, 3, "text"); empty: not set.')
     field.label = spec.name
