@@ -13,7 +13,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.exceptions import ValidationError
-from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import AgentSession
@@ -559,21 +558,3 @@ def test_required_parameters_are_those_every_run_reads():
     names = {form.names[name]: field for name, field in form.fields.items()}
     assert {n for n, f in names.items() if f.required} == {"a", "detail"}
     assert "needed when a section using it is shown" in names["extra"].help_text
-    # left empty, it is left out: the renderer says it is missing when shown
-    order = [spec.name for spec in specs.values()]
-    post = {"params": "", "trust_level": "standard"}
-    post.update({f"param-p{i}": "" for i in range(len(order))})
-    post.update(
-        {
-            f"param-p{order.index('a')}": "x",
-            f"param-p{order.index('detail')}": "d",
-            f"param-p{order.index('verbose')}": "true",
-        }
-    )
-    client = Client()
-    client.force_login(
-        get_user_model().objects.create_superuser("root", "r@example.com", "pw")
-    )
-    response = client.post(preview_url(prompt), post)
-    assert response.context["preview"] is None
-    assert any("'extra'" in error for error in response.context["errors"])

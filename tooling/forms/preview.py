@@ -95,8 +95,7 @@ def field_for(spec: ParameterSpec) -> forms.Field:
             spec, f"JSON: {'a list' if kind == 'array' else 'an object'}."
         )
     elif kind == "scalar":  # without a default: required, or when shown
-        # emptied: None, not "" (``values`` leaves it out)
-        field = ScalarField(required=spec.required, strip=False, empty_value=None)
+        field = ScalarField(required=spec.required, strip=False)
     else:  # any: an optional flag
         field = _json_field(spec, 'Any JSON value (true, 3, "text"); empty: not set.')
     field.label = spec.name
