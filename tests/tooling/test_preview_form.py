@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from sessions_app.models import AgentSession
@@ -509,52 +508,3 @@ def test_a_flag_its_own_section_declares_without_default_is_optional(admin_clien
     assert "Optional on" not in response.context["preview"].rendered.text
     response = admin_client.post(preview_url(prompt), {**post, "param-p1": '"yes"'})
     assert "Optional on yes." in response.context["preview"].rendered.text
-
-
-def test_required_parameters_are_those_every_run_reads():
-    """The runtime reads a section's parameters whenever it reaches the
-    section, and skips every section below one it does not show: what the
-    list says is required is what a run without it is refused for."""
-    from tooling import services as catalog
-
-    base = SectionDefinitionFactory.create(
-        key="base", template="Base $a.", default_params={"a": None}
-    )
-    switched = SectionDefinitionFactory.create(
-        key="switched",
-        template="Detail $detail.",
-        default_params={"detail": None},
-        enabled_when_param="verbose",
-    )
-    SectionDefinitionFactory.create(
-        key="below",
-        parent=switched,
-        template="Extra $extra, $verbose.",
-        default_params={"extra": None, "verbose": None},
-    )
-    prompt = PromptTemplateFactory.create(key="nested")
-    add_sections(prompt, base, switched)
-    specs = {s.name: s for s in prompt_parameters(freeze_template(prompt))}
-    required = {name for name, spec in specs.items() if spec.required}
-    assert required == {"a", "detail"}  # read by every run, even "switched"'s
-    assert specs["extra"] == ParameterSpec("extra", "scalar", False, None, ("below",))
-    assert specs["verbose"].type == "any" and not specs["verbose"].required
-
-    def refusal(params):
-        try:
-            catalog.preview_prompt(template=prompt, params=params)
-        except ValidationError as error:
-            return " ".join(error.messages)
-        return None
-
-    # the runtime agrees: each required one is missed, the others are not
-    assert "'a'" in refusal({"detail": "d"})
-    assert "'detail'" in refusal({"a": "x"})
-    assert refusal({"a": "x", "detail": "d"}) is None
-    assert "'extra'" in refusal({"a": "x", "detail": "d", "verbose": True})
-    assert refusal({"a": "x", "detail": "d", "verbose": True, "extra": 1}) is None
-    # and the form asks for no more than the runtime
-    form = ParameterForm(list(specs.values()))
-    names = {form.names[name]: field for name, field in form.fields.items()}
-    assert {n for n, f in names.items() if f.required} == {"a", "detail"}
-    assert "needed when a section using it is shown" in names["extra"].help_text

@@ -4,9 +4,7 @@ A section declares its parameters with defaults (``{"name": default}``, where
 ``null`` makes one required); the default's JSON type is the parameter's type.
 A required parameter (no default) takes any scalar; the parameter an
 ``enabled_when_param`` names is an optional flag of any type (declared
-with a ``null`` default in that section too). A parameter without a default
-below a section that a run may not show (switched off, or switched on by a
-flag) is not required: the run reads it only when that section is shown.
+with a ``null`` default in that section too).
 """
 
 from __future__ import annotations
@@ -39,32 +37,21 @@ def _type_of(value: Any) -> str:
     return ANY if name == "null" else name
 
 
-def _flag(section: Mapping[str, Any]) -> str:
-    flag = section.get("enabled_when_param")
-    return flag.strip() if isinstance(flag, str) else ""
-
-
-def _sections(
-    entries: Any, always: bool = True
-) -> Iterator[tuple[Mapping[str, Any], bool]]:
-    """Each section, depth first, with whether a run always reaches it: the
-    runtime skips the sections below one it does not show (switched off, or
-    waiting for its flag), without reading their parameters."""
+def _sections(entries: Any) -> Iterator[Mapping[str, Any]]:
     for entry in entries or []:
         if isinstance(entry, Mapping):
-            yield entry, always
-            shown = entry.get("enabled", True) is not False and not _flag(entry)
-            yield from _sections(entry.get("children"), always and shown)
+            yield entry
+            yield from _sections(entry.get("children"))
 
 
 def prompt_parameters(revision: Mapping[str, Any]) -> list[ParameterSpec]:
     """Every parameter of the prompt, in section order."""
     found: dict[str, ParameterSpec] = {}
-    for section, always in _sections(revision.get("sections")):
+    for section in _sections(revision.get("sections")):
         key = str(section.get("key", ""))
         declared = section.get("default_params")
         entries = list(declared.items()) if isinstance(declared, Mapping) else []
-        flag = _flag(section)
+        flag = (section.get("enabled_when_param") or "").strip()
         if flag and flag not in dict(entries):
             entries.append((flag, ...))
         for name, default in entries:
@@ -73,10 +60,7 @@ def prompt_parameters(revision: Mapping[str, Any]) -> list[ParameterSpec]:
             if default is ... or (name == flag and default is None):
                 spec = ParameterSpec(name, ANY, False, None, (key,))
             elif default is None:
-                # required where a run always reads it; below a section a
-                # run may skip, needed only when it is shown (the renderer
-                # says so then)
-                spec = ParameterSpec(name, SCALAR, always, None, (key,))
+                spec = ParameterSpec(name, SCALAR, True, None, (key,))
             else:
                 spec = ParameterSpec(name, _type_of(default), False, default, (key,))
             known = found.get(name)

@@ -94,18 +94,13 @@ def field_for(spec: ParameterSpec) -> forms.Field:
         field = _json_field(
             spec, f"JSON: {'a list' if kind == 'array' else 'an object'}."
         )
-    elif kind == "scalar":  # without a default: required, or when shown
-        field = ScalarField(required=spec.required, strip=False)
+    elif kind == "scalar":  # required, without a default
+        field = ScalarField(required=True, strip=False)
     else:  # any: an optional flag
         field = _json_field(spec, 'Any JSON value (true, 3, "text"); empty: not set.')
     field.label = spec.name
     where = ", ".join(spec.sections)
-    if spec.required:
-        needed = "required"
-    elif kind == "scalar":
-        needed = "needed when a section using it is shown"
-    else:
-        needed = f"default {json.dumps(spec.default)}"
+    needed = "required" if spec.required else f"default {json.dumps(spec.default)}"
     about = f"{kind}, {needed}; used by {where}."
     field.help_text = f"{field.help_text} {about}".strip()
     return field
