@@ -187,6 +187,8 @@ def test_settings_refuse_an_otlp_endpoint_that_is_not_a_url():
         ("https://user:s3cret@proxy.example:99999/v1", "its port is not a number"),
         ("ftp://proxy.example/v1", "does not start with http:// or https://"),
         ("http:///v1", "names no host"),
+        ("http://[::1:8001/v1", "cannot be read as a URL"),
+        ("http://my host:8001/v1", "its host holds a space"),
     ],
 )
 def test_settings_refuse_a_provider_url_a_client_cannot_use(url, reason):
@@ -199,6 +201,15 @@ def test_settings_refuse_a_provider_url_a_client_cannot_use(url, reason):
     assert "s3cret" not in result.stderr
 
 
-def test_settings_take_a_provider_url_a_client_can_use():
-    result = _check(DEBUG="1", OPENAI_BASE_URL="http://127.0.0.1:8001/v1")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8001/v1",
+        "http://[::1]:8001/v1",
+        "HTTPS://proxy.example/my path/v1?q=a b",
+        "   ",  # blank: unset
+    ],
+)
+def test_settings_take_a_provider_url_a_client_can_use(url):
+    result = _check(DEBUG="1", OPENAI_BASE_URL=url)
     assert result.returncode == 0, result.stderr

@@ -24,6 +24,8 @@ from django.conf import settings
 from tooling.offline import ScriptedModel, offline_transport
 
 OFFLINE_BASE_URL = "http://offline-provider.invalid/v1"
+# The SDK's own default, when OPENAI_BASE_URL is unset or blank.
+OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 
 _lock = threading.Lock()
 _cached: tuple[tuple[Any, ...], openai.OpenAI] | None = None
@@ -65,7 +67,9 @@ def _new_client() -> openai.OpenAI:
         )
     return openai.OpenAI(
         api_key=settings.OPENAI_API_KEY,
-        base_url=settings.OPENAI_BASE_URL or None,
+        # given, not None: the SDK would read OPENAI_BASE_URL itself, where a
+        # blank value (which the settings take as unset) breaks every request
+        base_url=settings.OPENAI_BASE_URL or OPENAI_API_BASE_URL,
         max_retries=settings.WINK_OPENAI_MAX_RETRIES,
         timeout=settings.WINK_OPENAI_TIMEOUT,
         http_client=openai.DefaultHttpxClient(

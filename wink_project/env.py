@@ -122,14 +122,18 @@ def env_http_url(name: str, example: str) -> str:
     problem = None
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018  (a port that is not a number raises)
-    except ValueError:
-        problem = "its port is not a number from 0 to 65535"
+    except ValueError:  # an unclosed [ of an IPv6 address
+        problem = "it cannot be read as a URL"
     else:
-        if parts.scheme not in ("http", "https"):
-            problem = "it does not start with http:// or https://"
-        elif not parts.hostname or any(char.isspace() for char in url):
-            problem = "it names no host, or holds a space"
+        try:
+            parts.port  # noqa: B018  (a port that is not a number raises)
+        except ValueError:
+            problem = "its port is not a number from 0 to 65535"
+        else:
+            if parts.scheme not in ("http", "https"):
+                problem = "it does not start with http:// or https://"
+            elif not parts.hostname or any(char.isspace() for char in parts.netloc):
+                problem = "it names no host, or its host holds a space"
     if problem:
         raise ImproperlyConfigured(
             f"{name} must be an http(s) URL such as {example}: {problem}."

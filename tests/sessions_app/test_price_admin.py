@@ -169,3 +169,22 @@ def test_a_model_name_with_a_bidi_control_is_refused_everywhere_it_is_typed(
     assert b"(U+202E)" in response.content
     prompt.refresh_from_db()
     assert prompt.model == "gpt-5"
+
+
+@pytest.mark.parametrize("typed", ["1_000", "\u0661", "+5", "1e2"])
+def test_a_prompts_budget_is_an_amount_written_plainly(admin_client, typed):
+    from tests.tooling.admin_forms import change_form_data
+    from tooling.demo import seed_demo_catalog
+    from tooling.models import PromptTemplate
+
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="notes")
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    response = admin_client.post(url, {**data, "max_cost_per_session": typed})
+    assert response.status_code == 200
+    assert b"no sign or exponent" in response.content
+    prompt.refresh_from_db()
+    assert prompt.max_cost_per_session is None
+    saved = admin_client.post(url, {**data, "max_cost_per_session": "0.25"})
+    assert saved.status_code == 302

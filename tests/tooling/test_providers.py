@@ -42,3 +42,15 @@ def test_a_forked_process_builds_its_own(settings):
     with os.fdopen(read) as pipe:
         assert pipe.read() == "own"
     assert build_client() is parent
+
+
+def test_a_blank_base_url_is_the_apis_own(settings, monkeypatch):
+    """The settings take a blank OPENAI_BASE_URL as unset; the SDK, given
+    none, would read the blank variable itself and send nowhere."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "   ")
+    settings.WINK_PROVIDER = "openai"
+    settings.OPENAI_API_KEY = "sk-blank"
+    settings.OPENAI_BASE_URL = ""
+    assert str(build_client().base_url) == "https://api.openai.com/v1/"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:8001/v1"
+    assert str(build_client().base_url) == "http://127.0.0.1:8001/v1/"

@@ -9,15 +9,13 @@ variant, from the same day is a form error (the unique constraints).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import models
 
 from tooling.forms.editors import validate_no_bidi_text
-from tooling.forms.fields import PlainDecimalField
+from tooling.forms.fields import PLAIN_AMOUNTS
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import HostedToolPrice, ModelPrice, UserBudget
 from tooling.runtime.pricing import fee_problem
@@ -33,13 +31,6 @@ MODEL_PRICE_FIELDS = (
     "reasoning_per_mtok",
     "source",
 )
-
-
-# Amounts written plainly, as the API and the filters take them (Django's
-# DecimalField also reads "1_000" and any script's digits).
-PLAIN_AMOUNTS: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
-    models.DecimalField: {"form_class": PlainDecimalField}
-}
 
 
 class ModelPriceForm(forms.ModelForm):

@@ -26,6 +26,7 @@ from tooling.forms import (
     model_warnings,
     pretty,
 )
+from tooling.forms.fields import PLAIN_AMOUNTS
 from tooling.forms.preview import ParameterForm, boxed_names
 from tooling.governance import governance_of
 from tooling.history.admin import HistoryAdminMixin
@@ -46,6 +47,7 @@ class PromptSectionInline(SafeAutocomplete, admin.TabularInline):
 
 @admin.register(PromptTemplate)
 class PromptTemplateAdmin(HistoryAdminMixin, admin.ModelAdmin):
+    formfield_overrides = PLAIN_AMOUNTS  # the per-session budget
     form = PromptTemplateForm
     list_display = [
         "ref_display",

@@ -4,11 +4,12 @@ model name input with its suggestions, and a decimal written plainly."""
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -112,3 +113,11 @@ class PlainDecimalField(forms.DecimalField):
         if plain_decimal(str(value)) is None:
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         return super().to_python(value)
+
+
+#: A model admin's ``formfield_overrides``: amounts written plainly, as the API
+#: and the filters take them (Django's ``DecimalField`` also reads "1_000" and
+#: any script's digits).
+PLAIN_AMOUNTS: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
+    models.DecimalField: {"form_class": PlainDecimalField}
+}
