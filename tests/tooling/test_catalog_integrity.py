@@ -121,6 +121,8 @@ def test_bulk_delete_of_needed_tools_is_refused(admin_client):
     )
 
     page = response.content.decode()
+    assert "The selected tool definitions cannot be deleted:" in page
+    assert "protected related objects" not in page  # (Django's heading)
     assert "Deleting them would break prompt &#x27;demo/release&#x27;" in page
     assert "Deleting it " not in page  # several rows
     assert ToolDefinition.objects.filter(name__in=["build", "lint"]).count() == 2
@@ -133,6 +135,25 @@ def test_deleting_an_unused_tool_works(admin_client):
 
     assert response.status_code == 302
     assert not ToolDefinition.objects.filter(pk=tool.pk).exists()
+
+
+def test_bulk_delete_of_unused_tools_asks_as_django_does(admin_client):
+    tools = ToolDefinitionFactory.create_batch(2)
+    changelist = reverse("admin:tooling_tooldefinition_changelist")
+    selection = [str(tool.pk) for tool in tools]
+
+    asked = admin_client.post(
+        changelist, {"action": "delete_selected", "_selected_action": selection}
+    )
+    page = asked.content.decode()
+    assert "Are you sure you want to delete the selected tool definitions?" in page
+    assert "cannot be deleted" not in page
+    done = admin_client.post(
+        changelist,
+        {"action": "delete_selected", "_selected_action": selection, "post": "yes"},
+    )
+    assert done.status_code == 302
+    assert not ToolDefinition.objects.filter(pk__in=selection).exists()
 
 
 # -- hosted tools --------------------------------------------------------------------
