@@ -23,7 +23,7 @@ from sessions_app.models import AgentSession, SessionSearchText
 from sessions_app.models.search import SEPARATOR, index_missing, tool_text
 from sessions_app.runs import lifecycle
 from sessions_app.templatetags.audit_tags import seconds
-from tests.sessions_app.cursor_pages import listed_ids
+from tests.sessions_app.cursor_pages import listed_back, listed_ids
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ToolInvocationFactory,
@@ -185,6 +185,42 @@ def test_search_pages_newest_first(admin_client):
     # the API's cursor pages too, newest first, each session once
     listed = listed_ids(admin_client, API_URL, {"q": "gannet", "page_size": 7})
     assert listed == [str(s.pk) for s in sessions]
+
+
+@pytest.mark.usefixtures("search_plan")
+def test_search_pages_sessions_sharing_a_time_in_one_order(admin_client):
+    """Sessions created in the same microsecond keep one order, by key, on
+    every page, forwards and back, also when more share a time than a page
+    holds (both paginations order by ``(created_at, pk)`` and seek past a
+    page's last pair)."""
+    now = timezone.now()
+    sessions = [
+        AgentSessionFactory.create(
+            created_at=now - datetime.timedelta(minutes=n // 6), output_text="gannet"
+        )
+        for n in range(40)
+    ]
+    AgentSessionFactory.create(created_at=now, output_text="puffin")
+    ended()
+    expected = [
+        s.pk for s in sorted(sessions, key=lambda s: (s.created_at, s.pk), reverse=True)
+    ]
+
+    pages = [admin_client.get(LIST_URL, {"q": "gannet"}).context]
+    while pages[-1]["page"].older:
+        older = {"q": "gannet", "after": pages[-1]["page"].older}
+        pages.append(admin_client.get(LIST_URL, older).context)
+    assert [s.pk for page in pages for s in page["sessions"]] == expected
+    assert len(pages) == 2  # 25 and 15: the 25th shares its time with 5 more
+    back = {"q": "gannet", "before": pages[-1]["page"].newer}
+    assert [s.pk for s in admin_client.get(LIST_URL, back).context["sessions"]] == (
+        expected[:25]
+    )
+
+    for size in (4, 5):  # pages that end inside a time's six rows or span it
+        query = {"q": "gannet", "page_size": size}
+        assert listed_ids(admin_client, API_URL, query) == [str(pk) for pk in expected]
+        assert listed_back(admin_client, API_URL, query) == [str(pk) for pk in expected]
 
 
 @pytest.mark.usefixtures("search_plan")
