@@ -552,6 +552,17 @@ def test_prompt_render_unknown_values_are_rejected() -> None:
     assert info.value.placeholder == "colour"
 
 
+def test_prompt_render_names_at_most_ten_unknown_values_each_cut_short() -> None:
+    values = {f"k{n:04d}{'x' * 500}": n for n in range(5000)}
+    with pytest.raises(PromptRenderError) as info:
+        topic_prompt().render(values={"topic": "t", **values})
+    message = info.value.message
+    assert message.startswith(f"Unknown parameter(s) '{'k0000' + 'x' * 95}', ")
+    assert "k0009" in message and "k0010" not in message
+    assert " and 4990 more; this prompt accepts: audience, tone, topic." in message
+    assert len(message) < 1300
+
+
 def test_prompt_render_unknown_values_without_parameters() -> None:
     with pytest.raises(PromptRenderError) as info:
         prompt(section("a")).render(values={"x": 1})

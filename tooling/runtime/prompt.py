@@ -241,9 +241,12 @@ class Prompt(Generic[OutputT]):
         unknown = sorted(set(values) - self.param_names)
         if unknown:
             accepted = ", ".join(sorted(self.param_names)) or "none"
+            # At most ten names, each cut to 100 characters: a request may
+            # hold thousands of keys, each up to its size limit.
+            named = ", ".join(repr(name[:100]) for name in unknown[:10])
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
             raise PromptRenderError(
-                f"Unknown parameter(s) {', '.join(repr(u) for u in unknown)}; this "
-                f"prompt accepts: {accepted}.",
+                f"Unknown parameter(s) {named}{more}; this prompt accepts: {accepted}.",
                 placeholder=unknown[0],
             )
         blocks: list[str] = []
