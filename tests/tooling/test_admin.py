@@ -126,6 +126,93 @@ def test_admin_section_with_unknown_placeholder_is_refused(admin_client):
     assert not SectionDefinition.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("key", "taken", "Section definition with this Key already exists."),
+        ("template", "bad ${nope}", "declares placeholders"),
+        ("default_params", "[]", "object"),
+    ],
+)
+def test_admin_a_new_section_under_one_in_use_shows_its_errors(
+    admin_client, field, value, message
+):
+    """A section added under a parent a prompt uses, with a mistake of its
+    own: the form's error (the check of the whole section read the unsaved
+    section's policies: a 500, found by a hostile review)."""
+    parent = SectionDefinition.objects.create(key="parent", title="P", template="p")
+    SectionDefinition.objects.create(key="taken", title="T", template="t")
+    add_sections(PromptTemplateFactory.create(), parent)
+    data = {
+        "key": "child",
+        "title": "Child",
+        "template": "child",
+        "default_params": "{}",
+        "parent": parent.pk,
+        "enabled": "on",
+        "position": 0,
+        "sectiontool_set-TOTAL_FORMS": 0,
+        "sectiontool_set-INITIAL_FORMS": 0,
+        "sectionhostedtool_set-TOTAL_FORMS": 0,
+        "sectionhostedtool_set-INITIAL_FORMS": 0,
+    }
+    data[field] = value
+    response = admin_client.post(reverse("admin:tooling_sectiondefinition_add"), data)
+    assert response.status_code == 200
+    assert message in str(response.context["adminform"].form.errors[field])
+    assert not SectionDefinition.objects.filter(key="child").exists()
+
+
+def _section_data(**fields: Any) -> dict[str, Any]:
+    return {
+        "title": "Task",
+        "template": "task",
+        "default_params": "{}",
+        "enabled": "on",
+        "position": 0,
+        "sectiontool_set-TOTAL_FORMS": 0,
+        "sectiontool_set-INITIAL_FORMS": 0,
+        "sectionhostedtool_set-TOTAL_FORMS": 0,
+        "sectionhostedtool_set-INITIAL_FORMS": 0,
+        **fields,
+    }
+
+
+def test_admin_section_keys_are_lowercase_as_the_runtime_reads_them(admin_client):
+    """``Research.Task`` was stored as typed and built as ``research.task``,
+    beside a row that may hold ``research.task`` (found by a hostile
+    review)."""
+    add = reverse("admin:tooling_sectiondefinition_add")
+    response = admin_client.post(add, _section_data(key="Research.Task"))
+    assert response.context["adminform"].form.errors["key"] == [
+        "Write the key in lowercase: 'research.task' (the runtime reads it so)."
+    ]
+    legacy = SectionDefinition.objects.create(key="QA.MCP", title="Q", template="q")
+    response = admin_client.post(add, _section_data(key="qa.mcp"))
+    assert response.context["adminform"].form.errors["key"] == [
+        "The section 'QA.MCP' has this key in capitals; the runtime reads both as one."
+    ]
+    assert not SectionDefinition.objects.filter(key="qa.mcp").exists()
+    # a row stored before keeps its key while other fields change
+    change = reverse("admin:tooling_sectiondefinition_change", args=[legacy.pk])
+    response = admin_client.post(change, _section_data(key="QA.MCP", title="New"))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    legacy.refresh_from_db()
+    assert (legacy.key, legacy.title) == ("QA.MCP", "New")
+
+
+@pytest.mark.parametrize("defaults", ['{"question": "a", "question": "b"}', "[]"])
+def test_admin_refused_defaults_are_the_only_error(admin_client, defaults):
+    """The refused defaults stood in as none, and the template was blamed
+    for declaring ``$question`` (found by a hostile review)."""
+    response = admin_client.post(
+        reverse("admin:tooling_sectiondefinition_add"),
+        _section_data(key="ask", template="Q: $question", default_params=defaults),
+    )
+    form = response.context["adminform"].form
+    assert list(form.errors) == ["default_params"], form.errors
+
+
 @pytest.mark.parametrize("placeholder", ["key", "name", "description"])
 def test_admin_unknown_placeholder_named_like_a_field_is_blamed_on_the_template(
     admin_client, placeholder

@@ -194,3 +194,23 @@ def test_every_bad_line_of_a_rule_is_named_at_once() -> None:
         "number, true, false or null (several values: a line each; a text like "
         'this: "...").',
     ]
+
+
+def test_a_condition_without_a_value_or_repeated_is_refused() -> None:
+    """``environment = `` matched only an empty text: the rule never asked
+    for approval (found by a hostile review). A repeated line is named."""
+    with pytest.raises(ValidationError) as caught:
+        parse_conditions(
+            'environment = \nregion = eu\nregion = eu\nregion = "eu"\nn = 1\nn = 1.0',
+            "Rule 1",
+        )
+    assert caught.value.messages == [
+        "Rule 1, line 1: 'environment' has no value after = (to match an empty "
+        'text, write "").',
+        "Rule 1, line 3 repeats line 2.",
+        "Rule 1, line 4 repeats line 2.",
+    ]
+    assert parse_conditions('environment = ""\nn = 1\nn = 1.0', "Rule 1") == {
+        "environment": "",
+        "n": [1, 1.0],
+    }

@@ -186,6 +186,8 @@ def test_each_examples_errors_name_it_and_every_error_shows_at_once() -> None:
         "Example 3 does not match the handler's types: text: expected string, "
         "got integer",
         "Example 4 does not match the handler's types: Missing required field: 'words'",
+        # and its description, checked after its types (found by a hostile review)
+        "Example 4: Tool example description must be ASCII.",
     ]
 
 

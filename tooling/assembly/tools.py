@@ -10,6 +10,7 @@ from tooling.handlers import registry
 from tooling.models import ToolDefinition
 from tooling.runtime import PromptValidationError, Tool, ToolExample
 from tooling.runtime.serde import SerdeError, parse
+from tooling.runtime.tools import validate_description
 
 
 def build_tool(definition: ToolDefinition) -> Tool[Any, Any]:
@@ -96,4 +97,13 @@ def example_problems(
             build_example(base, number, item)
         except PromptValidationError as error:
             problems.append(error.message)
+            if isinstance(error.__cause__, SerdeError):
+                # Its types are checked first: its description too.
+                try:
+                    validate_description(
+                        str(item.get("description", "")),  # a mapping: typed
+                        owner="Tool example",
+                    )
+                except PromptValidationError as also:
+                    problems.append(f"Example {number}: {also.message}")
     return problems

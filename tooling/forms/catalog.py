@@ -26,6 +26,7 @@ from tooling.models.catalog import validate_prompt_name
 from tooling.runtime import PromptError, ToolChoice, unsupported_kind_message
 from tooling.runtime.limits import MAX_CALLS_PER_RUN, is_call_limit
 from tooling.runtime.rendered import check_entered_schema
+from tooling.runtime.sections import template_placeholders
 from tooling.runtime.text import BIDI_CONTROLS
 from tooling.storable_json import StorableJSONFormField
 
@@ -63,6 +64,32 @@ class SectionDefinitionForm(forms.ModelForm):
             "planning_strategy",
         }
     )
+
+    def clean_key(self) -> str:
+        """The key as the runtime reads it (lowercase): one in capitals would
+        be stored as typed and built lowercased, beside a row that has the
+        lowercased key."""
+        key: str = self.cleaned_data.get("key") or ""
+        if key != key.lower() and (
+            self.instance.pk is None or key != self.instance.key
+        ):
+            raise ValidationError(
+                f"Write the key in lowercase: {key.lower()!r} (the runtime reads "
+                "it so)."
+            )
+        taken = (
+            SectionDefinition.objects.filter(key__iexact=key)
+            .exclude(key=key)
+            .exclude(pk=self.instance.pk)
+            .values_list("key", flat=True)
+            .first()
+        )
+        if taken is not None:
+            raise ValidationError(
+                f"The section {taken!r} has this key in capitals; the runtime "
+                "reads both as one."
+            )
+        return key
 
     def clean_default_params(self) -> dict[str, Any]:
         """Empty (or ``null``) declares no parameters; anything else must be
@@ -109,6 +136,14 @@ class SectionDefinitionForm(forms.ModelForm):
             name: default if name in self.errors else cleaned.get(name, default)
             for name, default in self.stand_in.items()
         }
+        if "default_params" in self.errors:
+            # Refused defaults stand in as the template's own placeholders, so
+            # that the template is not blamed for declaring them.
+            try:
+                names = template_placeholders(given["template"] or "")
+            except PromptError:
+                names = ()
+            given["default_params"] = dict.fromkeys(names, "")
         for _ in range(len(self.stand_in) + 1):
             candidate = SectionDefinition(
                 **{**given, "default_params": given["default_params"] or {}}
@@ -156,6 +191,13 @@ class SectionLinkFormSet(forms.BaseInlineFormSet):
 
     def _check_section(self, pending: dict[str, list[Any]]) -> None:
         section = self.instance
+        policies = getattr(section, "_pending_policies", None)
+        if policies is None:
+            # The section's own form has errors (the admin's ``save_form``,
+            # which sets its policies, ran only for a valid one): they are
+            # shown, and the check of the whole section waits for a valid
+            # form (it would read an unsaved section's policies).
+            return
         edit = CatalogEdit()
         if section.pk is None:
             edit.added_section = section
@@ -165,9 +207,7 @@ class SectionLinkFormSet(forms.BaseInlineFormSet):
             edit.section_tools[section.pk] = pending["tool"]
         if "hosted_tool" in pending:
             edit.section_hosted[section.pk] = pending["hosted_tool"]
-        policies = getattr(section, "_pending_policies", None)
-        if policies is not None:
-            edit.section_policies[section.pk] = policies
+        edit.section_policies[section.pk] = policies
         refuse_breaking(edit)
 
 

@@ -111,6 +111,7 @@ def parse_conditions(text: str, where: str) -> dict[str, Any]:
     """The lines of ``condition_lines`` read back; every line's mistake at
     once (``ValidationError``, each naming ``where`` and the line)."""
     values: dict[str, list[Any]] = {}
+    seen: dict[tuple[str, str], int] = {}  # (argument, value's JSON) -> line
     problems = []
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate(lines, start=1):
@@ -128,10 +129,25 @@ def parse_conditions(text: str, where: str) -> dict[str, Any]:
         if problem:
             problems.append(f"{where}, line {number}: {problem}.")
             continue
+        if not rest.strip():
+            # Not a wildcard: it would match only an empty text, so a rule
+            # whose value was left out would never ask for approval.
+            problems.append(
+                f"{where}, line {number}: {quoted(key)} has no value after = "
+                '(to match an empty text, write "").'
+            )
+            continue
         try:
-            values.setdefault(key, []).append(parse_value(rest))
+            value = parse_value(rest)
         except ValueError as error:
             problems.append(f"{where}, line {number}: {error}.")
+            continue
+        written = (key, json.dumps(value, sort_keys=True))
+        if written in seen:
+            problems.append(f"{where}, line {number} repeats line {seen[written]}.")
+            continue
+        seen[written] = number
+        values.setdefault(key, []).append(value)
     if problems:
         raise ValidationError(problems)
     return {
