@@ -527,6 +527,17 @@ def test_mcp_form_reports_unreadable_headers_and_a_bad_url_together() -> None:
             "X-Amz-Signature, sig",
         ),
         ("https://mcp.example.com/sse?client_secret=s&key=k", "client_secret, key"),
+        # found by a hostile review: a path parameter, a fragment, an access
+        # key, full-width letters
+        ("https://mcp.example.com/mcp;token=S3CRET", "token"),
+        ("https://mcp.example.com/a;v=1/mcp;x=1;Password=p", "Password"),
+        ("https://mcp.example.com/mcp#access_token=S3CRET", "access_token"),
+        ("https://mcp.example.com/mcp?access_key=AKIA", "access_key"),
+        ("https://mcp.example.com/mcp?AWSAccessKeyId=AKIA", "AWSAccessKeyId"),
+        (
+            "https://mcp.example.com/mcp?\uff54\uff4f\uff4b\uff45\uff4e=S3CRET",
+            "\uff54\uff4f\uff4b\uff45\uff4e",
+        ),
     ],
 )
 def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) -> None:
@@ -545,7 +556,8 @@ def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) ->
     assert not bound.is_valid()
     (error,) = bound.errors["server_url"]
     assert str(error).startswith(
-        f"server_url must not carry credentials in its query ({named})"
+        "server_url must not carry credentials in its query, path or fragment "
+        f"({named})"
     )
     assert "S3CRET" not in error
 
@@ -561,6 +573,8 @@ def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) ->
         "passage=1",
         "oauth_provider=github",
         "apikey-free=1",
+        "sort_key=x#section",
+        "v=1#tokens",  # a fragment that names no parameter
     ],
 )
 def test_mcp_form_takes_a_url_whose_query_names_no_credential(query: str) -> None:

@@ -218,7 +218,7 @@ class HostedToolFormBase(forms.ModelForm):
         return None
 
     def _refuse_credentials_in_url(self, kind: str, config: dict[str, Any]) -> None:
-        """An MCP server's URL whose query carries a credential: refused here,
+        """An MCP server's URL that carries a credential: refused here,
         where it is entered (the runtime still runs a stored one)."""
         url = config.get("server_url")
         field = self._field_of(kind, "server_url")
@@ -228,9 +228,9 @@ class HostedToolFormBase(forms.ModelForm):
         if names:
             self.add_error(
                 field,
-                f"server_url must not carry credentials in its query "
-                f"({', '.join(names)}): every page that shows the tool shows its "
-                "URL. Pass them in headers, which are masked.",
+                f"server_url must not carry credentials in its query, path or "
+                f"fragment ({', '.join(names)}): every page that shows the tool "
+                "shows its URL. Pass them in headers, which are masked.",
             )
             config.pop("server_url")
 

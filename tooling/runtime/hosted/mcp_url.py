@@ -1,11 +1,13 @@
 """An MCP server's URL (``mcp.McpConfig.server_url``): an http(s) URL with a
 host and no credential in it (``check_server_url``: no ``user:password@``; the
-catalog's form also refuses a query parameter named like one,
-``credential_query_names``, as the URL is shown wherever the tool is)."""
+catalog's form also refuses a parameter named like one in its query, its path
+or its fragment, ``credential_query_names``, as the URL is shown wherever the
+tool is)."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import PromptValidationError
@@ -16,6 +18,12 @@ from ..errors import PromptValidationError
 # substring test: "keyspace", "author" and "tokenizer" name no credential.
 _CREDENTIAL_NAMES = frozenset({"key", "sig", "auth", "pwd", "code", "authorization"})
 _CREDENTIAL_ENDINGS = (
+    "accesskey",  # access_key, AWSAccessKeyId (below)
+    "accesskeyid",
+    "privatekey",
+    "secretkey",
+    "sessionkey",
+    "subscriptionkey",
     "token",
     "secret",
     "password",
@@ -28,20 +36,28 @@ _CREDENTIAL_ENDINGS = (
 
 
 def _credential_name(name: str) -> bool:
-    plain = re.sub(r"[^a-z0-9]", "", name.lower())
+    # (NFKC: a name in full-width letters reads as in plain ones)
+    plain = re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKC", name).lower())
     return plain in _CREDENTIAL_NAMES or plain.endswith(_CREDENTIAL_ENDINGS)
 
 
 def credential_query_names(url: str) -> list[str]:
-    """The names of ``url``'s query parameters that look like credentials
-    (``?access_token=``, ``?api_key=``): a URL is shown on every page that
-    shows the tool, so the catalog refuses them where the URL is entered
-    (headers are masked; a URL is not)."""
+    """The names of ``url``'s parameters that look like credentials: in its
+    query (``?access_token=``, ``?api_key=``), its path (``;token=``) or its
+    fragment (``#access_token=``). A URL is shown on every page that shows
+    the tool, so the catalog refuses them where the URL is entered (headers
+    are masked; a URL is not)."""
     try:
-        query = urlsplit(url).query
+        parts = urlsplit(url)
     except ValueError:
         return []
-    names = (name for name, _ in parse_qsl(query, keep_blank_values=True))
+    texts = [parts.query, parts.fragment]
+    texts += [
+        segment for part in parts.path.split("/") for segment in part.split(";")[1:]
+    ]
+    names = (
+        name for text in texts for name, _ in parse_qsl(text, keep_blank_values=True)
+    )
     return sorted({name for name in names if _credential_name(name)})
 
 
