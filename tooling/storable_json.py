@@ -172,13 +172,31 @@ class UniqueKeysDecoder(json.JSONDecoder):
         super().__init__(**kwargs)
 
 
+# An integer past Python's limit of digits (4,300 by default), said as such:
+# Python's own message ("... integer string conversion ...") tells how to raise
+# the limit.
+TOO_MANY_DIGITS = "A number has too many digits."
+
+
+def too_many_digits(error: ValueError) -> bool:
+    """Whether ``error`` is Python's refusal of an integer past its limit of
+    digits."""
+    return type(error) is ValueError and "integer string conversion" in str(error)
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads``, with nesting too deep for the decoder a ``ValueError``
-    and an object holding a key twice a ``DuplicateKey`` (one)."""
+    (``TOO_DEEP``), an integer past Python's digits another
+    (``TOO_MANY_DIGITS``) and an object holding a key twice a ``DuplicateKey``
+    (one)."""
     try:
         return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
+    except ValueError as error:
+        if too_many_digits(error):
+            raise ValueError(TOO_MANY_DIGITS) from None
+        raise
 
 
 def json_error_message(error: json.JSONDecodeError) -> str:

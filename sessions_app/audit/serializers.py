@@ -20,12 +20,17 @@ from sessions_app.audit.row_serializers import (
 from sessions_app.audit.trail import TRAIL_LISTS
 from sessions_app.models import AgentSession
 from tooling.api.input import StrictSerializer
-from tooling.models import TrustLevel
+from tooling.models import LABEL_RULE, TrustLevel
 
 # How many rows of each list a session's detail holds.
 TRAIL_LIMIT = 50
 # Mirrors PromptTemplate: namespace and key are each at most 100 characters.
 PROMPT_REF_RE = re.compile(r"^[^/\s]{1,100}/[^/\s]{1,100}$")
+# What a label or a revision of a run, a release or a replay is, said where
+# one is refused (DRF's own: "This value does not match the required
+# pattern.").
+LABEL_INVALID = str(LABEL_RULE.message)
+REVISION_INVALID = "Enter 'draft' or a revision's hash: 64 characters, digits and a-f."
 
 
 SESSION_SUMMARY_FIELDS = [
@@ -221,6 +226,7 @@ class AgentSessionCreateSerializer(StrictSerializer):
     # the metaclass takes declared fields off the class: ``Field.label`` stays
     label = serializers.RegexField(  # type: ignore[assignment]
         r"^[a-z][a-z0-9_-]{0,31}$",
+        error_messages={"invalid": LABEL_INVALID},
         required=False,
         help_text="Run the revision this label of the prompt points at "
         "(production, staging ...). Default: the prompt's production label when "
@@ -228,6 +234,7 @@ class AgentSessionCreateSerializer(StrictSerializer):
     )
     revision = serializers.RegexField(
         r"^([0-9a-f]{64}|draft)$",
+        error_messages={"invalid": REVISION_INVALID},
         required=False,
         help_text="Run this revision of the prompt (its hash), or 'draft': the "
         "catalog as it is now, whatever its labels point at.",

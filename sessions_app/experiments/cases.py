@@ -36,7 +36,8 @@ def _rows(content: bytes, filename: str) -> list[dict[str, Any]]:
         try:
             rows = loads(text)
         except ValueError as error:
-            raise ValidationError(f"The file is not valid JSON: {error}.") from None
+            reason = str(error).removesuffix(".")
+            raise ValidationError(f"The file is not valid JSON: {reason}.") from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValidationError("The JSON must be a list of objects.")
         return rows
@@ -70,7 +71,8 @@ def _csv_rows(reader: csv.DictReader[str]) -> list[dict[str, Any]]:
     unknown = [name for name in reader.fieldnames if name not in COLUMNS]
     if unknown:
         raise ValidationError(
-            f"Unknown column(s): {', '.join(unknown)}; expected {', '.join(COLUMNS)}."
+            f"Unknown column(s): {', '.join(repr(name) for name in unknown)}; "
+            f"expected {', '.join(COLUMNS)}."
         )
     twice = sorted(
         {name for name in reader.fieldnames if reader.fieldnames.count(name) > 1}

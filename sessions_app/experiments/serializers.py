@@ -150,7 +150,14 @@ class ExperimentRequestSerializer(StrictSerializer):
     dataset = NameField(slug_field="name", queryset=Dataset.objects.all())
     prompt = serializers.CharField(max_length=201, help_text='"namespace/key"')
     targets = serializers.ListField(
-        child=serializers.RegexField(TARGET.pattern),
+        child=serializers.RegexField(
+            TARGET.pattern,
+            error_messages={
+                "invalid": "Enter 'draft', 'label:<name>' (a label is 1 to 32 "
+                "lower-case letters, digits, '-' or '_', starting with a letter) "
+                "or a revision's hash (64 characters, digits and a-f)."
+            },
+        ),
         min_length=1,
         max_length=10,
         help_text='"draft", "label:<name>" or a revision\'s hash; each once.',

@@ -25,7 +25,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from sessions_app.audit.serializers import PROMPT_REF_RE
+from sessions_app.audit.serializers import (
+    LABEL_INVALID,
+    PROMPT_REF_RE,
+    REVISION_INVALID,
+)
 from tooling import releases
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import StrictFilterSet, StrictSerializer
@@ -73,11 +77,13 @@ class ReleaseRequestSerializer(StrictSerializer):
     # the metaclass takes declared fields off the class: ``Field.label`` stays
     label = serializers.RegexField(  # type: ignore[assignment]
         r"^[a-z][a-z0-9_-]{0,31}$",
+        error_messages={"invalid": LABEL_INVALID},
         default="production",
         help_text="The label to move.",
     )
     revision = serializers.RegexField(
         r"^([0-9a-f]{64}|draft)$",
+        error_messages={"invalid": REVISION_INVALID},
         default=releases.DRAFT,
         help_text="'draft' (the catalog as it is now, frozen and stored) or the "
         "hash of one of the prompt's revisions.",

@@ -25,7 +25,11 @@ from rest_framework.views import APIView
 
 from sessions_app.audit import trail
 from sessions_app.audit.api import DailyBudgetSpent
-from sessions_app.audit.serializers import TRAIL_LIMIT, AgentSessionDetailSerializer
+from sessions_app.audit.serializers import (
+    LABEL_INVALID,
+    TRAIL_LIMIT,
+    AgentSessionDetailSerializer,
+)
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch
@@ -41,6 +45,10 @@ from .starting import SAME, start_replay
 class ReplayRequestSerializer(StrictSerializer):
     revision = serializers.RegexField(
         r"^([0-9a-f]{64}|draft|same)$",
+        error_messages={
+            "invalid": "Enter 'same', 'draft' or a revision's hash: 64 characters, "
+            "digits and a-f."
+        },
         default=SAME,
         help_text="same (the source's revision), draft (the catalog as it is "
         "now) or one of the prompt's revisions.",
@@ -48,6 +56,7 @@ class ReplayRequestSerializer(StrictSerializer):
     # the metaclass takes declared fields off the class: ``Field.label`` stays
     label = serializers.RegexField(  # type: ignore[assignment]
         r"^[a-z][a-z0-9_-]{0,31}$",
+        error_messages={"invalid": LABEL_INVALID},
         required=False,
         help_text="Replay against the revision this label points at instead.",
     )

@@ -348,8 +348,24 @@ def test_cases_import_from_csv_and_json_all_or_none():
         import_cases(dataset, b"params,secret\n{},1\n", "cases.csv")
     with pytest.raises(ValidationError, match="Row 2: params is not JSON"):
         import_cases(dataset, b"params\n" + b"x" * 200_000 + b"\n", "cases.csv")
-    with pytest.raises(ValidationError, match="nested"):
+    with pytest.raises(ValidationError) as nested:
         import_cases(dataset, b"[" * 5000 + b"]" * 5000, "c.json")
+    assert nested.value.messages == [
+        "The file is not valid JSON: Must not be nested more than 64 levels deep."
+    ]
+    # found by a hostile review: Python's advice on its digits limit, and a
+    # column name whose space could not be seen
+    with pytest.raises(ValidationError) as digits:
+        import_cases(dataset, b'[{"params": {"n": ' + b"9" * 5000 + b"}}]", "c.json")
+    assert digits.value.messages == [
+        "The file is not valid JSON: A number has too many digits."
+    ]
+    with pytest.raises(ValidationError) as spaced:
+        import_cases(dataset, b"params, trust_level\n{},standard\n", "cases.csv")
+    assert spaced.value.messages == [
+        "Unknown column(s): ' trust_level'; expected params, trust_level, "
+        "expected_output, notes."
+    ]
     # a key twice: refused, as by the API (Python's decoder keeps the last)
     with pytest.raises(ValidationError, match='the key "q" appears twice'):
         import_cases(dataset, b'[{"params": {"q": "a", "q": "b"}}]', "c.json")
@@ -516,7 +532,12 @@ def test_the_api_creates_datasets_graders_and_runs_experiments():
         },
         format="json",
     )
-    assert refused.status_code == 400 and "targets.0" in refused.json()["errors"]
+    assert refused.status_code == 400
+    assert refused.json()["errors"]["targets.0"] == [
+        "Enter 'draft', 'label:<name>' (a label is 1 to 32 lower-case letters, "
+        "digits, '-' or '_', starting with a letter) or a revision's hash (64 "
+        "characters, digits and a-f)."
+    ]
     outsider = APIClient()
     outsider.force_login(runner("bob"))
     assert outsider.get(f"/api/experiments/{experiment}/").status_code == 404

@@ -259,6 +259,15 @@ def test_the_api_requests_and_decides_releases(catalog):
     assert own.status_code == 403 and "second person" in own.json()["detail"]
     again = api(alice).post("/api/releases/", {"prompt": REF}, format="json")
     assert again.status_code == 409 and "already waiting" in again.json()["detail"]
+    for field, value, message in [
+        ("label", "Staging", "A label is 1 to 32 lower-case letters, digits, '-'"),
+        ("revision", "ABC", "Enter 'draft' or a revision's hash: 64 characters"),
+    ]:
+        named = api(alice).post(
+            "/api/releases/", {"prompt": REF, field: value}, format="json"
+        )
+        assert named.status_code == 400
+        assert named.json()["errors"][field][0].startswith(message)
 
     approved = api(bob).post(url + "approve/", {"note": "ok"}, format="json")
     assert approved.status_code == 200 and approved.json()["decided_by_name"] == "bob"

@@ -261,7 +261,10 @@ def test_the_api_replays_and_compares(source):
     bad = api.post(
         f"/api/sessions/{source.pk}/replay/", {"revision": "nope"}, format="json"
     )
-    assert bad.status_code == 400 and "revision" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert bad.json()["errors"]["revision"] == [
+        "Enter 'same', 'draft' or a revision's hash: 64 characters, digits and a-f."
+    ]
     both = api.post(
         f"/api/sessions/{source.pk}/replay/",
         {"revision": "draft", "label": "production"},

@@ -410,3 +410,23 @@ def test_identical_long_texts_compare_equal():
     revision = stored(prompt)
     view = view_of(revision.hash, revision.data)
     assert compare.compare(view, view).same
+
+
+def test_a_nul_in_a_filter_or_a_cursor_is_one_named_error(client):
+    """``?prompt_ref=%00`` gave two messages for one problem, and a NUL in a
+    parameter no field shows gave "Fix the filter above." with nothing
+    marked (found by a hostile review)."""
+    user = auditor()
+    response = api(user).get("/api/revisions/", {"prompt_ref": "a\x00b"})
+    assert response.status_code == 400
+    assert response.json()["errors"] == {
+        "prompt_ref": ["Null characters are not allowed."]
+    }
+    client.force_login(user)
+    page = client.get(reverse("sessions_app:revision-list"), {"cursor": "\x00"})
+    assert page.status_code == 400
+    assert page.context["filter"].form.errors == {
+        "__all__": ["'cursor': Must not contain NUL bytes or lone surrogates."]
+    }
+    assert "&#x27;cursor&#x27;: Must not contain NUL bytes" in page.content.decode()
+    assert "Fix the filter above" not in page.content.decode()

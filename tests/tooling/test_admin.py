@@ -309,6 +309,10 @@ def test_admin_prompt_with_duplicate_tool_names_is_refused(admin_client):
         ),
         ({"country": "XX"}, "ISO 3166-1 alpha-2"),
         ({"timezone": "Mars/Olympus"}, "IANA timezone"),
+        (  # found by a hostile review: it was stored twice
+            {"allowed_domains": "docs.python.org\nexample.com, docs.python.org"},
+            "Listed more than once: &#x27;docs.python.org&#x27;.",
+        ),
     ],
 )
 def test_admin_web_search_config_is_validated(admin_client, fields, message):

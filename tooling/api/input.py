@@ -222,8 +222,13 @@ class StrictFilterForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         for name, values in self.data.lists() if hasattr(self.data, "lists") else []:
+            if name in self.errors:
+                continue  # its field's own refusal ("Null characters ...")
             if any(storable(value)[1] for value in values if isinstance(value, str)):
-                self.add_error(name if name in self.fields else None, UNSTORABLE)
+                if name in self.fields:
+                    self.add_error(name, UNSTORABLE)
+                else:  # a page's cursor: named, as no field shows it
+                    self.add_error(None, f"{name[:50]!r}: {UNSTORABLE}")
         return cleaned
 
 

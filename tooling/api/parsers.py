@@ -16,13 +16,12 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils.json import strict_constant
 
-from tooling.storable_json import TOO_DEEP, unique_keys
-
-# An integer past Python's limit of digits (4,300 by default), said as such:
-# Python's own message (its ``ValueError`` says "... integer string conversion
-# ...") tells how to raise the limit.
-TOO_MANY_DIGITS = "A number has too many digits."
-_DIGITS_LIMIT = "integer string conversion"
+from tooling.storable_json import (
+    TOO_DEEP,
+    TOO_MANY_DIGITS,
+    too_many_digits,
+    unique_keys,
+)
 
 
 class JSONParser(parsers.JSONParser):
@@ -44,6 +43,5 @@ class JSONParser(parsers.JSONParser):
         except RecursionError:
             raise ParseError(f"JSON parse error - {TOO_DEEP}") from None
         except ValueError as error:  # DuplicateKey, and DRF's own
-            digits = type(error) is ValueError and _DIGITS_LIMIT in str(error)
-            message = TOO_MANY_DIGITS if digits else error
+            message = TOO_MANY_DIGITS if too_many_digits(error) else error
             raise ParseError(f"JSON parse error - {message}") from None

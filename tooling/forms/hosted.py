@@ -244,6 +244,11 @@ class HostedToolFormBase(forms.ModelForm):
             value = cleaned.get(name)
             if option.shape == "lines":
                 value = _lines(value or "")
+                twice = sorted({line for line in value if value.count(line) > 1})
+                if twice:
+                    listed = ", ".join(repr(line[:100]) for line in twice[:10])
+                    self.add_error(name, f"Listed more than once: {listed}.")
+                    continue
             elif option.shape == "header_env":
                 try:
                     value = _header_env_lines(value or "", name)
