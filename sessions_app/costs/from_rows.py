@@ -55,6 +55,7 @@ from sessions_app.costs.spend import (
     tokens_row,
 )
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app.models.audit import UNPRICED_CALL
 
 #: How much earlier than its session a row may say it was created.
 ROW_SLACK: Final = datetime.timedelta(days=1)
@@ -191,7 +192,7 @@ def _by_tool(user: Any, period: DateRange) -> tuple[list[SpendRow], Totals]:
         .aggregate(
             spent=Sum("cost"),
             calls=Count("*"),
-            unpriced_calls=Count("pk", filter=no_price),
+            unpriced_calls=Count("pk", filter=UNPRICED_CALL),
         )
     )
     token_row = tokens_row(

@@ -23,6 +23,7 @@ from django.utils import timezone
 from sessions_app.costs.ranges import DateRange
 from sessions_app.costs.spend import GroupSum, SessionGroup, sum_of
 from sessions_app.models import AgentSession, ProviderCall, ToolInvocation
+from sessions_app.models.audit import UNPRICED_CALL
 
 #: The fields a live session's sums are grouped by, for each breakdown.
 SESSION_FIELDS = {"prompt": "prompt_ref", "model": "model", "user": "created_by_id"}
@@ -128,7 +129,11 @@ def live_tools(user: Any, live: Live) -> dict[Any, GroupSum]:
         .values("name", "kind")
         .annotate(**sums)
     }
-    calls = ProviderCall.objects.visible_to(user).filter(live.rows()).aggregate(**sums)
+    calls = (
+        ProviderCall.objects.visible_to(user)
+        .filter(live.rows())
+        .aggregate(**{**sums, "unpriced": Count("pk", filter=UNPRICED_CALL)})
+    )
     if calls["count"]:
         found[None] = sum_of(calls)
     return found

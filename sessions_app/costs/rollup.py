@@ -36,7 +36,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Min
+from django.db.models import Case, Min, When
 from django.utils import timezone
 
 from sessions_app.costs.ranges import EARLIEST, DateRange
@@ -47,6 +47,7 @@ from sessions_app.models import (
     ProviderCall,
     ToolInvocation,
 )
+from sessions_app.models.audit import UNPRICED_CALL
 from sessions_app.models.spend import DAY, MONTH
 
 logger = logging.getLogger(__name__)
@@ -154,20 +155,24 @@ def _sums_of_day(
         ProviderCall.objects.filter(**in_day)
         .exclude(session_id__in=pending)
         .order_by()
-        .values_list("session__created_by_id", "cost")
+        .annotate(unpriced=Case(When(UNPRICED_CALL, then=True), default=False))
+        .values_list("session__created_by_id", "cost", "unpriced")
     )
-    rows: Iterable[tuple[str, Any, str, str, Any]] = (
-        *(("tool", user_id, name, kind, cost) for user_id, name, kind, cost in tools),
-        *(("tokens", user_id, "", "", cost) for user_id, cost in calls),
+    rows: Iterable[tuple[str, Any, str, str, Any, bool]] = (
+        *(
+            ("tool", user_id, name, kind, cost, cost is None)
+            for user_id, name, kind, cost in tools
+        ),
+        # (a failed request has no cost and is not unpriced: UNPRICED_CALL)
+        *(("tokens", user_id, "", "", cost, no) for user_id, cost, no in calls),
     )
-    for dimension, user_id, name, kind, cost in rows:
+    for dimension, user_id, name, kind, cost, unpriced in rows:
         scopes = [EVERYONE] if user_id is None else [EVERYONE, user_scope(user_id)]
         for scope in scopes:
             row = sums[(scope, dimension, name, kind)]
             row.count += 1
-            if cost is None:
-                row.unpriced += 1
-            else:
+            row.unpriced += unpriced
+            if cost is not None:
                 row.cost += cost
     return sums, count
 

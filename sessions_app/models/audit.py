@@ -24,6 +24,10 @@ from tooling.append_only import (
     AppendOnlyQuerySet,
 )
 
+# A provider call whose usage has no price (a failed request has no usage:
+# nothing to price, and it is not counted).
+UNPRICED_CALL = Q(cost__isnull=True, response__isnull=False)
+
 
 class ProviderCall(AppendOnlyModel):
     """One request/response exchange (``request.input`` holds only new items)."""

@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from sessions_app.models import ProviderCall, ToolInvocation
+from sessions_app.models.audit import UNPRICED_CALL
 from sessions_app.runs.recording import MAX_COST
 from sessions_app.runs.storable import Scrubber
 
@@ -31,8 +32,7 @@ def totals(session_id: Any) -> dict[str, Any]:
         reasoning_tokens=Coalesce(Sum("reasoning_tokens"), 0),
         turns=Count("id", filter=Q(response__isnull=False)),
         calls_cost=_cost_sum(),
-        # a failed request has no usage: nothing to price
-        calls_unpriced=Count("id", filter=Q(cost__isnull=True, response__isnull=False)),
+        calls_unpriced=Count("id", filter=UNPRICED_CALL),
     )
     # (aliases other than "cost": an alias named like the field it filters on
     # makes Django read the filter as the aggregate)

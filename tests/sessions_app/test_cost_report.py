@@ -273,6 +273,9 @@ def test_spend_by_tool_sums_native_fees_plus_a_model_tokens_row(people):
     ProviderCallFactory.create(session=session, cost=D("0.0021"))
     ProviderCallFactory.create(session=session, cost=D("0.0030000005"))
     ProviderCallFactory.create(session=session, cost=None)
+    # a failed request: no usage, nothing to price (as the session counts it;
+    # found by a hostile review)
+    ProviderCallFactory.create(session=session, cost=None, response=None)
     theirs = AgentSessionFactory.create(created_by=bob, created_at=at(TODAY))
     ToolInvocationFactory.create(session=theirs, web_search=True, cost=D("5"))
     ProviderCallFactory.create(session=theirs, cost=D("7"))
@@ -280,13 +283,13 @@ def test_spend_by_tool_sums_native_fees_plus_a_model_tokens_row(people):
     spend = spend_by("tool", user=alice, start=TODAY, end=TODAY)
 
     assert rows_of(spend) == {
-        MODEL_TOKENS_KEY: (D("0.0051000005"), 3, 1),
+        MODEL_TOKENS_KEY: (D("0.0051000005"), 4, 1),
         "run_code": (D("0.03"), 1, 0),
         "web_search": (D("0.02"), 3, 1),
     }
     assert spend.rows[0].kind == "tokens"
     assert spend.rows[0].label == MODEL_TOKENS_LABEL
-    assert (spend.total, spend.count, spend.unpriced) == (D("0.0551000005"), 7, 2)
+    assert (spend.total, spend.count, spend.unpriced) == (D("0.0551000005"), 8, 2)
     assert spend.count_label == "calls"
 
 

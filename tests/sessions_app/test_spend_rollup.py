@@ -120,9 +120,11 @@ def end_all() -> None:
 
 def add_rows(session: AgentSession, rng: random.Random, when: datetime.datetime):
     for _ in range(rng.randint(0, 3)):
+        failed = rng.random() < 0.1  # no response: no cost, not unpriced
         ProviderCallFactory.create(
             session=session,
-            cost=None if rng.random() < 0.2 else amount(rng),
+            cost=None if failed or rng.random() < 0.2 else amount(rng),
+            response=None if failed else {"id": "resp_1", "output": []},
             created_at=when,
         )
     for _ in range(rng.randint(0, 3)):
