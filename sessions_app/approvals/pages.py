@@ -38,6 +38,12 @@ class DecisionForm(forms.Form):
     decision = forms.ChoiceField(
         choices=[("approve", "Approve"), ("deny", "Deny")],
         widget=forms.HiddenInput,
+        # the buttons send it: only a forged post lacks it (the page shows
+        # its message, as a hidden field shows none of its own)
+        error_messages={
+            "required": "Choose Approve or Deny.",
+            "invalid_choice": "Choose Approve or Deny.",
+        },
     )
     confirm = forms.BooleanField(
         label="I have read the call and its arguments",

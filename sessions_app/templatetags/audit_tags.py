@@ -27,14 +27,25 @@ def is_http_url(url: Any) -> bool:
     return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
 
 
+# How much of a URL that is not linked is shown beside its text.
+UNLINKED_URL_SHOWN = 300
+
+
 @register.simple_tag
 def safe_link(url: Any, text: Any = "") -> SafeString:
-    """An ``<a>`` for http(s) URLs; anything else as escaped plain text."""
+    """An ``<a>`` for http(s) URLs; anything else as escaped plain text, the
+    URL shown beside a text of its own (what the model cited, which an
+    auditor must see: ``javascript:...``), cut to ``UNLINKED_URL_SHOWN``."""
     label = text or url or ""
     if is_http_url(url):
         return format_html(
             '<a href="{}" rel="noopener noreferrer nofollow">{}</a>', url, label
         )
+    if isinstance(url, str) and url and label != url:
+        shown = url[:UNLINKED_URL_SHOWN] + (
+            "…" if len(url) > UNLINKED_URL_SHOWN else ""
+        )
+        return format_html('{} <code class="unlinked">{}</code>', label, shown)
     return conditional_escape(label)
 
 

@@ -387,3 +387,19 @@ def test_a_reason_shown_again_keeps_its_bidi_control_to_be_sent_back(client):
     html = page.content.decode()
     assert "no &#x202E;way</textarea>" in html
     assert "\u202e" not in html and "[U+202E]way</textarea>" not in html
+
+
+@pytest.mark.parametrize("decision", [None, "maybe"])
+def test_a_post_without_a_decision_says_so(client, decision):
+    """Only a forged post lacks the button's value: it was a 400 without a
+    word, the field being hidden (found by a hostile review)."""
+    approval = ApprovalRequestFactory.create()
+    client.force_login(member("approver", "Approvers"))
+    data = {"confirm": "on", "reason": "x"}
+    if decision is not None:
+        data["decision"] = decision
+    response = client.post(url(approval), data)
+
+    assert response.status_code == 400
+    assert "Choose Approve or Deny." in response.content.decode()
+    assert status_of(approval) == Decision.PENDING

@@ -604,7 +604,15 @@ def test_safe_link_links_http_urls_only():
         '<a href="https://example.com/?a=1&amp;b=2" '
         'rel="noopener noreferrer nofollow">Ex</a>'
     )
-    assert safe_link("javascript:alert(1)", "<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    # not linked, but shown beside its text (found by a hostile review)
+    assert safe_link("javascript:alert(1)", "<b>x</b>") == (
+        '&lt;b&gt;x&lt;/b&gt; <code class="unlinked">javascript:alert(1)</code>'
+    )
+    long = "javascript:" + "<" * 400
+    assert safe_link(long, "t") == (
+        f't <code class="unlinked">javascript:{"&lt;" * 289}…</code>'
+    )
+    assert safe_link("", "only text") == "only text"
     assert safe_link("data:text/html,hi") == "data:text/html,hi"
 
 
