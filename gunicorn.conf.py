@@ -67,7 +67,12 @@ graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 # networks; "*" trusts any (only when nothing else can reach gunicorn).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 
-# Logs: access log and errors on stdout/stderr, for the process manager.
+# Logs: access log and errors on stdout/stderr, for the process manager, each
+# line's secrets masked (a token in a query string, a configured key) as the
+# project's own log lines are (wink_project/gunicorn_logging.py).
 accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+logger_class = "wink_project.gunicorn_logging.MaskingLogger"
+# (the masking reads the settings' secrets: the master's lines too)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "wink_project.settings")

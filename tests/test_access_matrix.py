@@ -472,6 +472,19 @@ def test_access(world, name, row, role, expected):
         assert SECRET_B.encode() not in response.content, "user_b's data leaked"
 
 
+@pytest.mark.parametrize("method", ["options", "head"])
+def test_options_and_head_answer_every_route_without_an_error(world, method):
+    """``OPTIONS /api/docs/`` was a 500 for anyone (DRF's answer had no
+    template for the page's renderer; found by a hostile review)."""
+    for role in ("anonymous", "auditor"):
+        client = client_for(world["users"][role])
+        for name in MATRIX:
+            url = reverse(name, kwargs=world["kwargs"].get(name))
+            response = getattr(client, method)(url)
+            assert response.status_code < 500, (name, role, response.status_code)
+            assert SECRET_B.encode() not in response.content or role == "auditor"
+
+
 ADMIN_ROUTES = sorted(
     name
     for name in routes()

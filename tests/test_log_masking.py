@@ -180,3 +180,21 @@ def test_query_values_are_masked_by_their_names_in_long_texts_too() -> None:
     assert masker.text("GET /x?access_token=abc&page=2") == (
         "GET /x?access_token=********&page=2"
     )
+
+
+def test_a_query_carried_encoded_in_another_is_masked() -> None:
+    """The login redirect of ``/audit/costs.csv?token=...`` logs
+    ``?next=/audit/costs.csv%3Ftoken%3D...`` (found by a hostile review)."""
+    masker = log_masking._masker()
+    assert masker.text(
+        "GET /accounts/login/?next=/audit/costs.csv%3Ftoken%3D5ccda3da81%2Bab"
+        "%26from%3D2026-11-01"
+    ) == (
+        "GET /accounts/login/?next=/audit/costs.csv%3Ftoken%3D********"
+        "%26from%3D2026-11-01"
+    )
+    plain = "GET /accounts/login/?next=/audit/costs.csv%3Ffrom%3D2026-11-01"
+    assert masker.text(plain) is plain
+    # a long text is read in one pass (no backtracking)
+    long = "%3F" + "%3D" * 50_000
+    assert masker.text(long) == long

@@ -219,8 +219,9 @@ print(Token.objects.create(user=user).key)
 
 
 @pytest.fixture(scope="module")
-def production_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
-    """(base URL, API token) of gunicorn serving the product with DEBUG off."""
+def production_server(tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
+    """(base URL, API token, its log) of gunicorn serving the product with
+    DEBUG off."""
     pytest.importorskip(
         "gunicorn", reason="gunicorn is not installed: pip install -e ."
     )
@@ -269,7 +270,7 @@ def production_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
                 if time.monotonic() > deadline:
                     pytest.fail(f"gunicorn did not listen within {LISTEN_SECONDS} s")
                 time.sleep(0.1)
-        yield base, token
+        yield base, token, tmp / "gunicorn.log"
     finally:
         server.terminate()
         try:
@@ -287,7 +288,7 @@ def _asset(html: str, pattern: str) -> str:
 
 
 def test_gunicorn_serves_the_admin_with_its_styles(production_server):
-    base, _ = production_server
+    base, _, _ = production_server
     with httpx.Client(base_url=base, timeout=REQUEST_SECONDS) as client:
         page = client.get("/admin/login/")
         assert page.status_code == 200
@@ -302,8 +303,48 @@ def test_gunicorn_serves_the_admin_with_its_styles(production_server):
         assert "body" in style.text
 
 
+def test_gunicorn_access_log_masks_secrets(production_server):
+    """Gunicorn's access line holds the query string: a token and the
+    configured OpenAI key were written as sent (found by a hostile review)."""
+    base, token, log = production_server
+    key = production_env()["OPENAI_API_KEY"]
+    with httpx.Client(base_url=base, timeout=REQUEST_SECONDS) as client:
+        client.get("/api/sessions/", params={"token": token, "marker": "m1x"})
+        client.get("/api/sessions/", params={"note": key, "marker": "m2x"})
+    deadline = time.monotonic() + LISTEN_SECONDS
+    while "m2x" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    written = log.read_text()
+    assert "marker=m1x" in written and "marker=m2x" in written
+    assert token not in written and key not in written
+    assert "token=********" in written
+
+
+def test_a_body_sent_in_chunks_is_refused_not_read_as_empty(production_server):
+    """Django reads a body by its Content-Length: a chunked one was read as
+    empty, so a preview rendered the defaults and a start said "prompt: This
+    field is required." (found by a hostile review)."""
+    base, token, _ = production_server
+
+    def chunks():
+        yield b'{"prompt": "demo/research", '
+        yield b'"params": {"question": "chunky"}}'
+
+    with httpx.Client(base_url=base, timeout=REQUEST_SECONDS) as client:
+        response = client.post(
+            "/api/prompts/demo/research/preview/",
+            content=chunks(),
+            headers={
+                "Authorization": f"Token {token}",
+                "Content-Type": "application/json",
+            },
+        )
+    assert response.status_code == 411, response.text
+    assert response.json()["code"] == "length_required"
+
+
 def test_gunicorn_serves_swagger_ui_with_its_assets(production_server):
-    base, token = production_server
+    base, token, _ = production_server
     with httpx.Client(
         base_url=base, timeout=REQUEST_SECONDS, follow_redirects=True
     ) as client:

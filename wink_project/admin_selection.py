@@ -1,4 +1,5 @@
-"""The rows an admin action is asked to run on must be keys of the model.
+"""The rows an admin action is asked to run on must be keys of the model,
+and a list's filters must be values the database can compare.
 
 The list pages post the chosen rows' keys as ``_selected_action``; Django
 filters by them as given, so a key that is not one (``abc`` for an integer
@@ -6,6 +7,13 @@ key, a bad UUID), which no browser sends but a script may, failed in the
 query: a 500. ``checked_selection`` wraps a list page: such a post is
 answered as Django answers one with no rows chosen, a message and the list
 again, and nothing is done.
+
+A related row's filter in the address past the largest integer
+(``?prompt=99999999999999999999999``) is handed to the database as it is,
+and SQLite refuses to bind it (``OverflowError``: Django's range check covers
+integer fields, not the keys of related rows): the list answers it as Django
+answers a lookup it cannot make, by sending the list's address with ``?e=1``
+(``comparable_filters``).
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import helpers
+from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import SimpleTemplateResponse
 
 
 def checked_selection(
@@ -55,3 +65,25 @@ def _not_keys(values: list[str], model: type[models.Model]) -> list[str]:
         except (ValidationError, ValueError, TypeError, OverflowError):
             bad.append(value)
     return bad
+
+
+def comparable_filters(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """``view`` (a list page), answering a filter the database cannot bind
+    (an integer past its range) as Django answers a bad lookup: the list's
+    address with ``?e=1``, then Django's "Database error" page if that fails
+    too."""
+
+    @wraps(view)
+    def comparable(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except OverflowError:
+            if ERROR_FLAG in request.GET:
+                return SimpleTemplateResponse(
+                    "admin/invalid_setup.html", {"title": "Database error"}
+                )
+            return HttpResponseRedirect(f"{request.path}?{ERROR_FLAG}=1")
+
+    return comparable

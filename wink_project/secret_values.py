@@ -43,6 +43,12 @@ _QUERY_PARAM = re.compile(r"((?:^|[?&])([^=&#\s]*+)=)[^&#\s'\"]*+")
 _SECRET_PARAM = re.compile(
     r"pass|secret|token|key|auth|credential|signature", flags=re.IGNORECASE
 )
+# The same within an address carried, encoded, in another's query (a login
+# page's ?next=/audit/costs.csv%3Ftoken%3D...): %3F, %26 and %3D for ?, & and =.
+_ENCODED_QUERY_PARAM = re.compile(
+    r"((?:%3F|%26)([^=&#\s%]*+)%3D)(?:[^&#\s'\"%]|%(?!26)[0-9A-Fa-f]{2})*+",
+    flags=re.IGNORECASE,
+)
 # OpenTelemetry's exporter variables: a collector's headers (an API key) and
 # an endpoint whose query may carry one.
 _OTLP_HEADERS = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$")
@@ -191,6 +197,8 @@ class Masker:
         if "=" in masked:  # a connection string, or a query string
             masked = _CONNINFO_PASSWORD.sub(rf"\1{self.substitute}", masked)
             masked = _QUERY_PARAM.sub(self._query_value, masked)
+        if "%3" in masked.upper():  # a query string inside another, encoded
+            masked = _ENCODED_QUERY_PARAM.sub(self._query_value, masked)
         return text if masked == text else masked
 
     def _query_value(self, match: re.Match[str]) -> str:

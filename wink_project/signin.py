@@ -32,7 +32,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 
 from tooling.api.throttling import Slots
-from wink_project.admin_selection import checked_selection
+from wink_project.admin_selection import checked_selection, comparable_filters
 
 REFUSED = "Too many failed sign-in attempts; try again in {wait}."
 
@@ -151,13 +151,14 @@ class AdminSite(admin.AdminSite):
 
     def admin_view(self, view: Any, cacheable: bool = False) -> Any:
         """Every admin view; a model's list page also refuses a selection
-        that is not the model's keys (``admin_selection``)."""
+        that is not the model's keys, and a filter the database cannot bind
+        (``admin_selection``)."""
         model_admin = getattr(view, "__self__", None)
         if (
             isinstance(model_admin, admin.ModelAdmin)
             and getattr(view, "__name__", "") == "changelist_view"
         ):
-            view = checked_selection(view, model_admin.model)
+            view = comparable_filters(checked_selection(view, model_admin.model))
         return super().admin_view(view, cacheable)
 
     @login_not_required

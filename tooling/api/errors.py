@@ -146,6 +146,7 @@ _STATUS_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    411: "length_required",
     413: "request_too_large",
     415: "unsupported_media_type",
     429: "throttled",
@@ -154,7 +155,8 @@ _STATUS_CODES = {
 
 class ApiErrorMiddleware:
     """Under ``/api/``: a body over ``WINK_API_MAX_BODY_BYTES`` is a 413 before
-    any view reads it; a Django error page (a 404 from the URL resolver, a 400
+    any view reads it, one sent in chunks without a length a 411; a Django
+    error page (a 404 from the URL resolver, a 400
     for a bad Host) becomes the error shape; an unexpected exception is a
     logged 500 in the error shape, never a page with a stack."""
 
@@ -167,6 +169,19 @@ class ApiErrorMiddleware:
         from django.conf import settings
 
         limit = int(settings.WINK_API_MAX_BODY_BYTES)
+        if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get(
+            "CONTENT_LENGTH"
+        ):
+            # Django reads a body by its length: one sent in chunks, without
+            # one, would be read as empty (and escape the limit above).
+            return JsonResponse(
+                error_body(
+                    "Send the body with a Content-Length: a body sent in chunks "
+                    "is not read.",
+                    "length_required",
+                ),
+                status=411,
+            )
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
