@@ -247,6 +247,24 @@ def test_the_500_page_is_the_products_and_needs_no_request_data(settings: Any):
     assert "/static/sessions_app/site.css" in response.content.decode()
 
 
+def test_a_bad_request_and_a_refused_form_are_the_products_pages(settings: Any):
+    """Django's bare "Bad Request (400)" and its CSRF page (whose inline style
+    the CSP blocks) were shown with DEBUG off (found by a hostile review)."""
+    settings.DEBUG = False
+    bad = Client().get("/audit/sessions/", headers={"host": "evil.example"})
+    assert bad.status_code == 400
+    text = text_of(bad)
+    assert "400 Bad request" in text and "WINK Catalog" in text
+    refused = Client(enforce_csrf_checks=True).post(
+        "/accounts/login/", {"username": "a", "password": "b"}
+    )
+    assert refused.status_code == 403
+    text = text_of(refused)
+    assert "The form was not accepted" in text and "WINK Catalog" in text
+    assert "Reason" not in text  # only with DEBUG on
+    assert "<style" not in refused.content.decode()
+
+
 def test_the_urlconf_keeps_djangos_500_handler():
     # django.views.defaults.server_error renders templates/500.html
     from wink_project import urls
