@@ -37,6 +37,7 @@ from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
 from tooling.admin.prompts import PromptTemplateAdmin
+from tooling.api.throttling import start_limit_message, start_limit_wait
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 from tooling.param_size import too_large
 
@@ -263,6 +264,10 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
         oversized = too_large(params)  # the API's limit (a 413 there)
         if oversized is not None:
             errors = [f"The parameter {oversized}"]
+            return self.render_preview(request, template, form, parameters, errors)
+        wait = start_limit_wait(request.user)  # as the API counts its starts
+        if wait is not None:
+            errors = [start_limit_message(wait)]
             return self.render_preview(request, template, form, parameters, errors)
         try:
             # what was previewed: the catalog as it is now, whatever its

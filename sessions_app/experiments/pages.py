@@ -33,6 +33,7 @@ from sessions_app.models import (
     Experiment,
     validate_case_params,
 )
+from tooling.api.throttling import start_limit_message, start_limit_wait
 
 from .results import csv_of, results_of
 from .running import grade_finished, may_grade, may_run, run_experiment
@@ -81,6 +82,12 @@ class ExperimentRunView(LoginRequiredMixin, View):
         if not may_run(request.user, experiment):
             raise PermissionDenied(
                 "Only its author, who may start sessions, runs a new experiment."
+            )
+        wait = start_limit_wait(request.user)  # as the API counts its starts
+        if wait is not None:
+            messages.error(request, start_limit_message(wait))
+            return HttpResponseRedirect(
+                reverse("sessions_app:experiment-detail", args=[pk])
             )
         try:
             runs = run_experiment(experiment, user=request.user)

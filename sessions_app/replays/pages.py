@@ -23,6 +23,7 @@ from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession
+from tooling.api.throttling import start_limit_message, start_limit_wait
 from tooling.models import PromptLabel
 
 from .comparison import compare_sessions
@@ -95,6 +96,10 @@ class ReplayView(LoginRequiredMixin, View):
         form = ReplayForm(request.POST)
         if not form.is_valid():
             messages.error(request, "The replay could not be read; try again.")
+            return HttpResponseRedirect(source.get_absolute_url())
+        wait = start_limit_wait(request.user)  # as the API counts its starts
+        if wait is not None:
+            messages.error(request, "Not replayed: " + start_limit_message(wait))
             return HttpResponseRedirect(source.get_absolute_url())
         try:
             replay = start_replay(

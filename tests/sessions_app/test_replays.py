@@ -402,3 +402,33 @@ def test_a_latency_that_is_not_a_finite_number_counts_as_nothing(value):
     client.force_login(owner)
     page = client.get(reverse("sessions_app:session-compare", args=[left.pk, right.pk]))
     assert page.status_code == 200
+
+
+def test_starts_from_the_pages_count_against_the_api_start_limit(client, source):
+    """The replay page started runs without counting them, past the API's
+    limit, which then did not know of them (found by a hostile review)."""
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    cache.clear()
+    alice = source.created_by
+    client.force_login(alice)
+    url = reverse("sessions_app:session-replay", args=[source.pk])
+    api = APIClient()
+    api.force_login(alice)
+    rates = {"session-start": "2/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        for _ in range(2):
+            assert client.post(url, {"against": "same"}).status_code == 302
+        refused = client.post(url, {"against": "same"}, follow=True)
+        api_start = api.post(f"/api/sessions/{source.pk}/replay/", {}, format="json")
+    assert "You have started as many runs as you may for now" in (
+        refused.content.decode()
+    )
+    assert api_start.status_code == 429
+    # two page starts: the third did nothing
+    assert AgentSession.objects.filter(replay_of=source).count() == 2
+    cache.clear()

@@ -23,6 +23,7 @@ it cannot happen.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -105,4 +106,39 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
         return self.slots.wait if self.slots is not None else None
 
 
-__all__ = ["SharedScopedRateThrottle", "Slots"]
+# The scope of everything that starts runs: the API's starts, replays and
+# experiments, and the pages' buttons (``start_limit_wait``).
+START_SCOPE = "session-start"
+
+
+def start_limit_wait(user: Any) -> float | None:
+    """Take one of ``user``'s run starts (the ``session-start`` rate the API
+    counts them by, in the same slots) for a start from a page: ``None`` to
+    go ahead, or how many seconds until one frees."""
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(START_SCOPE)
+    if not rate or not getattr(user, "is_authenticated", False):
+        return None
+    throttle = SharedScopedRateThrottle()
+    limit, seconds = throttle.parse_rate(rate)
+    if limit is None or seconds is None:
+        return None
+    key = throttle.cache_format % {"scope": START_SCOPE, "ident": user.pk}
+    slots = Slots(key, limit, seconds, cache=throttle.cache)
+    return None if slots.take() else (slots.wait or 0.0)
+
+
+def start_limit_message(wait: float) -> str:
+    """What a page says when its start is refused by ``start_limit_wait``."""
+    return (
+        "You have started as many runs as you may for now; try again in "
+        f"{max(1, math.ceil(wait))} s."
+    )
+
+
+__all__ = [
+    "START_SCOPE",
+    "SharedScopedRateThrottle",
+    "Slots",
+    "start_limit_message",
+    "start_limit_wait",
+]
