@@ -115,7 +115,8 @@ def start_limit_wait(user: Any) -> float | None:
     """Take one of ``user``'s run starts (the ``session-start`` rate the API
     counts them by, in the same slots) for a start from a page: ``None`` to
     go ahead, or how many seconds until one frees."""
-    rate = api_settings.DEFAULT_THROTTLE_RATES.get(START_SCOPE)
+    # drf-stubs types the rates as numbers; they are strings ("30/minute").
+    rate: Any = api_settings.DEFAULT_THROTTLE_RATES.get(START_SCOPE)
     if not rate or not getattr(user, "is_authenticated", False):
         return None
     throttle = SharedScopedRateThrottle()
