@@ -102,8 +102,8 @@ def test_a_related_filter_past_the_largest_integer_is_a_bad_lookup_anywhere():
         for field in opts.get_fields():
             if not (isinstance(field, models.ForeignKey) and field.concrete):
                 continue
-            for name in (field.name, field.attname):
-                response = client.get(url, {name: huge})
+            for name, value in ((field.name, huge), (field.attname, "9" * 5000)):
+                response = client.get(url, {name: value})
                 # (200: a key that is text, such as a revision's hash)
                 assert response.status_code in (200, 302, 400), (url, name)
                 if response.status_code == 302:

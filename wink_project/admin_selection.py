@@ -18,6 +18,7 @@ answers a lookup it cannot make, by sending the list's address with ``?e=1``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -29,6 +30,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import SimpleTemplateResponse
+
+logger = logging.getLogger(__name__)
 
 
 def checked_selection(
@@ -80,6 +83,9 @@ def comparable_filters(
         try:
             return view(request, *args, **kwargs)
         except OverflowError:
+            if not _holds_a_huge_integer(request):
+                raise  # not the filter's: a real error
+            logger.warning("A list's filter past the largest integer: %s", request.path)
             if ERROR_FLAG in request.GET:
                 return SimpleTemplateResponse(
                     "admin/invalid_setup.html", {"title": "Database error"}
@@ -87,3 +93,24 @@ def comparable_filters(
             return HttpResponseRedirect(f"{request.path}?{ERROR_FLAG}=1")
 
     return comparable
+
+
+# The largest integer a database column holds (a 64-bit signed integer).
+_LARGEST = 2**63 - 1
+
+
+def _holds_a_huge_integer(request: HttpRequest) -> bool:
+    """Whether a value of the address's query is an integer past
+    ``_LARGEST``, which SQLite refuses to bind."""
+    for values in request.GET.lists():
+        for value in values[1]:
+            digits = value.strip().removeprefix("-")
+            if (
+                digits.isascii()
+                and digits.isdigit()
+                # (past 19 digits it is past the largest; Python refuses to
+                # read more than 4,300)
+                and (len(digits) > 19 or int(digits) > _LARGEST)
+            ):
+                return True
+    return False

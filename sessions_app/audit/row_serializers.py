@@ -26,7 +26,7 @@ class ProviderCallSummarySerializer(serializers.ModelSerializer[ProviderCall]):
     serializer_field_mapping = FINITE_FLOAT_MAPPING
     cost = usd_field(
         "USD, from the usage and the model's prices in effect; null: no price "
-        "for the model (unpriced)."
+        "for the model (unpriced), or a failed request (no usage to price)."
     )
 
     class Meta:

@@ -53,6 +53,10 @@ def test_session_page_shows_the_cost_the_budget_and_each_calls_cost(people):
     )
     ProviderCallFactory.create(session=session, turn=1, cost=D("0.0023"))
     ProviderCallFactory.create(session=session, turn=2, cost=None)
+    # a failed request: no usage, so not "unpriced" (found by a hostile review)
+    ProviderCallFactory.create(
+        session=session, turn=3, cost=None, response=None, error="boom"
+    )
     ToolInvocationFactory.create(
         session=session, web_search=True, turn=1, cost=D("0.01")
     )
@@ -70,7 +74,8 @@ def test_session_page_shows_the_cost_the_budget_and_each_calls_cost(people):
         '<span class="cost" title="USD, from the usage and the prices in effect">'
         "$0.0023</span>" in page
     )
-    assert ">unpriced</span>" in page  # the second call
+    assert page.count(">unpriced</span>") == 1  # the second call
+    assert ">no cost</span>" in page  # the failed third
     assert "fee $0.0100" in page
     assert page.count("fee $") == 1 and "fee unpriced" not in page  # local: none
     assert "price list" not in page  # not staff

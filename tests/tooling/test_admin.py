@@ -190,7 +190,8 @@ def test_admin_section_keys_are_lowercase_as_the_runtime_reads_them(admin_client
     legacy = SectionDefinition.objects.create(key="QA.MCP", title="Q", template="q")
     response = admin_client.post(add, _section_data(key="qa.mcp"))
     assert response.context["adminform"].form.errors["key"] == [
-        "The section 'QA.MCP' has this key in capitals; the runtime reads both as one."
+        "Another section, 'QA.MCP', differs from this key only in capitals; the "
+        "runtime reads both as one."
     ]
     assert not SectionDefinition.objects.filter(key="qa.mcp").exists()
     # a row stored before keeps its key while other fields change

@@ -575,6 +575,7 @@ def test_mcp_form_refuses_a_credential_in_the_url_query(url: str, named: str) ->
         "apikey-free=1",
         "sort_key=x#section",
         "v=1#tokens",  # a fragment that names no parameter
+        "v=1#code",  # an anchor, not a parameter
     ],
 )
 def test_mcp_form_takes_a_url_whose_query_names_no_credential(query: str) -> None:
@@ -760,3 +761,13 @@ def test_a_capability_row_that_would_break_prompts_is_refused_naming_them(
     )
     assert saved.status_code == 302
     assert ModelCapability.objects.get(model=research.model).hosted_kinds == kinds
+
+
+def test_a_bare_anchor_or_path_flag_names_no_credential() -> None:
+    from tooling.runtime.hosted.mcp_url import credential_query_names
+
+    assert credential_query_names("https://mcp.example.com/sse;key/x#code") == []
+    assert credential_query_names("https://mcp.example.com/sse;key=k#code=c") == [
+        "code",
+        "key",
+    ]

@@ -225,6 +225,13 @@ ROUND_TRIPS = [
     # what the fields cannot show: edited as JSON, kept as it is (an option
     # it does not know is refused: a misspelt "dependencis" was ignored)
     ("sequential_dependency", {"dependencies": {"deploy": ["build"], "lint": []}}),
+    # a value repeated (stored before, or typed as JSON): the lines refuse a
+    # repeated one, so it is kept as JSON (found by a hostile review)
+    (
+        "approval",
+        {"rules": [{"tool": "deploy", "when": {"env": ["production", "production"]}}]},
+    ),
+    ("approval", {"rules": [{"tool": "deploy", "when": {"n": [1, 1], "e": ""}}]}),
 ]
 
 

@@ -162,6 +162,32 @@ def test_run_uses_the_typed_parameters(admin_client):
     assert session.params["topic"] == "ran" and session.params["count"] == 2
 
 
+def test_run_counts_against_the_start_limit(admin_client):
+    """The admin's Run button started runs the API's limit did not count
+    (found by a hostile review)."""
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    cache.clear()
+    prompt = typed_prompt()
+    url = reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
+    rates = {"session-start": "1/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        first = admin_client.post(url, {**typed_post(topic="a"), "run": "Run"})
+        second = admin_client.post(url, {**typed_post(topic="b"), "run": "Run"})
+    assert first.status_code == 302
+    assert second.status_code == 200
+    assert any(
+        "You have started as many runs as you may for now" in error
+        for error in second.context["errors"]
+    )
+    assert AgentSession.objects.count() == 1
+    cache.clear()
+
+
 def test_an_optional_text_field_emptied_runs_with_its_default(admin_client):
     """Emptied, the field gave "" (rendered as nothing, stored as the run's
     parameter) where the form says its default applies."""

@@ -169,8 +169,10 @@ class ApiErrorMiddleware:
         from django.conf import settings
 
         limit = int(settings.WINK_API_MAX_BODY_BYTES)
-        if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get(
-            "CONTENT_LENGTH"
+        if (
+            request.method in ("POST", "PUT", "PATCH")
+            and request.META.get("HTTP_TRANSFER_ENCODING")
+            and not request.META.get("CONTENT_LENGTH")
         ):
             # Django reads a body by its length: one sent in chunks, without
             # one, would be read as empty (and escape the limit above).

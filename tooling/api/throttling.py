@@ -106,8 +106,10 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
         return self.slots.wait if self.slots is not None else None
 
 
-# The scope of everything that starts runs: the API's starts, replays and
-# experiments, and the pages' buttons (``start_limit_wait``).
+# The scope of the starts a user asks for: the API's starts, replays and
+# experiments, and the pages' Run, Replay and experiment Run buttons
+# (``start_limit_wait``). A model grader's session, started once per run it
+# grades, is not counted.
 START_SCOPE = "session-start"
 
 

@@ -86,8 +86,8 @@ class SectionDefinitionForm(forms.ModelForm):
         )
         if taken is not None:
             raise ValidationError(
-                f"The section {taken!r} has this key in capitals; the runtime "
-                "reads both as one."
+                f"Another section, {taken!r}, differs from this key only in "
+                "capitals; the runtime reads both as one."
             )
         return key
 

@@ -4,6 +4,7 @@ the runtime tool."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -244,7 +245,7 @@ class HostedToolFormBase(forms.ModelForm):
             value = cleaned.get(name)
             if option.shape == "lines":
                 value = _lines(value or "")
-                twice = sorted({line for line in value if value.count(line) > 1})
+                twice = sorted(line for line, n in Counter(value).items() if n > 1)
                 if twice:
                     listed = ", ".join(repr(line[:100]) for line in twice[:10])
                     self.add_error(name, f"Listed more than once: {listed}.")

@@ -166,6 +166,11 @@ def _rule(number: int, rule: Any) -> dict[str, Any]:
         if not values:
             raise Unexpressible(f"{where} has no value for {quoted(name)}")
         shown = [_condition_value(v, f"a value of {quoted(name)}") for v in values]
+        written = [json.dumps(v, sort_keys=True) for v in shown]
+        if len(set(written)) < len(written):
+            # the lines would repeat one, which they refuse (parse_conditions):
+            # the config is shown as it is, in JSON
+            raise Unexpressible(f"{where} repeats a value of {quoted(name)}")
         conditions[name] = shown[0] if len(shown) == 1 else shown
     canonical["when"] = conditions
     return canonical

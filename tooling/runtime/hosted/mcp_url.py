@@ -51,13 +51,20 @@ def credential_query_names(url: str) -> list[str]:
         parts = urlsplit(url)
     except ValueError:
         return []
-    texts = [parts.query, parts.fragment]
-    texts += [
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    # (in the fragment and the path's parameters only name=value: "#code" is
+    # an anchor, ";key" a flag)
+    others = [parts.fragment]
+    others += [
         segment for part in parts.path.split("/") for segment in part.split(";")[1:]
     ]
-    names = (
-        name for text in texts for name, _ in parse_qsl(text, keep_blank_values=True)
-    )
+    names += [
+        name
+        for text in others
+        for pair in text.split("&")
+        if "=" in pair
+        for name, _ in parse_qsl(pair, keep_blank_values=True)
+    ]
     return sorted({name for name in names if _credential_name(name)})
 
 
