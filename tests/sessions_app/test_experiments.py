@@ -448,6 +448,42 @@ def test_the_author_runs_a_new_experiment_from_its_page(client):
     assert again.status_code == 403
 
 
+def test_an_experiment_run_from_its_page_counts_against_the_start_limit(client):
+    """The page started runs the API's start limit did not count (found by a
+    hostile review): past the limit it starts nothing and says so."""
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    from tooling.api.throttling import start_limit_wait
+
+    cache.clear()
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(Permission.objects.get(codename="view_dataset"))
+    dataset = Dataset.objects.create(name="one")
+    DatasetCase.objects.create(dataset=dataset, params={"question": "Why?"})
+    experiment = Experiment.objects.create(
+        name="new",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=user,
+    )
+    client.force_login(user)
+    rates = {"session-start": "1/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        assert start_limit_wait(user) is None  # the one start of the minute
+        ran = client.post(
+            reverse("sessions_app:experiment-run", args=[experiment.pk]), follow=True
+        )
+    assert "You have started as many runs as you may for now" in (ran.content.decode())
+    assert not ExperimentRun.objects.filter(experiment=experiment).exists()
+    cache.clear()
+
+
 def test_a_session_is_added_to_a_dataset_from_its_page(client):
     user = runner()
     user.user_permissions.add(Permission.objects.get(codename="add_datasetcase"))
