@@ -7,8 +7,8 @@ catalog knows; ``policies`` the policy form (its typed
 fields: ``policy_fields``; configs as the fields see them: ``policy_configs``,
 ``policy_conditions``); ``tools`` the function tool form, ``tool_editors``
 its parameter descriptions and ``example_editors`` its examples; ``editors``
-what the structured editors share; ``catalog`` the other catalog forms and
-the preview form.
+what the structured editors share; ``sections`` the section form and its
+link formsets; ``catalog`` the prompt template form and the preview form.
 """
 
 from .capabilities import ModelCapabilityForm, model_names, model_warnings
@@ -16,9 +16,6 @@ from .catalog import (
     PreviewForm,
     PromptSectionFormSet,
     PromptTemplateForm,
-    SectionDefinitionForm,
-    SectionHostedToolFormSet,
-    SectionToolFormSet,
     pretty,
 )
 from .fields import CountryField, DatalistInput, country_choices
@@ -30,6 +27,11 @@ from .handler_params import (
 from .hosted import HostedToolDefinitionForm
 from .policies import PolicyDefinitionForm
 from .policy_fields import policy_fieldsets
+from .sections import (
+    SectionDefinitionForm,
+    SectionHostedToolFormSet,
+    SectionToolFormSet,
+)
 from .tools import ToolDefinitionForm
 from .validation import refuse_breaking, runtime_error, validated
 
