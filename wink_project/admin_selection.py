@@ -102,8 +102,8 @@ _LARGEST = 2**63 - 1
 def _holds_a_huge_integer(request: HttpRequest) -> bool:
     """Whether a value of the address's query is an integer past
     ``_LARGEST``, which SQLite refuses to bind."""
-    for values in request.GET.lists():
-        for value in values[1]:
+    for _name, values in request.GET.lists():
+        for value in values:
             digits = value.strip().removeprefix("-")
             if (
                 digits.isascii()

@@ -72,7 +72,7 @@ from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import EMPTY_BODY, no_body
 from tooling.api.pagination import MAX_PAGE_SIZE, page_size
-from tooling.api.throttling import SharedScopedRateThrottle
+from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
 
 SESSION_ID = "The session's id."
 EVENTS_PAGE = 100
@@ -112,7 +112,7 @@ class AgentSessionViewSet(
 ):
     filterset_class = AgentSessionFilterSet
     pagination_class = CreatedAtCursorPagination
-    throttle_scope = "session-start"
+    throttle_scope = START_SCOPE
 
     def get_queryset(self) -> QuerySet[Any]:
         # Another user's session is a 404 here, like a missing one (access.py).

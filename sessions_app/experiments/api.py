@@ -36,7 +36,7 @@ from tooling.api.input import (
     no_body,
 )
 from tooling.api.pagination import StrictCursorPagination
-from tooling.api.throttling import SharedScopedRateThrottle
+from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
 
 from .results import csv_of, results_of
 from .running import (
@@ -159,7 +159,7 @@ def _results(experiment: Experiment) -> dict[str, Any]:
 class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
     serializer_class = ExperimentSerializer
     pagination_class = IdPagination
-    throttle_scope = "session-start"
+    throttle_scope = START_SCOPE
 
     def get_throttles(self) -> list[BaseThrottle]:
         # creating one starts runs: throttled with run starts

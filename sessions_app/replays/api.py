@@ -35,7 +35,7 @@ from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import JsonBooleanField, StrictSerializer
-from tooling.api.throttling import SharedScopedRateThrottle
+from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
 
 from .comparison import compare_sessions
 from .pages import may_replay
@@ -122,7 +122,7 @@ class ComparisonSerializer(serializers.Serializer[Any]):
 
 class ReplayView(APIView):
     throttle_classes = [SharedScopedRateThrottle]
-    throttle_scope = "session-start"
+    throttle_scope = START_SCOPE
 
     @extend_schema(
         summary="Replay a session against a revision",
