@@ -766,3 +766,44 @@ def test_the_prompt_form_refuses_an_output_schema_no_answer_could_meet(admin_cli
     assert errors[0].startswith("The output schema is not valid JSON Schema at")
     prompt.refresh_from_db()
     assert prompt.output_schema == before
+
+
+@pytest.mark.parametrize(
+    "links",
+    [
+        (),
+        ("sectiontool",),
+        ("sectionhostedtool",),
+        ("sectiontool", "sectionhostedtool"),
+    ],
+)
+def test_a_section_edit_is_checked_whatever_links_the_user_may_see(client, links):
+    """The whole-section check ran in the hosted tools' formset alone, which
+    Django leaves out for a user without permission on it: such a user could
+    break a prompt (found by a hostile review)."""
+    from django.contrib.auth.models import Permission
+
+    from tests.sessions_app.factories import UserFactory
+    from tests.tooling.admin_forms import change_form_data
+
+    section = SectionDefinitionFactory.create(key="only")
+    add_sections(PromptTemplateFactory.create(), section)
+    editor = UserFactory.create(username="editor", is_staff=True)
+    codenames = ["view_sectiondefinition", "change_sectiondefinition"]
+    for model in links:
+        codenames += [f"view_{model}", f"change_{model}"]
+    editor.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client.force_login(editor)
+    url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
+    data = change_form_data(client, url)
+    data.pop("enabled", None)  # unticked: the prompt's only section off
+
+    response = client.post(url, data)
+
+    assert response.status_code == 200, "the edit must be refused"
+    assert response.context["adminform"].form.non_field_errors() or any(
+        formset.non_form_errors()
+        for formset in response.context["inline_admin_formsets"]
+    )
+    section.refresh_from_db()
+    assert section.enabled

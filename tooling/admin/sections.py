@@ -50,6 +50,27 @@ class SectionDefinitionAdmin(GuardedDeleteMixin, HistoryAdminMixin, admin.ModelA
         instance._pending_policies = list(form.cleaned_data.get("policies") or [])
         return instance
 
+    def get_formsets_with_inlines(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The link formsets the user may see, the last of them checking the
+        whole section (Django leaves out an inline the user has no permission
+        on: the hosted tools' one checked alone, and a user without it was
+        never checked)."""
+        found = list(super().get_formsets_with_inlines(request, obj))
+        for index, (formset, inline) in enumerate(found):
+            last = index == len(found) - 1
+            if formset.checks_section != last:
+                formset = type(formset.__name__, (formset,), {"checks_section": last})
+            yield formset, inline
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        if not self.get_inline_instances(request, obj):
+            # no link formset to check the whole section: the form does
+            form = type(form.__name__, (form,), {"checks_whole_section": True})
+        return form
+
     def rows_deleted_with(self, objs: Any) -> list[Any]:
         objs = list(objs)
         # Only the chosen sections and the sections under them (the cascade).

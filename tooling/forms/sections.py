@@ -4,10 +4,12 @@ that uses it. Each validates by building the runtime object."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.models import construct_instance
 
 from tooling import assembly
 from tooling.assembly import CatalogEdit
@@ -97,6 +99,11 @@ class SectionDefinitionForm(forms.ModelForm):
         "planning_strategy": "",
     }
 
+    #: set by the admin when no link formset will check the whole section
+    #: (the user may see neither kind of link): the form checks it, with the
+    #: stored links
+    checks_whole_section: ClassVar[bool] = False
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         self._check_section(cleaned)
@@ -107,6 +114,12 @@ class SectionDefinitionForm(forms.ModelForm):
             lock_section_tree()
             if would_cycle(self.instance.pk, parent.pk):
                 self.add_error("parent", "A section cannot be its own ancestor.")
+        if self.checks_whole_section and not self.errors:
+            edited = construct_instance(self, copy.copy(self.instance))
+            try:
+                check_whole_section(edited, list(cleaned.get("policies") or []), {})
+            except ValidationError as error:
+                self.add_error(None, error)
         return cleaned
 
     def _check_section(self, cleaned: dict[str, Any]) -> None:
@@ -180,17 +193,26 @@ class SectionLinkFormSet(forms.BaseInlineFormSet):
             # shown, and the check of the whole section waits for a valid
             # form (it would read an unsaved section's policies).
             return
-        edit = CatalogEdit()
-        if section.pk is None:
-            edit.added_section = section
-        else:
-            edit.replaced[(SectionDefinition, section.pk)] = section
-        if "tool" in pending:
-            edit.section_tools[section.pk] = pending["tool"]
-        if "hosted_tool" in pending:
-            edit.section_hosted[section.pk] = pending["hosted_tool"]
-        edit.section_policies[section.pk] = policies
-        refuse_breaking(edit)
+        check_whole_section(section, policies, pending)
+
+
+def check_whole_section(
+    section: SectionDefinition, policies: list[Any], pending: dict[str, list[Any]]
+) -> None:
+    """Refuse (``ValidationError``) an edited section that would break a saved
+    prompt: its fields, ``policies`` and the links ``pending`` holds (by link
+    field; the stored ones for a kind it does not hold)."""
+    edit = CatalogEdit()
+    if section.pk is None:
+        edit.added_section = section
+    else:
+        edit.replaced[(SectionDefinition, section.pk)] = section
+    if "tool" in pending:
+        edit.section_tools[section.pk] = pending["tool"]
+    if "hosted_tool" in pending:
+        edit.section_hosted[section.pk] = pending["hosted_tool"]
+    edit.section_policies[section.pk] = policies
+    refuse_breaking(edit)
 
 
 class SectionToolFormSet(SectionLinkFormSet):
@@ -199,4 +221,6 @@ class SectionToolFormSet(SectionLinkFormSet):
 
 class SectionHostedToolFormSet(SectionLinkFormSet):
     link_field = "hosted_tool"
+    # (the admin makes the last formset the user may see check the section:
+    # ``SectionDefinitionAdmin.get_formsets_with_inlines``)
     checks_section = True
