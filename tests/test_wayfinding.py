@@ -262,6 +262,25 @@ def test_a_bad_request_and_a_refused_form_are_the_products_pages(settings: Any):
     text = text_of(refused)
     assert "The form was not accepted" in text and "WINK Catalog" in text
     assert "<style" not in refused.content.decode()
+    assert "csrf-reason" not in refused.content.decode()  # DEBUG off: the log says
+
+
+def test_a_refused_form_says_why_with_debug_on(settings: Any):
+    """Django renders a project's 403_csrf.html with the request alone, so the
+    page could not say why; the project's view passes the reason, shown with
+    DEBUG on only (it may quote the request's Origin, escaped)."""
+    settings.DEBUG = True
+    refused = Client(enforce_csrf_checks=True).post(
+        "/accounts/login/",
+        {"username": "a", "password": "b"},
+        headers={"origin": "https://<b>evil</b>.example"},
+    )
+    assert refused.status_code == 403
+    markup = refused.content.decode()
+    found = re.search(r'<p id="csrf-reason">(.*?)</p>', markup, re.S)
+    assert found, "no reason on the page"
+    assert "Origin checking failed" in html.unescape(found.group(1))
+    assert "<b>evil" not in markup and "&lt;b&gt;evil" in markup
 
 
 def test_the_urlconf_keeps_djangos_500_handler():

@@ -33,6 +33,9 @@ for _origin in CSRF_TRUSTED_ORIGINS:
             f"https://catalog.example.com; got {_origin!r}."
         )
 
+# A refused form's page, which says why with DEBUG on (wink_project/csrf.py).
+CSRF_FAILURE_VIEW = "wink_project.csrf.csrf_failure"
+
 # TLS terminated by a proxy: the request header (as in request.META) by which it
 # says the original request was HTTPS, e.g. HTTP_X_FORWARDED_PROTO; its value
 # must then be "https". Only set it when the proxy always sets or strips it.
