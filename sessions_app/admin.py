@@ -37,7 +37,7 @@ from sessions_app.releases import admin as release_admin
 from sessions_app.revisions import pages as revision_pages
 from tooling import releases
 from tooling.admin.prompts import PromptTemplateAdmin
-from tooling.api.throttling import start_limit_message, start_limit_wait
+from tooling.api.throttling import StartSlot, start_limit_message
 from tooling.models import CatalogRevision, PromptLabel, PromptTemplate, Release
 from tooling.param_size import too_large
 
@@ -265,9 +265,9 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
         if oversized is not None:
             errors = [f"The parameter {oversized}"]
             return self.render_preview(request, template, form, parameters, errors)
-        wait = start_limit_wait(request.user)  # as the API counts its starts
-        if wait is not None:
-            errors = [start_limit_message(wait)]
+        slot = StartSlot.take(request.user)  # as the API counts its starts
+        if slot.wait is not None:
+            errors = [start_limit_message(slot.wait)]
             return self.render_preview(request, template, form, parameters, errors)
         try:
             # what was previewed: the catalog as it is now, whatever its
@@ -280,10 +280,12 @@ class PromptTemplateRunAdmin(release_admin.ReleasePageMixin, PromptTemplateAdmin
                 revision=releases.DRAFT,
             )
         except ValidationError as error:
+            slot.give_back()
             return self.render_preview(
                 request, template, form, parameters, error.messages
             )
         except DailyBudgetExceeded as error:
+            slot.give_back()
             return self.render_preview(
                 request, template, form, parameters, [error.message]
             )

@@ -457,6 +457,37 @@ def test_run_starts_are_throttled_per_user(api_client, settings, demo):
     assert api_client.get(SESSIONS).status_code == 200
 
 
+def test_a_refused_start_does_not_count_against_the_start_limit(
+    api_client, settings, demo
+):
+    """Every POST took a slot, refused or not (found by hostile QA): a user
+    without the permission was soon told "throttled" instead of why, and
+    malformed bodies locked a client's valid starts out for a minute."""
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"session-start": "2/minute"},
+    }
+
+    def start(client: APIClient, body: Any) -> int:
+        return client.post(SESSIONS, body, format="json").status_code
+
+    refused = [
+        start(api_client, {"prompt": "none/such"}),  # unknown prompt
+        start(api_client, {"prompt": "demo/release", "params": []}),  # wrong type
+        start(api_client, {"prompt": "demo/release", "trust_level": "root"}),
+    ]
+    assert refused == [400, 400, 400]
+    assert [start(api_client, {"prompt": "demo/release"}) for _ in range(3)] == [
+        201,
+        201,
+        429,
+    ]
+    stranger = APIClient()
+    stranger.force_authenticate(UserFactory.create())
+    # always why it is refused, never "throttled"
+    assert {start(stranger, {"prompt": "demo/release"}) for _ in range(4)} == {403}
+
+
 # -- following a run -------------------------------------------------------------
 
 

@@ -36,7 +36,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
-from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from sessions_app import access, services
@@ -72,7 +71,7 @@ from sessions_app.runs import dispatch
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import EMPTY_BODY, no_body
 from tooling.api.pagination import MAX_PAGE_SIZE, page_size
-from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
+from tooling.api.throttling import StartThrottled
 
 SESSION_ID = "The session's id."
 EVENTS_PAGE = 100
@@ -108,11 +107,10 @@ class PlannedListMixin:
     retrieve=extend_schema(summary="A session's audit trail"),
 )
 class AgentSessionViewSet(
-    PlannedListMixin, viewsets.ReadOnlyModelViewSet[AgentSession]
+    StartThrottled, PlannedListMixin, viewsets.ReadOnlyModelViewSet[AgentSession]
 ):
     filterset_class = AgentSessionFilterSet
     pagination_class = CreatedAtCursorPagination
-    throttle_scope = START_SCOPE
 
     def get_queryset(self) -> QuerySet[Any]:
         # Another user's session is a 404 here, like a missing one (access.py).
@@ -140,10 +138,10 @@ class AgentSessionViewSet(
             return ToolInvocationSerializer
         return AgentSessionDetailSerializer
 
-    def get_throttles(self) -> list[BaseThrottle]:
+    def is_start(self) -> bool:
         # Runs cost money: starting one is throttled per user, counted in the
         # cache every worker shares.
-        return [SharedScopedRateThrottle()] if self.action == "create" else []
+        return self.action == "create"
 
     def _detail(self, session: AgentSession) -> dict[str, Any]:
         """The session with the first rows of each list of its trail: the

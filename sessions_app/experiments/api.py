@@ -26,7 +26,6 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
-from rest_framework.throttling import BaseThrottle
 
 from sessions_app import access
 from sessions_app.models import Dataset, Experiment, Grader
@@ -36,7 +35,7 @@ from tooling.api.input import (
     no_body,
 )
 from tooling.api.pagination import StrictCursorPagination
-from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
+from tooling.api.throttling import StartThrottled
 
 from .results import csv_of, results_of
 from .running import (
@@ -156,14 +155,12 @@ def _results(experiment: Experiment) -> dict[str, Any]:
 
 
 @extend_schema_view(list=extend_schema(summary="Experiments you may see"))
-class ExperimentViewSet(viewsets.ReadOnlyModelViewSet[Experiment]):
+class ExperimentViewSet(StartThrottled, viewsets.ReadOnlyModelViewSet[Experiment]):
     serializer_class = ExperimentSerializer
     pagination_class = IdPagination
-    throttle_scope = START_SCOPE
 
-    def get_throttles(self) -> list[BaseThrottle]:
-        # creating one starts runs: throttled with run starts
-        return [SharedScopedRateThrottle()] if self.action == "create" else []
+    def is_start(self) -> bool:
+        return self.action == "create"  # creating one starts runs
 
     def get_queryset(self) -> QuerySet[Experiment]:
         return (

@@ -33,7 +33,7 @@ from sessions_app.models import (
     Experiment,
     validate_case_params,
 )
-from tooling.api.throttling import start_limit_message, start_limit_wait
+from tooling.api.throttling import StartSlot, start_limit_message
 
 from .results import csv_of, results_of
 from .running import grade_finished, may_grade, may_run, run_experiment
@@ -83,15 +83,16 @@ class ExperimentRunView(LoginRequiredMixin, View):
             raise PermissionDenied(
                 "Only its author, who may start sessions, runs a new experiment."
             )
-        wait = start_limit_wait(request.user)  # as the API counts its starts
-        if wait is not None:
-            messages.error(request, start_limit_message(wait))
+        slot = StartSlot.take(request.user)  # as the API counts its starts
+        if slot.wait is not None:
+            messages.error(request, start_limit_message(slot.wait))
             return HttpResponseRedirect(
                 reverse("sessions_app:experiment-detail", args=[pk])
             )
         try:
             runs = run_experiment(experiment, user=request.user)
         except ValidationError as error:
+            slot.give_back()
             messages.error(request, " ".join(error.messages))
         else:
             started = sum(1 for run in runs if run.session_id is not None)

@@ -35,7 +35,7 @@ from sessions_app.models import AgentSession
 from sessions_app.runs import dispatch
 from tooling.api.errors import ErrorSerializer, from_django
 from tooling.api.input import JsonBooleanField, StrictSerializer
-from tooling.api.throttling import START_SCOPE, SharedScopedRateThrottle
+from tooling.api.throttling import StartThrottled
 
 from .comparison import compare_sessions
 from .pages import may_replay
@@ -120,10 +120,7 @@ class ComparisonSerializer(serializers.Serializer[Any]):
     )
 
 
-class ReplayView(APIView):
-    throttle_classes = [SharedScopedRateThrottle]
-    throttle_scope = START_SCOPE
-
+class ReplayView(StartThrottled, APIView):
     @extend_schema(
         summary="Replay a session against a revision",
         description="Same prompt, parameters and trust level; local calls that "

@@ -23,7 +23,7 @@ from sessions_app import access
 from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession
-from tooling.api.throttling import start_limit_message, start_limit_wait
+from tooling.api.throttling import StartSlot, start_limit_message
 from tooling.models import PromptLabel
 
 from .comparison import compare_sessions
@@ -97,9 +97,9 @@ class ReplayView(LoginRequiredMixin, View):
         if not form.is_valid():
             messages.error(request, "The replay could not be read; try again.")
             return HttpResponseRedirect(source.get_absolute_url())
-        wait = start_limit_wait(request.user)  # as the API counts its starts
-        if wait is not None:
-            messages.error(request, "Not replayed: " + start_limit_message(wait))
+        slot = StartSlot.take(request.user)  # as the API counts its starts
+        if slot.wait is not None:
+            messages.error(request, "Not replayed: " + start_limit_message(slot.wait))
             return HttpResponseRedirect(source.get_absolute_url())
         try:
             replay = start_replay(
@@ -109,9 +109,11 @@ class ReplayView(LoginRequiredMixin, View):
                 **form.target(),
             )
         except ValidationError as error:
+            slot.give_back()
             messages.error(request, "Not replayed: " + " ".join(error.messages))
             return HttpResponseRedirect(source.get_absolute_url())
         except DailyBudgetExceeded as error:
+            slot.give_back()
             messages.error(request, f"Not replayed: {error.message}")
             return HttpResponseRedirect(source.get_absolute_url())
         messages.info(request, "Replay started.")

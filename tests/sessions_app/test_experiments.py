@@ -455,7 +455,7 @@ def test_an_experiment_run_from_its_page_counts_against_the_start_limit(client):
     from django.test import override_settings
     from rest_framework.settings import api_settings
 
-    from tooling.api.throttling import start_limit_wait
+    from tooling.api.throttling import StartSlot
 
     cache.clear()
     seed_demo_catalog()
@@ -475,7 +475,7 @@ def test_an_experiment_run_from_its_page_counts_against_the_start_limit(client):
     with override_settings(
         REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
     ):
-        assert start_limit_wait(user) is None  # the one start of the minute
+        assert StartSlot.take(user).wait is None  # the one start of the minute
         ran = client.post(
             reverse("sessions_app:experiment-run", args=[experiment.pk]), follow=True
         )

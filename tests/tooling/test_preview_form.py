@@ -188,6 +188,38 @@ def test_run_counts_against_the_start_limit(admin_client):
     cache.clear()
 
 
+def test_a_run_the_budget_refuses_gives_its_start_back(admin_client, settings):
+    """A start refused after it took its slot (the daily budget spent) does
+    not count against the start limit: the limit counts runs started."""
+    from decimal import Decimal
+
+    from django.contrib.auth import get_user_model
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    from tests.sessions_app.factories import AgentSessionFactory
+
+    cache.clear()
+    prompt = typed_prompt()
+    admin = get_user_model().objects.get(username="admin")
+    AgentSessionFactory.create(created_by=admin, cost=Decimal(5))
+    url = reverse("admin:tooling_prompttemplate_run", args=[prompt.pk])
+    rates = {"session-start": "1/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        settings.WINK_DAILY_BUDGET_USD = Decimal(1)
+        refused = admin_client.post(url, {**typed_post(topic="a"), "run": "Run"})
+        assert refused.status_code == 200
+        assert any("daily budget" in error for error in refused.context["errors"])
+        settings.WINK_DAILY_BUDGET_USD = None
+        ran = admin_client.post(url, {**typed_post(topic="b"), "run": "Run"})
+    assert ran.status_code == 302, ran.context and ran.context["errors"]
+    assert AgentSession.objects.filter(prompt_ref=prompt.ref).count() == 1
+    cache.clear()
+
+
 def test_an_optional_text_field_emptied_runs_with_its_default(admin_client):
     """Emptied, the field gave "" (rendered as nothing, stored as the run's
     parameter) where the form says its default applies."""

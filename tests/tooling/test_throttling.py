@@ -54,10 +54,15 @@ def test_run_starts_are_counted_in_the_shared_cache(settings, user):
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"session-start": "2/minute"},
     }
+    from tooling.demo import seed_demo_catalog
+
+    seed_demo_catalog()
     client = APIClient()
     client.force_authenticate(user)
-    # refused or not, a start's throttle takes its slot first
+    # a refused start gives its slot back; a run started keeps it
     client.post("/api/sessions/", {"prompt": "none/such"}, format="json")
+    assert cache_keys() == []
+    client.post("/api/sessions/", {"prompt": "demo/release"}, format="json")
     assert cache_keys() == [f":1:throttle_session-start_{user.pk}:0"]
 
 
@@ -71,13 +76,16 @@ def test_a_rate_set_in_the_settings_holds_while_they_do_and_no_longer(user):
     from django.test import override_settings
     from rest_framework.settings import api_settings
 
+    from tooling.demo import seed_demo_catalog
+
+    seed_demo_catalog()
     client = APIClient()
     client.force_authenticate(user)
 
     def starts(count: int) -> list[int]:
         return [
             client.post(
-                "/api/sessions/", {"prompt": "none/such"}, format="json"
+                "/api/sessions/", {"prompt": "demo/release"}, format="json"
             ).status_code
             for _ in range(count)
         ]
@@ -86,9 +94,9 @@ def test_a_rate_set_in_the_settings_holds_while_they_do_and_no_longer(user):
     with override_settings(
         REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
     ):
-        assert starts(3) == [400, 400, 429]
+        assert starts(3) == [201, 201, 429]
     cache.clear()
-    assert starts(3) == [400, 400, 400]  # the default, 30/minute, again
+    assert starts(3) == [201, 201, 201]  # the default, 30/minute, again
 
 
 @pytest.mark.django_db(transaction=True)

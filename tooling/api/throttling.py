@@ -105,33 +105,86 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
     def wait(self) -> float | None:
         return self.slots.wait if self.slots is not None else None
 
+    def give_back(self) -> None:
+        """Free the slot this request took (what it counted did not happen)."""
+        if self.slots is not None:
+            self.slots.give_back()
+
 
 # The scope of the starts a user asks for: the API's starts, replays and
-# experiments, and the pages' Run, Replay and experiment Run buttons
-# (``start_limit_wait``). A model grader's session, started once per run it
-# grades, is not counted.
+# experiments (``StartThrottled``), and the pages' Run, Replay and experiment
+# Run buttons (``StartSlot``). A model grader's session, started once per run
+# it grades, is not counted.
 START_SCOPE = "session-start"
 
 
-def start_limit_wait(user: Any) -> float | None:
-    """Take one of ``user``'s run starts (the ``session-start`` rate the API
-    counts them by, in the same slots) for a start from a page: ``None`` to
-    go ahead, or how many seconds until one frees."""
-    # drf-stubs types the rates as numbers; they are strings ("30/minute").
-    rate: Any = api_settings.DEFAULT_THROTTLE_RATES.get(START_SCOPE)
-    if not rate or not getattr(user, "is_authenticated", False):
-        return None
-    throttle = SharedScopedRateThrottle()
-    limit, seconds = throttle.parse_rate(rate)
-    if limit is None or seconds is None:
-        return None
-    key = throttle.cache_format % {"scope": START_SCOPE, "ident": user.pk}
-    slots = Slots(key, limit, seconds, cache=throttle.cache)
-    return None if slots.take() else (slots.wait or 0.0)
+class StartSlot:
+    """One of ``user``'s run starts (the ``session-start`` rate the API counts
+    them by, in the same slots), for a start from a page: ``take`` it before
+    starting; ``wait`` is ``None`` to go ahead, or how many seconds until one
+    frees. A start refused after that (a validation error, the daily budget)
+    gives it back: the limit counts runs started, not attempts."""
+
+    def __init__(self) -> None:
+        self.slots: Slots | None = None
+        self.wait: float | None = None
+
+    @classmethod
+    def take(cls, user: Any) -> StartSlot:
+        slot = cls()
+        # drf-stubs types the rates as numbers; they are strings ("30/minute").
+        rate: Any = api_settings.DEFAULT_THROTTLE_RATES.get(START_SCOPE)
+        if not rate or not getattr(user, "is_authenticated", False):
+            return slot
+        throttle = SharedScopedRateThrottle()
+        limit, seconds = throttle.parse_rate(rate)
+        if limit is None or seconds is None:
+            return slot
+        key = throttle.cache_format % {"scope": START_SCOPE, "ident": user.pk}
+        slot.slots = Slots(key, limit, seconds, cache=throttle.cache)
+        if not slot.slots.take():
+            slot.wait = slot.slots.wait or 0.0
+        return slot
+
+    def give_back(self) -> None:
+        """The start was refused: free the slot it took."""
+        if self.slots is not None:
+            self.slots.give_back()
+
+
+class StartThrottled:
+    """A DRF view whose starts (``is_start``) are throttled with run starts:
+    each takes a slot of ``START_SCOPE`` before the view runs (DRF's
+    ``initial``), and a start refused with a 4xx (permission, validation, an
+    unknown prompt, the daily budget) gives it back. Otherwise a user without
+    the permission to start was told "throttled" instead of why, and 30
+    malformed bodies locked a client's valid starts out for a minute."""
+
+    throttle_scope = START_SCOPE
+    _start_throttle: SharedScopedRateThrottle | None = None
+
+    def is_start(self) -> bool:
+        return True
+
+    def get_throttles(self) -> list[Any]:
+        if not self.is_start():
+            return []
+        if self._start_throttle is None:
+            self._start_throttle = SharedScopedRateThrottle()
+        return [self._start_throttle]
+
+    def finalize_response(
+        self, request: Any, response: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        if self._start_throttle is not None and 400 <= response.status_code < 500:
+            self._start_throttle.give_back()  # nothing taken: nothing freed
+        return super().finalize_response(  # type: ignore[misc]
+            request, response, *args, **kwargs
+        )
 
 
 def start_limit_message(wait: float) -> str:
-    """What a page says when its start is refused by ``start_limit_wait``."""
+    """What a page says when its start is refused (``StartSlot.wait``)."""
     return (
         "You have started as many runs as you may for now; try again in "
         f"{max(1, math.ceil(wait))} s."
@@ -142,6 +195,7 @@ __all__ = [
     "START_SCOPE",
     "SharedScopedRateThrottle",
     "Slots",
+    "StartSlot",
+    "StartThrottled",
     "start_limit_message",
-    "start_limit_wait",
 ]
