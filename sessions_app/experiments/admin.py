@@ -29,7 +29,7 @@ from tooling.forms.editors import quoted
 from tooling.models import PromptTemplate
 
 from . import grader_config
-from .cases import import_cases
+from .cases import MOST_CASES, import_cases
 from .running import TARGET, check_size, may_change, unknown_targets
 
 
@@ -53,10 +53,38 @@ class CreatedByAdmin(NeutralisedAdminPages, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+class DatasetCaseFormSet(forms.BaseInlineFormSet):
+    """A dataset's cases, at most ``MOST_CASES`` once saved (as an import
+    or the API allows): cases added past it are refused. A dataset that
+    already holds more (from before the limit) keeps its cases."""
+
+    def clean(self) -> None:
+        super().clean()
+        forms_kept = [
+            form
+            for form in self.forms
+            if form.has_changed() or form.instance.pk is not None
+        ]
+        kept = sum(1 for form in forms_kept if not self._should_delete_form(form))
+        added = sum(
+            1
+            for form in forms_kept
+            if form.instance.pk is None and not self._should_delete_form(form)
+        )
+        if added and kept > MOST_CASES:
+            raise ValidationError(
+                f"A dataset holds at most {MOST_CASES} cases (an experiment runs "
+                f"at most {MOST_CASES}); these would be {kept}. Split them into "
+                "another dataset."
+            )
+
+
 class DatasetCaseInline(admin.TabularInline):
     model = DatasetCase
+    formset = DatasetCaseFormSet
     fields = ["position", "params", "trust_level", "expected_output", "notes"]
     extra = 1
+    max_num = MOST_CASES  # the "Add another" link stops there
 
 
 class ImportForm(forms.Form):

@@ -35,6 +35,7 @@ from sessions_app.models import (
 )
 from tooling.api.throttling import StartSlot, start_limit_message
 
+from .cases import append_cases
 from .results import csv_of, results_of
 from .running import grade_finished, may_grade, may_run, run_experiment
 
@@ -139,8 +140,17 @@ class ExperimentCsvView(LoginRequiredMixin, View):
 
 
 class AddToDatasetForm(forms.Form):
-    dataset = forms.ModelChoiceField(queryset=Dataset.objects.all())
-    expected_output = forms.CharField(required=False, max_length=100_000)
+    dataset = forms.ModelChoiceField(
+        queryset=Dataset.objects.all(),
+        label="Dataset",
+        error_messages={
+            "required": "Pick a dataset.",
+            "invalid_choice": "Pick a dataset from the list.",
+        },
+    )
+    expected_output = forms.CharField(
+        required=False, max_length=100_000, label="Expected output"
+    )
 
 
 def datasets_for(user: Any) -> list[Dataset]:
@@ -161,7 +171,13 @@ class AddToDatasetView(LoginRequiredMixin, View):
             raise PermissionDenied("Adding to a dataset needs 'Can add dataset case'.")
         form = AddToDatasetForm(request.POST)
         if not form.is_valid():
-            messages.error(request, "Pick a dataset.")
+            # each field's own message (a NUL in the expected output, its
+            # length), not "Pick a dataset." for all of them
+            refused = [
+                f"{form.fields[name].label or name}: {' '.join(errors)}"
+                for name, errors in form.errors.items()
+            ]
+            messages.error(request, "Not added. " + " ".join(refused))
             return HttpResponseRedirect(session.get_absolute_url())
         dataset = form.cleaned_data["dataset"]
         try:
@@ -175,15 +191,18 @@ class AddToDatasetView(LoginRequiredMixin, View):
                 + " ".join(error.messages),
             )
             return HttpResponseRedirect(session.get_absolute_url())
-        last = dataset.cases.order_by("-position").values_list("position", flat=True)
-        DatasetCase.objects.create(
+        case = DatasetCase(
             dataset=dataset,
-            position=(last.first() or 0) + 1,
             params=session.params,
             trust_level=session.trust_level,
             expected_output=form.cleaned_data["expected_output"],
             notes=f"From session {session.pk}.",
             source_session=session,
         )
+        try:
+            append_cases(dataset, [case])
+        except ValidationError as error:
+            messages.error(request, "Not added. " + " ".join(error.messages))
+            return HttpResponseRedirect(session.get_absolute_url())
         messages.info(request, f"Added to the dataset {dataset.name}.")
         return HttpResponseRedirect(session.get_absolute_url())

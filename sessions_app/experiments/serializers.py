@@ -20,6 +20,7 @@ from tooling.forms.editors import quoted
 from tooling.models import PromptTemplate
 
 from . import grader_config
+from .cases import MOST_CASES
 from .running import TARGET, unknown_targets
 
 
@@ -73,6 +74,14 @@ class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
         for index, case in enumerate(cases if isinstance(cases, list) else []):
             if isinstance(case, Mapping):
                 refuse_too_large(case.get("params"), f"cases.{index}.params")
+
+    def validate_cases(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(cases) > MOST_CASES:
+            raise serializers.ValidationError(
+                f"A dataset holds at most {MOST_CASES} cases (an experiment runs "
+                f"at most {MOST_CASES}); got {len(cases)}."
+            )
+        return cases
 
     def create_row(self, validated_data: dict[str, Any]) -> Dataset:
         cases = validated_data.pop("cases", [])

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -61,9 +62,17 @@ class Dataset(models.Model):
         return self.name
 
 
+# The largest position a case may have: a PositiveIntegerField's on every
+# database (PostgreSQL's integer; SQLite took up to 2**63 - 1, and the next
+# case's position then overflowed).
+MOST_POSITION = 2_147_483_647
+
+
 class DatasetCase(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
-    position = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(
+        default=0, validators=[MaxValueValidator(MOST_POSITION)]
+    )
     params = StorableJSONField(
         default=dict, blank=True, validators=[validate_case_params]
     )

@@ -153,6 +153,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# The most fields a form may post (Django's default is 1,000): a dataset's admin
+# page posts each case as an inline form of 8 fields, and a dataset holds up to
+# 1,000 cases (sessions_app.experiments.cases.MOST_CASES); with 1,000, one of 125
+# cases could no longer be saved (a 400).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
 LOGGING = {
     "version": 1,
