@@ -60,22 +60,22 @@ class DatasetCaseFormSet(forms.BaseInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
-        forms_kept = [
+
+        def deleted(form: forms.Form) -> bool:
+            return bool(getattr(form, "cleaned_data", {}).get("DELETE"))
+
+        kept = [
             form
             for form in self.forms
-            if form.has_changed() or form.instance.pk is not None
+            if (form.has_changed() or form.instance.pk is not None)
+            and not deleted(form)
         ]
-        kept = sum(1 for form in forms_kept if not self._should_delete_form(form))
-        added = sum(
-            1
-            for form in forms_kept
-            if form.instance.pk is None and not self._should_delete_form(form)
-        )
-        if added and kept > MOST_CASES:
+        added = any(form.instance.pk is None for form in kept)
+        if added and len(kept) > MOST_CASES:
             raise ValidationError(
                 f"A dataset holds at most {MOST_CASES} cases (an experiment runs "
-                f"at most {MOST_CASES}); these would be {kept}. Split them into "
-                "another dataset."
+                f"at most {MOST_CASES}); these would be {len(kept)}. Split them "
+                "into another dataset."
             )
 
 

@@ -174,7 +174,8 @@ class AddToDatasetView(LoginRequiredMixin, View):
             # each field's own message (a NUL in the expected output, its
             # length), not "Pick a dataset." for all of them
             refused = [
-                f"{form.fields[name].label or name}: {' '.join(errors)}"
+                f"{form.fields[name].label or name}: "
+                + " ".join(str(message) for message in errors)
                 for name, errors in form.errors.items()
             ]
             messages.error(request, "Not added. " + " ".join(refused))

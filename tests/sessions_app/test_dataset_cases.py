@@ -91,7 +91,7 @@ def test_a_dataset_at_the_largest_position_says_so_instead_of_failing(client):
 def test_a_dataset_holds_at_most_the_cases_an_experiment_can_run(admin_client):
     api = APIClient()
     api.force_login(writer())
-    cases = [{"params": {}}] * (MOST_CASES + 1)
+    cases: list[dict[str, Any]] = [{"params": {}}] * (MOST_CASES + 1)
     response = api.post("/api/datasets/", {"name": "d", "cases": cases}, format="json")
     assert response.status_code == 400
     assert f"at most {MOST_CASES} cases" in str(response.json()["errors"]["cases"])
