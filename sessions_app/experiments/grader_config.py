@@ -78,6 +78,15 @@ def check_entered_config(kind: str, config: Any) -> None:
     a config is entered (the admin, the API). A stored grader's grades ignore
     such a key."""
     check_config(kind, config)
+    if kind == Kind.OUTPUT_CONTAINS and not isinstance(
+        config.get("case_sensitive", False), bool
+    ):
+        # "false" (text) read as true graded the other way, without a word
+        raise ValidationError(
+            {"config": '"case_sensitive" must be true or false (not text or a number).'}
+        )
+    if kind == Kind.APPROVAL_REQUESTED and "tool" in config:
+        _text(config, "tool")  # a number matched no request, silently
     if kind == Kind.COST_AT_MOST:
         amount(config, entered=True)
     elif kind == Kind.CITATIONS_IN_DOMAINS:

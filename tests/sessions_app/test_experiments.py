@@ -239,6 +239,32 @@ def test_a_grader_config_entered_names_a_prompt_that_exists_and_real_domains():
 
 
 @pytest.mark.parametrize(
+    ("kind", "config", "message"),
+    [
+        (Kind.OUTPUT_CONTAINS, {"text": "x", "case_sensitive": "false"}, "true or"),
+        (Kind.OUTPUT_CONTAINS, {"text": "x", "case_sensitive": 0}, "true or false"),
+        (Kind.APPROVAL_REQUESTED, {"tool": 5}, '"tool" must be a non-empty text'),
+        (Kind.APPROVAL_REQUESTED, {"tool": ""}, '"tool" must be a non-empty text'),
+    ],
+)
+def test_an_optional_config_value_of_the_wrong_type_is_refused_where_entered(
+    kind: str, config: dict[str, Any], message: str
+):
+    """``"case_sensitive": "false"`` (text) graded case-sensitively, the
+    opposite of what was meant, and a tool named by a number matched no
+    request: both without a word (found by hostile QA)."""
+    with pytest.raises(ValidationError, match=message):
+        grader_config.check_entered_config(kind, config)
+    api = api_of_datasets_and_graders()
+    body = {"name": "g", "kind": str(kind), "config": config}
+    response = api.post("/api/graders/", body, format="json")
+    assert response.status_code == 400 and message in str(response.json())
+    for good in ({"text": "x", "case_sensitive": False}, {"text": "x"}):
+        grader_config.check_entered_config(Kind.OUTPUT_CONTAINS, good)
+    grader_config.check_entered_config(Kind.APPROVAL_REQUESTED, {"tool": "deploy"})
+
+
+@pytest.mark.parametrize(
     "usd", ["1_000", "\u0661\u0662", "1e400", "1E-2", " 5", "5 ", "+5", "5."]
 )
 def test_a_cost_grader_takes_an_amount_written_plainly_only(usd):
