@@ -109,8 +109,8 @@ MATRIX: dict[str, list[Row]] = {
     "sessions_app:experiment-csv": [Row("get", (LOGIN, 404, 200, 200, 404))],
     # running needs its author to view datasets too (user_b may not)
     "sessions_app:experiment-run": [Row("post", (LOGIN, 404, 403, 403, 404))],
-    # grading now: its author while runs wait (user_b's is new: refused)
-    "sessions_app:experiment-grade": [Row("post", (LOGIN, 404, 403, 403, 404))],
+    # grading now: its author while runs wait (user_b's is new: told so)
+    "sessions_app:experiment-grade": [Row("post", (LOGIN, 404, 302, 403, 404))],
     # catalog revisions: view_catalogrevision (the Auditors group)
     "sessions_app:revision-list": [Row("get", (LOGIN, 403, 403, 200, 403))],
     "sessions_app:revision-detail": [Row("get", (LOGIN, 403, 403, 200, 403))],
@@ -170,7 +170,7 @@ MATRIX: dict[str, list[Row]] = {
     ],
     "sessions_api:experiment-detail": [Row("get", (401, 404, 200, 200, 404))],
     "sessions_api:experiment-csv": [Row("get", (401, 404, 200, 200, 404))],
-    "sessions_api:experiment-grade": [Row("post", (401, 404, 403, 403, 404))],
+    "sessions_api:experiment-grade": [Row("post", (401, 404, 409, 403, 404))],
     "sessions_api:revision-detail": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:revision-compare": [Row("get", (401, 403, 403, 200, 403))],
     "sessions_api:approval-list": [Row("get", (401, 200, 200, 200, 200))],

@@ -29,7 +29,7 @@ from rest_framework.serializers import BaseSerializer
 
 from sessions_app import access
 from sessions_app.models import Dataset, Experiment, Grader
-from tooling.api.errors import ErrorSerializer, from_django
+from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import (
     EMPTY_BODY,
     no_body,
@@ -41,7 +41,8 @@ from .results import csv_of, results_of
 from .running import (
     check_size,
     grade_finished,
-    may_grade,
+    is_runner,
+    not_gradable,
     run_experiment,
 )
 from .serializers import (
@@ -234,15 +235,24 @@ class ExperimentViewSet(StartThrottled, viewsets.ReadOnlyModelViewSet[Experiment
         "who may start sessions, while runs wait for grades. It takes no body, "
         "or `{}`.",
         request=EMPTY_BODY,
-        responses={200: ResultsSerializer, 403: ErrorSerializer},
+        responses={
+            200: ResultsSerializer,
+            403: ErrorSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer, description="Not run yet, or every run graded."
+            ),
+        },
     )
     @action(detail=True, methods=["post"])
     def grade(self, request: Request, pk: str) -> Response:
         experiment = self.get_object()
-        if not may_grade(request.user, experiment):
+        if not is_runner(request.user, experiment):
             raise PermissionDenied(
                 "Only its author, who may start sessions, grades it while runs wait."
             )
+        why_not = not_gradable(experiment)
+        if why_not is not None:
+            raise Conflict(why_not)
         no_body(request.data)
         grade_finished(experiment, user=request.user, model_graders=True)
         return Response(ResultsSerializer(_results(experiment)).data)

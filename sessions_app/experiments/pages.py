@@ -37,7 +37,16 @@ from tooling.api.throttling import StartSlot, start_limit_message
 
 from .cases import append_cases
 from .results import csv_of, results_of
-from .running import grade_finished, may_grade, may_run, run_experiment
+from .running import (
+    ALREADY_RUN,
+    VIEW_DATASET,
+    grade_finished,
+    is_runner,
+    may_grade,
+    may_run,
+    not_gradable,
+    run_experiment,
+)
 
 ADD_CASE = "sessions_app.add_datasetcase"
 
@@ -80,9 +89,16 @@ class ExperimentRunView(LoginRequiredMixin, View):
         experiment = get_object_or_404(
             Experiment.objects.visible_to(request.user), pk=pk
         )
-        if not may_run(request.user, experiment):
+        if not (
+            is_runner(request.user, experiment) and request.user.has_perm(VIEW_DATASET)
+        ):
             raise PermissionDenied(
                 "Only its author, who may start sessions, runs a new experiment."
+            )
+        if experiment.status != Experiment.Status.NEW:  # a double click
+            messages.info(request, ALREADY_RUN)
+            return HttpResponseRedirect(
+                reverse("sessions_app:experiment-detail", args=[pk])
             )
         slot = StartSlot.take(request.user)  # as the API counts its starts
         if slot.wait is not None:
@@ -114,9 +130,15 @@ class ExperimentGradeView(LoginRequiredMixin, View):
         experiment = get_object_or_404(
             Experiment.objects.visible_to(request.user), pk=pk
         )
-        if not may_grade(request.user, experiment):
+        if not is_runner(request.user, experiment):
             raise PermissionDenied(
                 "Only its author, who may start sessions, grades it."
+            )
+        why_not = not_gradable(experiment)
+        if why_not is not None:  # graded meanwhile (another tab, a worker)
+            messages.info(request, why_not)
+            return HttpResponseRedirect(
+                reverse("sessions_app:experiment-detail", args=[pk])
             )
         graded = grade_finished(experiment, user=request.user, model_graders=True)
         messages.info(request, f"Graded {graded} run(s).")

@@ -102,7 +102,7 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
         pk=experiment.pk, status=Experiment.Status.NEW
     ).update(status=Experiment.Status.RUNNING)
     if not claimed:
-        raise ValidationError("This experiment has already been run.")
+        raise ValidationError(ALREADY_RUN)
     experiment.status = Experiment.Status.RUNNING
     runs = []
     for case in experiment.dataset.cases.all():
@@ -151,12 +151,16 @@ def may_change(user: Any, experiment: Experiment) -> bool:
     )
 
 
+def is_runner(user: Any, experiment: Experiment) -> bool:
+    """Its author, who may start sessions: who runs and grades it."""
+    return experiment.created_by_id == user.pk and access.may_start(user)
+
+
 def may_run(user: Any, experiment: Experiment) -> bool:
     """Its author, who may start sessions and read its dataset, while new."""
     return (
         experiment.status == Experiment.Status.NEW
-        and experiment.created_by_id == user.pk
-        and access.may_start(user)
+        and is_runner(user, experiment)
         and user.has_perm(VIEW_DATASET)
     )
 
@@ -164,11 +168,22 @@ def may_run(user: Any, experiment: Experiment) -> bool:
 def may_grade(user: Any, experiment: Experiment) -> bool:
     """Its author, who may start sessions (model graders start some), while
     runs wait for grades."""
-    return (
-        experiment.status == Experiment.Status.RUNNING
-        and experiment.created_by_id == user.pk
-        and access.may_start(user)
+    return experiment.status == Experiment.Status.RUNNING and is_runner(
+        user, experiment
     )
+
+
+def not_gradable(experiment: Experiment) -> str | None:
+    """Why an experiment's runner cannot grade it now, or ``None``."""
+    if experiment.status == Experiment.Status.NEW:
+        return "This experiment has not been run yet: nothing to grade."
+    if experiment.status == Experiment.Status.FINISHED:
+        return "Every run of this experiment is graded: nothing is left to grade."
+    return None
+
+
+# What its runner is told running it again (a double click, another tab).
+ALREADY_RUN = "This experiment has already been run."
 
 
 FINISHED = (*AgentSession.TERMINAL, AgentSession.Status.AWAITING_APPROVAL)

@@ -470,8 +470,22 @@ def test_the_author_runs_a_new_experiment_from_its_page(client):
     experiment.refresh_from_db()
     assert experiment.status == Experiment.Status.FINISHED
     assert ExperimentRun.objects.filter(experiment=experiment).count() == 2
-    again = client.post(reverse("sessions_app:experiment-run", args=[experiment.pk]))
-    assert again.status_code == 403
+    # a double click: the author is told it ran, not "only its author" (a 403)
+    again = client.post(
+        reverse("sessions_app:experiment-run", args=[experiment.pk]), follow=True
+    )
+    assert again.status_code == 200
+    assert "This experiment has already been run." in again.content.decode()
+    assert ExperimentRun.objects.filter(experiment=experiment).count() == 2
+    graded = client.post(
+        reverse("sessions_app:experiment-grade", args=[experiment.pk]), follow=True
+    )
+    assert "nothing is left to grade" in graded.content.decode()
+    api = APIClient()
+    api.force_login(user)
+    late = api.post(f"/api/experiments/{experiment.pk}/grade/", {}, format="json")
+    assert late.status_code == 409
+    assert "nothing is left to grade" in late.json()["detail"]
 
 
 def test_an_experiment_run_from_its_page_counts_against_the_start_limit(client):
