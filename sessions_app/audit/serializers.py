@@ -160,6 +160,17 @@ class AgentSessionDetailSerializer(
         many=True, read_only=True, source="trail.state_changes"
     )
     files = VirtualFileSerializer(many=True, read_only=True, source="trail.files")
+    replay_of = serializers.PrimaryKeyRelatedField(
+        read_only=True,
+        allow_null=True,
+        help_text="The session this one replays (null: not a replay; docs/replay.md).",
+    )
+    live_tools = serializers.BooleanField(
+        source="replay_live_tools",
+        read_only=True,
+        help_text="A replay whose read-only tools ran live (false for any "
+        "other session).",
+    )
     truncated = serializers.ListField(
         child=serializers.ChoiceField(choices=TRAIL_LISTS),
         source="trail.truncated",
@@ -191,6 +202,8 @@ class AgentSessionDetailSerializer(
             "cancel_requested_at",
             "cancelled_by",
             "created_by",
+            "replay_of",
+            "live_tools",
             *TRAIL_LISTS,
             "truncated",
         ]

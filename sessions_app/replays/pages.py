@@ -46,8 +46,15 @@ class ReplayForm(forms.Form):
         "otherwise every call is answered from the source's record.",
     )
 
-    def target(self) -> dict[str, Any]:
+    def clean_against(self) -> str:
         against = self.cleaned_data["against"].strip()
+        if against.startswith(LABEL_PREFIX) and not against.removeprefix(LABEL_PREFIX):
+            # (an empty label read as none: the same revision, replayed)
+            raise forms.ValidationError("Name the label: label:<name>.")
+        return against
+
+    def target(self) -> dict[str, Any]:
+        against = self.cleaned_data["against"]
         if against.startswith(LABEL_PREFIX):
             return {"label": against.removeprefix(LABEL_PREFIX)}
         return {"revision": against}
@@ -95,7 +102,10 @@ class ReplayView(LoginRequiredMixin, View):
             )
         form = ReplayForm(request.POST)
         if not form.is_valid():
-            messages.error(request, "The replay could not be read; try again.")
+            refused = " ".join(
+                str(message) for errors in form.errors.values() for message in errors
+            )
+            messages.error(request, f"Not replayed: {refused}")
             return HttpResponseRedirect(source.get_absolute_url())
         slot = StartSlot.take(request.user)  # as the API counts its starts
         if slot.wait is not None:

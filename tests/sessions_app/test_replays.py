@@ -219,6 +219,16 @@ def test_the_pages_replay_and_compare(client, source):
         follow=True,
     )
     assert "Not replayed" in bad.content.decode()
+    # an empty label was read as none: the same revision, "Replay started."
+    empty = client.post(
+        reverse("sessions_app:session-replay", args=[source.pk]),
+        {"against": "label:"},
+        follow=True,
+    )
+    assert "Not replayed: Name the label: label:&lt;name&gt;." in (
+        empty.content.decode()
+    )
+    assert AgentSession.objects.filter(replay_of=source).count() == 1
 
 
 def test_who_may_replay_and_compare(client, source):
@@ -249,6 +259,9 @@ def test_the_api_replays_and_compares(source):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["revision"] == source.revision_id
+    # a client tells a replay from a run (docs/replay.md: linked to its source)
+    assert (body["replay_of"], body["live_tools"]) == (str(source.pk), False)
+    assert api.get(f"/api/sessions/{source.pk}/").json()["replay_of"] is None
     compared = api.get(f"/api/sessions/{source.pk}/compare/{body['id']}/").json()
     assert {call["status"] for call in compared["calls"]} == {"same"}
     assert compared["output"] == []
