@@ -160,10 +160,13 @@ class AgentSessionDetailSerializer(
         many=True, read_only=True, source="trail.state_changes"
     )
     files = VirtualFileSerializer(many=True, read_only=True, source="trail.files")
-    replay_of = serializers.PrimaryKeyRelatedField(
-        read_only=True,
-        allow_null=True,
-        help_text="The session this one replays (null: not a replay; docs/replay.md).",
+    replay_of: serializers.PrimaryKeyRelatedField[Any] = (
+        serializers.PrimaryKeyRelatedField(
+            read_only=True,
+            allow_null=True,
+            help_text="The session this one replays (null: not a replay; "
+            "docs/replay.md).",
+        )
     )
     live_tools = serializers.BooleanField(
         source="replay_live_tools",
