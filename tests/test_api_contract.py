@@ -457,6 +457,21 @@ def test_run_starts_are_throttled_per_user(api_client, settings, demo):
     assert api_client.get(SESSIONS).status_code == 200
 
 
+@pytest.mark.parametrize("url", [SESSIONS, "/api/approvals/"])
+def test_options_points_at_the_schema_instead_of_describing_the_wrong_body(
+    api_client, url
+):
+    """DRF's OPTIONS described ``POST /api/sessions/`` by the session's
+    read-only detail (no ``prompt``), found by hostile QA; the schema is the
+    one description of each route's body."""
+    response = api_client.options(url)
+    assert response.status_code == 200
+    body = response.json()
+    assert "actions" not in body
+    assert body["schema"] == "http://testserver/api/schema/"
+    assert "application/json" in body["parses"]
+
+
 def test_a_refused_start_does_not_count_against_the_start_limit(
     api_client, settings, demo
 ):

@@ -84,6 +84,8 @@ REST_FRAMEWORK = {
     ),
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "tooling.api.schema.AutoSchema",
+    # OPTIONS points at the schema, which describes each route's body
+    "DEFAULT_METADATA_CLASS": "tooling.api.metadata.SchemaMetadata",
     "EXCEPTION_HANDLER": "tooling.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"session-start": WINK_API_START_RATE},
 }
