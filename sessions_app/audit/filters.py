@@ -118,7 +118,8 @@ class AgentSessionFilterSet(StrictFilterSet):
         method="filter_user",
         max_length=150,
         label="User",
-        help_text="The username of who started the session (any case).",
+        help_text="The username of who started the session: exactly, or in "
+        "any case when no username is exactly it.",
     )
     revision = django_filters.CharFilter(
         field_name="revision_id",
@@ -173,16 +174,18 @@ class AgentSessionFilterSet(StrictFilterSet):
 
     def filter_user(self, queryset: Any, name: str, value: str) -> Any:
         # The users' ids as a subquery, not a join: the page is then read
-        # newest first from the (created_by, created_at) index. Any case:
-        # "Alice" finds alice, "ÉLODIE" élodie (two accounts differing by
-        # case: both).
-        users = (
-            get_user_model()
-            .objects.alias(folded=Folded("username"))
-            .filter(folded=Folded(Value(value)))
-            .values("pk")
-        )
-        return queryset.filter(created_by__in=Subquery(users))
+        # newest first from the (created_by, created_at) index. The user of
+        # exactly that name; without one, any case: "Alice" finds alice,
+        # "ÉLODIE" élodie (two accounts differing by case, neither typed
+        # exactly: both). The cost report links its rows, each one user,
+        # by the exact name: with "u2" and "U2", each link listed both.
+        model = get_user_model()
+        users = model.objects.filter(username=value)
+        if not users.exists():
+            users = model.objects.alias(folded=Folded("username")).filter(
+                folded=Folded(Value(value))
+            )
+        return queryset.filter(created_by__in=Subquery(users.values("pk")))
 
     def filter_search(self, queryset: Any, name: str, value: str) -> Any:
         """Sessions whose parameters or output hold ``value``, or one of

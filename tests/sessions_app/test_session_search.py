@@ -509,6 +509,19 @@ def test_the_user_filter_takes_any_case(admin_client, api_client):
     assert page_ids(admin_client, user="elodie") == set()
 
 
+def test_the_user_filter_takes_the_exact_name_first(admin_client, api_client):
+    """With "u2" and "U2", the cost report's link to each one's sessions
+    listed both users' (found by hostile QA): a name typed exactly is that
+    user; without one, any case finds every account it folds to."""
+    lower = AgentSessionFactory.create(created_by=UserFactory.create(username="u2"))
+    upper = AgentSessionFactory.create(created_by=UserFactory.create(username="U2"))
+    assert api_ids(api_client, user="u2") == {str(lower.pk)}
+    assert page_ids(admin_client, user="U2") == {str(upper.pk)}
+    one = AgentSessionFactory.create(created_by=UserFactory.create(username="Ab"))
+    other = AgentSessionFactory.create(created_by=UserFactory.create(username="aB"))
+    assert api_ids(api_client, user="ab") == {str(one.pk), str(other.pk)}
+
+
 def test_date_boxes_are_pickers_with_a_format_hint(admin_client):
     html = admin_client.get(LIST_URL).content.decode()
 
