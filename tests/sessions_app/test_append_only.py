@@ -371,6 +371,9 @@ def test_purge_batches_each_record_their_sessions():
     [
         ("soon", "neither a duration"),
         ("2999-01-01T00:00:00Z", "must be in the past"),
+        # a traceback (OverflowError) before (found by hostile QA)
+        ("99999999999d", "reaches before the year 1"),
+        ("3000000d", "reaches before the year 1"),
     ],
 )
 def test_purge_refuses_bad_cutoffs(value, message):

@@ -24,7 +24,14 @@ def cutoff_from(value: str, now: datetime) -> datetime:
     match = _DURATION.fullmatch(value.strip())
     if match:
         unit = _UNITS[match["unit"]]
-        return now - timedelta(**{unit: int(match["number"])})
+        try:
+            return now - timedelta(**{unit: int(match["number"])})
+        except (OverflowError, ValueError):  # before the year 1
+            raise CommandError(
+                f"--older-than {value.strip()} reaches before the year 1: nothing "
+                "is that old (a date-time such as 2000-01-01T00:00:00Z purges "
+                "everything created before it)."
+            ) from None
     moment = parse_datetime(value.strip())
     if moment is None:
         raise CommandError(
