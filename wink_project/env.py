@@ -69,14 +69,24 @@ def env_rate(name: str, default: str) -> tuple[int, int] | None:
     return int(match[1]), int(match[2] or 1) * _PERIODS[match[3][0].lower()]
 
 
+_PLAIN_AMOUNT = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
+
+
 def env_usd(name: str) -> Decimal | None:
     """An amount of US dollars (``"5"``, ``"0.25"``); unset or empty: ``None``."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
+    # written plainly: Decimal also reads 1e3, 1_000 and other scripts' digits,
+    # which the docs and other programs reading the setting do not take
+    if not _PLAIN_AMOUNT.fullmatch(raw):
+        raise ImproperlyConfigured(
+            f"{name} must be an amount of US dollars such as 5 or 0.25 (digits 0-9 "
+            f"and one point); got {raw!r}."
+        )
     try:
         value = Decimal(raw)
-    except InvalidOperation:
+    except InvalidOperation:  # (the pattern lets none through)
         raise ImproperlyConfigured(
             f"{name} must be an amount of US dollars such as 5 or 0.25; got {raw!r}."
         ) from None

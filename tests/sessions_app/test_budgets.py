@@ -330,7 +330,14 @@ def test_budgets_setting_parses_dollars(raw, expected):
         assert env_usd("WINK_DAILY_BUDGET_USD") == expected
 
 
-@pytest.mark.parametrize("raw", ["five", "-1", "NaN", "Infinity", "0.00001", "1e9"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        *("five", "-1", "NaN", "Infinity", "0.00001", "1e9"),
+        # Decimal read these (found by hostile QA); the docs take none of them
+        *("1e3", "1E-2", "\uff15", "1_000", "+5", "5.", ".5", "\u0665"),
+    ],
+)
 def test_budgets_setting_refuses_what_is_not_an_amount(raw):
     from wink_project.env import env_usd
 
