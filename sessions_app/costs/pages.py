@@ -177,7 +177,21 @@ class ApiCredentialsMixin:
                 )
             if access.is_user(user):
                 request.user = user
+            elif not _basic(request):
+                # credentials of another scheme (Bearer): refused, as the API
+                # refuses them; a proxy's Basic login goes on to the login page
+                return HttpResponse(
+                    "Send the API's token: Authorization: Token <key>.",
+                    status=401,
+                    content_type="text/plain; charset=utf-8",
+                    headers={"WWW-Authenticate": "Token"},
+                )
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+
+
+def _basic(request: HttpRequest) -> bool:
+    scheme = request.headers.get("Authorization", "").split(" ", 1)[0]
+    return scheme.lower() == "basic"
 
 
 class CostCsvView(ApiCredentialsMixin, LoginRequiredMixin, View):
