@@ -372,6 +372,28 @@ def test_deny_on_the_page_needs_a_reason(client, paused, alice):
     assert pending(paused).status == Decision.PENDING
 
 
+def test_a_reason_that_is_not_utf8_is_refused_not_stored_altered(client, paused, alice):
+    """Django decodes a form with errors="replace": the reason was stored as
+    "a\ufffd\ufffd\ufffdb" and read by the model (found by hostile QA)."""
+    approval = pending(paused)
+    response = page(client, alice).post(
+        f"/audit/approvals/{approval.pk}/",
+        b"decision=deny&confirm=on&reason=a%ED%A0%80b",
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 400
+    assert "The form held text that is not UTF-8" in text_of(response)
+    assert pending(paused).status == Decision.PENDING
+    accented = page(client, alice).post(
+        f"/audit/approvals/{approval.pk}/",
+        "decision=deny&confirm=on&reason=caf%C3%A9+%F0%9F%99%82",
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert accented.status_code == 302
+    approval.refresh_from_db()
+    assert approval.decision_reason == "caf\u00e9 \U0001f642"
+
+
 def test_deny_on_the_page_answers_the_model_and_the_run_goes_on(client, paused, alice):
     approval = pending(paused)
     page(client, alice).post(

@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "tooling.api.slashes.CommonMiddleware",
     # In development without WINK_BASE_URL: links follow the served address.
     "sessions_app.approvals.links.RequestBaseUrlMiddleware",
+    # A form whose values are not UTF-8 is a 400, not saved with U+FFFD.
+    "wink_project.form_encoding.Utf8FormMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
