@@ -171,8 +171,9 @@ class AgentSessionDetailSerializer(
     live_tools = serializers.BooleanField(
         source="replay_live_tools",
         read_only=True,
-        help_text="A replay whose read-only tools ran live (false for any "
-        "other session).",
+        allow_null=True,
+        help_text="A replay: whether its read-only tools ran live (null: not "
+        "a replay).",
     )
     truncated = serializers.ListField(
         child=serializers.ChoiceField(choices=TRAIL_LISTS),

@@ -261,7 +261,8 @@ def test_the_api_replays_and_compares(source):
     assert body["revision"] == source.revision_id
     # a client tells a replay from a run (docs/replay.md: linked to its source)
     assert (body["replay_of"], body["live_tools"]) == (str(source.pk), False)
-    assert api.get(f"/api/sessions/{source.pk}/").json()["replay_of"] is None
+    source_body = api.get(f"/api/sessions/{source.pk}/").json()
+    assert (source_body["replay_of"], source_body["live_tools"]) == (None, None)
     compared = api.get(f"/api/sessions/{source.pk}/compare/{body['id']}/").json()
     assert {call["status"] for call in compared["calls"]} == {"same"}
     assert compared["output"] == []
