@@ -34,6 +34,7 @@ from sessions_app.models import (
     validate_case_params,
 )
 from tooling.api.throttling import StartSlot, start_limit_message
+from tooling.forms.validation import errors_in_words
 
 from .cases import append_cases
 from .results import csv_of, results_of
@@ -195,12 +196,7 @@ class AddToDatasetView(LoginRequiredMixin, View):
         if not form.is_valid():
             # each field's own message (a NUL in the expected output, its
             # length), not "Pick a dataset." for all of them
-            refused = [
-                f"{form.fields[name].label or name}: "
-                + " ".join(str(message) for message in errors)
-                for name, errors in form.errors.items()
-            ]
-            messages.error(request, "Not added. " + " ".join(refused))
+            messages.error(request, f"Not added. {errors_in_words(form)}")
             return HttpResponseRedirect(session.get_absolute_url())
         dataset = form.cleaned_data["dataset"]
         try:

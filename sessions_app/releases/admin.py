@@ -25,6 +25,7 @@ from sessions_app import access
 from sessions_app.admin_base import ReadOnlyAdmin
 from tooling import releases
 from tooling.bidi import neutralised
+from tooling.forms.validation import errors_in_words
 from tooling.models import (
     LABEL_RULE,
     CatalogRevision,
@@ -78,7 +79,7 @@ class DecisionForm(forms.Form):
     decision = forms.ChoiceField(
         choices=[("approve", "Approve"), ("reject", "Reject"), ("withdraw", "Withdraw")]
     )
-    note = forms.CharField(required=False, max_length=1000)
+    note = forms.CharField(required=False, max_length=1000, label="Note")
 
 
 class ReleasePageMixin:
@@ -150,7 +151,8 @@ class ReleasePageMixin:
     def _decide(self, request: HttpRequest, template: PromptTemplate) -> HttpResponse:
         form = DecisionForm(request.POST)
         if not form.is_valid():
-            messages.error(request, "That decision could not be read; try again.")
+            # the field and why (a note over 1,000 characters, a NUL in it)
+            messages.error(request, f"Not decided. {errors_in_words(form)}")
             return HttpResponseRedirect(request.path)
         release = get_object_or_404(
             Release, pk=form.cleaned_data["release"], prompt=template

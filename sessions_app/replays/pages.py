@@ -24,6 +24,7 @@ from sessions_app.audit.bidi import NeutraliseBidiMixin
 from sessions_app.costs.budgets import DailyBudgetExceeded
 from sessions_app.models import AgentSession
 from tooling.api.throttling import StartSlot, start_limit_message
+from tooling.forms.validation import errors_in_words
 from tooling.models import PromptLabel
 
 from .comparison import compare_sessions
@@ -36,6 +37,7 @@ REPLAYS_SHOWN = 10
 class ReplayForm(forms.Form):
     against = forms.CharField(
         max_length=80,
+        label="Replay against",
         initial=SAME,
         help_text="same (the source's revision), draft, label:<name> or a "
         "revision's hash.",
@@ -102,10 +104,7 @@ class ReplayView(LoginRequiredMixin, View):
             )
         form = ReplayForm(request.POST)
         if not form.is_valid():
-            refused = " ".join(
-                str(message) for errors in form.errors.values() for message in errors
-            )
-            messages.error(request, f"Not replayed: {refused}")
+            messages.error(request, f"Not replayed. {errors_in_words(form)}")
             return HttpResponseRedirect(source.get_absolute_url())
         slot = StartSlot.take(request.user)  # as the API counts its starts
         if slot.wait is not None:

@@ -362,6 +362,18 @@ def test_the_admin_release_page_requests_and_approves(client, catalog):
     assert 'value="approve"' not in html  # not for its requester
 
     client.force_login(bob)
+    # a refused note says why ("could not be read; try again" before)
+    for note, why in [
+        ("x" * 1001, "Note: Ensure this value has at most 1000 characters"),
+        ("o\x00k", "Note: Null characters are not allowed."),
+    ]:
+        refused = client.post(
+            url,
+            {"release": pending.pk, "decision": "approve", "note": note},
+            follow=True,
+        )
+        assert f"Not decided. {why}" in refused.content.decode()
+        assert Release.objects.get().is_pending
     page = client.post(
         url, {"release": pending.pk, "decision": "approve", "note": "ok"}, follow=True
     )

@@ -225,7 +225,7 @@ def test_the_pages_replay_and_compare(client, source):
         {"against": "label:"},
         follow=True,
     )
-    assert "Not replayed: Name the label: label:&lt;name&gt;." in (
+    assert "Not replayed. Replay against: Name the label: label:&lt;name&gt;." in (
         empty.content.decode()
     )
     assert AgentSession.objects.filter(replay_of=source).count() == 1

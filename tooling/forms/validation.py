@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from tooling.assembly import prompts_broken_by
 from tooling.assembly.edits import describe
@@ -87,3 +87,16 @@ def refuse_breaking(edit: Any, action: str = "This change") -> None:
     problems = prompts_broken_by(edit)
     if problems:
         raise ValidationError(describe(problems, action))
+
+
+def errors_in_words(form: forms.Form) -> str:
+    """A refused form's errors as one line, each after its field's label
+    (``Note: Ensure this value has at most 1000 characters (it has 1500).``):
+    for a page that answers a post with a message and a redirect."""
+    parts = []
+    for name, errors in form.errors.items():
+        field = form.fields.get(name)
+        label = (field.label if field is not None else None) or name.replace("_", " ")
+        words = " ".join(str(message) for message in errors)
+        parts.append(words if name == NON_FIELD_ERRORS else f"{label}: {words}")
+    return " ".join(parts)
