@@ -240,6 +240,18 @@ def test_malformed_json_is_a_400(api_client):
     error(response, 400, "parse_error")
 
 
+def test_a_number_past_a_floats_range_is_a_400_that_says_so(api_client, demo):
+    """``1e400`` was read as infinity, then refused as "Value must be valid
+    JSON." (found by hostile QA): the JSON was valid, the number too large."""
+    body = b'{"prompt": "demo/release", "params": {"question": 1e400}}'
+    response = api_client.post(SESSIONS, body, content_type="application/json")
+    detail = error(response, 400, "parse_error")["detail"]
+    assert detail == (
+        "JSON parse error - A number is too large (a float is at most about 1.8e308)."
+    )
+    assert not AgentSession.objects.exists()
+
+
 def test_an_integer_past_pythons_digits_is_a_400_that_says_so(api_client, demo):
     body = b'{"prompt": "demo/release", "params": {"n": 1' + b"0" * 5000 + b"}}"
     response = api_client.post(SESSIONS, body, content_type="application/json")

@@ -165,11 +165,26 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class UniqueKeysDecoder(json.JSONDecoder):
-    """``json.JSONDecoder`` refusing an object with a key twice (``unique_keys``)."""
+    """``json.JSONDecoder`` refusing an object with a key twice (``unique_keys``)
+    and a number too large for a float (``finite_float``)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["object_pairs_hook"] = unique_keys
+        kwargs.setdefault("parse_float", finite_float)
         super().__init__(**kwargs)
+
+
+# A number too large for a float (``1e400``): Python's decoder reads it as
+# infinity, which no JSON writer writes back ("Value must be valid JSON.").
+TOO_LARGE = "A number is too large (a float is at most about 1.8e308)."
+
+
+def finite_float(text: str) -> float:
+    """A ``parse_float``: the number, or ``ValueError(TOO_LARGE)``."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(TOO_LARGE)
+    return value
 
 
 # An integer past Python's limit of digits (4,300 by default), said as such:
@@ -190,7 +205,7 @@ def loads(text: str | bytes) -> Any:
     (``TOO_MANY_DIGITS``) and an object holding a key twice a ``DuplicateKey``
     (one)."""
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_float=finite_float)
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
     except ValueError as error:
@@ -243,9 +258,10 @@ class StorableJSONFormField(forms.JSONField):
                     json_error_message(decode_error), code="invalid"
                 ) from None
             raise
-        except ValueError:  # an integer past Python's 4300-digit limit
+        except ValueError as error:  # past Python's digits, or a float's range
+            message = TOO_MANY_DIGITS if too_many_digits(error) else str(error)
             raise ValidationError(
-                self.error_messages["invalid"], code="invalid", params={"value": value}
+                f"Enter valid JSON: {message}", code="invalid"
             ) from None
 
     def prepare_value(self, value: Any) -> Any:

@@ -159,6 +159,16 @@ def test_null_and_empty_values_take_the_defaults():
     assert (case.expected_output, case.notes, case.trust_level) == ("", "", "standard")
 
 
+def test_a_number_too_large_for_a_float_is_named():
+    dataset = Dataset.objects.create(name="d")
+    with pytest.raises(ValidationError) as refused:
+        import_cases(dataset, b'[{"params": {"n": 1e400}}]', "c.json")
+    assert refused.value.messages == [
+        "The file is not valid JSON: A number is too large (a float is at most "
+        "about 1.8e308)."
+    ]
+
+
 def test_a_csv_with_old_mac_line_endings_is_read():
     dataset = Dataset.objects.create(name="d")
     body = b'params,notes\r"{""q"": 1}",one\r"{""q"": 2}","two\rlines"\r'

@@ -129,6 +129,39 @@ def test_deeply_nested_json_is_a_form_error(admin_client, text):
     assert errors["default_params"] == ["Must not be nested more than 64 levels deep."]
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"x": 1' + "0" * 5000 + "}",
+            "Enter valid JSON: A number has too many digits.",
+        ),
+        (
+            '{"x": 1e400}',
+            "Enter valid JSON: A number is too large (a float is at most about "
+            "1.8e308).",
+        ),
+    ],
+    ids=["5000 digits", "1e400"],
+)
+def test_a_number_json_cannot_hold_is_a_form_error_that_says_so(
+    admin_client, text, message
+):
+    """Both were Django's bare "Enter a valid JSON." (found by hostile QA)."""
+    seed_demo_catalog()
+    section = SectionDefinition.objects.order_by("pk").first()
+    assert section is not None
+    url = reverse("admin:tooling_sectiondefinition_change", args=[section.pk])
+    data = change_form_data(admin_client, url)
+    data["default_params"] = text
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert errors["default_params"] == [message]
+
+
 def test_section_parameters_may_default_to_lists_and_objects(admin_client):
     """A dataclass refuses a mutable default; each section instance gets a copy."""
     seed_demo_catalog()

@@ -3,7 +3,8 @@ error - ..."): a body nested too deeply to decode (Python's JSON decoder
 recurses; DRF lets the ``RecursionError`` through), and an object holding a
 key twice (Python's decoder keeps the last: ``{"prompt": "a", "prompt": "b"}``
 started ``b``); and an integer past Python's limit of digits is refused as
-such (``TOO_MANY_DIGITS``)."""
+such (``TOO_MANY_DIGITS``), and a number too large for a float (``1e400``,
+which Python reads as infinity) too (``TOO_LARGE``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from rest_framework.utils.json import strict_constant
 from tooling.storable_json import (
     TOO_DEEP,
     TOO_MANY_DIGITS,
+    finite_float,
     too_many_digits,
     unique_keys,
 )
@@ -38,6 +40,7 @@ class JSONParser(parsers.JSONParser):
             return json.load(
                 codecs.getreader(encoding)(stream),
                 parse_constant=strict_constant if self.strict else None,
+                parse_float=finite_float,
                 object_pairs_hook=unique_keys,
             )
         except RecursionError:
