@@ -283,9 +283,9 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
                 lines.append((f"{label}: {ended}", messages.WARNING))
             except decisions.ApprovalClosed as closed:
                 outcomes["closed"] += 1
-                lines.append(
-                    (f"{label}: already decided ({closed}).", messages.WARNING)
-                )
+                # its own words: decided, expired, cancelled or a run that no
+                # longer waits ("already decided (... cancelled)" read oddly)
+                lines.append((f"{label}: not decided: {closed}", messages.WARNING))
             except ValidationError as error:
                 outcomes["invalid"] += 1
                 lines.append((f"{label}: {' '.join(error.messages)}", messages.ERROR))

@@ -104,9 +104,7 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
         serializer.is_valid(raise_exception=True)
         reason = serializer.validated_data["reason"]
         if not approve and not reason:
-            raise ValidationError(
-                {"reason": ["Say why you deny it: the model reads the reason."]}
-            )
+            raise ValidationError({"reason": [decisions.DENY_WITHOUT_REASON]})
         try:
             decisions.decide(
                 approval_id=approval.pk,

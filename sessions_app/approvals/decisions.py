@@ -86,6 +86,11 @@ class RunNotResumed(ApprovalClosed):
 _BLANK_LOOKALIKES = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
+# What a denial without a reason is told, blank or only invisible characters,
+# wherever it is made (the inbox page, the API, the admin).
+DENY_WITHOUT_REASON = "Say why you deny it: the model reads the reason."
+
+
 def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
     if reason is None:
         reason = ""
@@ -97,7 +102,7 @@ def _clean_reason(reason: Any, *, required: bool) -> tuple[str, bool]:
     ):
         # nothing to read: blank, or only invisible characters (a zero-width
         # space, a bidi control: the model would read "Denied by ...: ")
-        raise ValidationError({"reason": "Say why the call is denied."})
+        raise ValidationError({"reason": DENY_WITHOUT_REASON})
     if len(reason) > MAX_REASON:
         raise ValidationError(
             {"reason": f"The reason is at most {MAX_REASON} characters long."}

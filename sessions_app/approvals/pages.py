@@ -62,7 +62,7 @@ class DecisionForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("decision") == "deny" and not data.get("reason"):
-            self.add_error("reason", "Say why you deny it: the model reads the reason.")
+            self.add_error("reason", decisions.DENY_WITHOUT_REASON)
         return data
 
 

@@ -785,7 +785,7 @@ def test_admin_reports_an_already_decided_row_without_an_error(client, alice):
 
     assert response.status_code == 302
     text = text_of(client.get("/admin/sessions_app/approvalrequest/"))
-    assert "Deploy in demo/ship: already decided" in text
+    assert "Deploy in demo/ship: not decided: This approval is already denied." in text
     assert "Approvals: 1 closed." in text
     closed.refresh_from_db()
     assert closed.status == Decision.DENIED
@@ -885,7 +885,7 @@ def test_admin_reports_at_most_ten_rows_then_counts_the_rest(client, alice):
     admin_action(client, "approve_selected", closed, post="yes")
 
     text = text_of(client.get("/admin/sessions_app/approvalrequest/"))
-    assert text.count(": already decided (") == 10
+    assert text.count(": not decided: This approval is already denied.") == 10
     assert "... and 2 more not decided." in text
     assert "Approvals: 12 closed." in text
 

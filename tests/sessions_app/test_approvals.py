@@ -154,7 +154,9 @@ def test_deny_needs_a_reason(paused: AgentSession, approver, reason: str) -> Non
         decisions.decide(
             approval_id=approval.pk, user=approver, approve=False, reason=reason
         )
-    assert raised.value.message_dict == {"reason": ["Say why the call is denied."]}
+    assert raised.value.message_dict == {
+        "reason": ["Say why you deny it: the model reads the reason."]
+    }
     approval.refresh_from_db()
     assert approval.status == ApprovalRequest.Status.PENDING
 
