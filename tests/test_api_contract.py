@@ -804,6 +804,8 @@ def _body_less_actions(user) -> list[tuple[str, Any]]:
         ("application/json", "garbage", 400, "parse_error", None),
         ("application/json", '{"reason": "x"}', 400, "invalid", "reason"),
         ("application/json", "[]", 400, "invalid", "non_field_errors"),
+        # (DRF's "No data provided." before)
+        ("application/json", "null", 400, "invalid", "non_field_errors"),
         ("text/plain", "hello", 415, "unsupported_media_type", None),
         (
             "application/x-www-form-urlencoded",
@@ -827,6 +829,10 @@ def test_an_action_taking_no_body_refuses_one(
             errors = error(response, status, code)["errors"]
             if field is not None:
                 assert list(errors) == [field], errors
+            if body == "null":
+                assert errors[field] == [
+                    "This action takes no input: send no body, or {}."
+                ]
             assert not happened(), url
             response = api_client.post(url, accepted, format="json")
             assert response.status_code == 200, (url, accepted, response.content)

@@ -146,6 +146,10 @@ EMPTY_BODY = {
 
 def no_body(data: Any) -> None:
     """Refuse a request body (``request.data``) other than none or ``{}``."""
+    if data is None:  # a JSON null (DRF would say "No data provided.")
+        raise serializers.ValidationError(
+            "This action takes no input: send no body, or {}."
+        )
     EmptyBodySerializer(data=data).is_valid(raise_exception=True)
 
 
