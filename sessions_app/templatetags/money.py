@@ -71,6 +71,9 @@ def format_usd(value: Any) -> str:
             shown = amount.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
         except InvalidOperation:
             return ""
+        if shown >= DOLLAR and places > 2:  # 0.99995 rounded up to a dollar
+            places = 2
+            shown = shown.quantize(CENT)
         # Past four places only significant digits: $0.0001, not $0.00010.
         while places > 4 and shown == shown.quantize(Decimal(1).scaleb(1 - places)):
             places -= 1
