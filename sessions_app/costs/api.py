@@ -111,8 +111,9 @@ class CostReportView(APIView):
             OpenApiParameter(
                 "to",
                 OpenApiTypes.DATE,
-                description=f"Last day, included; default today. At most "
-                f"{ranges.MAX_DAYS} days in all.",
+                description=f"Last day, included; default today, or, when only "
+                f"`from` is given, today at most {ranges.MAX_DAYS - 1} days "
+                f"after it. At most {ranges.MAX_DAYS} days in all.",
             ),
         ],
         responses={
