@@ -7,7 +7,9 @@ the framework itself can produce, so a client and a fuzzer know them:
 - 401 when it needs credentials; 403 when it changes something (permission or
   CSRF) or says so itself;
 - 404 when its path names a resource, or its list pages with a cursor;
-- 413 when it takes a body; 415 for a body in a type it cannot parse;
+- 411 for a body sent in chunks without a length (POST, PUT, PATCH: the
+  ``ApiErrorMiddleware`` refuses it); 413 when it takes a body; 415 for a body
+  in a type it cannot parse;
 - 429 when it is throttled; 500 always.
 """
 
@@ -26,6 +28,7 @@ _DESCRIPTIONS = {
     "403": "Not allowed (a permission, or a missing CSRF token with session "
     "authentication).",
     "404": "No such resource, or one the caller may not see.",
+    "411": "The body was sent in chunks without a `Content-Length`: send one.",
     "413": "The body, or one of its values, is too large.",
     "415": "The body's media type is not accepted (send application/json).",
     "429": "Too many requests: `Retry-After` says when to try again.",
@@ -71,6 +74,8 @@ class AutoSchema(SpectacularAutoSchema):
                 codes.append("403")
         if "{" in self.path or self._get_pagination_parameters():
             codes.append("404")
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes.append("411")
         if unsafe:
             codes += ["413", "415"]
         if self.view.get_throttles():
