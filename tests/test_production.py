@@ -345,12 +345,12 @@ def test_a_body_sent_in_chunks_is_refused_not_read_as_empty(production_server):
     # hostile QA: no route listed it)
     with httpx.Client(base_url=base, timeout=REQUEST_SECONDS) as client:
         schema = client.get("/api/schema/?format=json").json()
-    for path, operations in schema["paths"].items():
+    for route, operations in schema["paths"].items():
         for method, operation in operations.items():
             if method in ("post", "put", "patch"):
-                assert "411" in operation["responses"], (method, path)
+                assert "411" in operation["responses"], (method, route)
             elif method in ("get", "delete"):
-                assert "411" not in operation["responses"], (method, path)
+                assert "411" not in operation["responses"], (method, route)
 
 
 def test_gunicorn_serves_swagger_ui_with_its_assets(production_server):
