@@ -55,8 +55,11 @@ class CreatedByAdmin(NeutralisedAdminPages, admin.ModelAdmin):
 
 class DatasetCaseFormSet(forms.BaseInlineFormSet):
     """A dataset's cases, at most ``MOST_CASES`` once saved (as an import
-    or the API allows): cases added past it are refused. A dataset that
-    already holds more (from before the limit) keeps its cases."""
+    or the API allows): cases added past it are refused. Counted from the
+    database, the dataset's row locked (the admin saves in a transaction):
+    the forms posted may leave out cases it holds, and an import may add
+    some meanwhile. A dataset that already holds more (from before the
+    limit) keeps its cases."""
 
     def clean(self) -> None:
         super().clean()
@@ -64,19 +67,33 @@ class DatasetCaseFormSet(forms.BaseInlineFormSet):
         def deleted(form: forms.Form) -> bool:
             return bool(getattr(form, "cleaned_data", {}).get("DELETE"))
 
-        kept = [
+        added = [
             form
             for form in self.forms
-            if (form.has_changed() or form.instance.pk is not None)
-            and not deleted(form)
+            if form.instance.pk is None and form.has_changed() and not deleted(form)
         ]
-        added = any(form.instance.pk is None for form in kept)
-        if added and len(kept) > MOST_CASES:
-            raise ValidationError(
-                f"A dataset holds at most {MOST_CASES} cases (an experiment runs "
-                f"at most {MOST_CASES}); these would be {len(kept)}. Split them "
-                "into another dataset."
+        if not added:
+            return
+        held = 0
+        if self.instance.pk is not None:  # a dataset being added holds none
+            lock = Dataset.objects.select_for_update().filter(pk=self.instance.pk)
+            list(lock.values("pk"))
+            removed = sum(
+                1
+                for form in self.forms
+                if form.instance.pk is not None and deleted(form)
             )
+            held = self.instance.cases.count() - removed
+        if held + len(added) > MOST_CASES:
+            raise ValidationError(self._too_many(held + len(added)))
+
+    @staticmethod
+    def _too_many(count: int) -> str:
+        return (
+            f"A dataset holds at most {MOST_CASES} cases (an experiment runs at "
+            f"most {MOST_CASES}); these would be {count}. Split them into "
+            "another dataset."
+        )
 
 
 class DatasetCaseInline(admin.TabularInline):

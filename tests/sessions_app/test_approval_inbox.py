@@ -383,6 +383,29 @@ def test_a_reason_that_is_not_utf8_is_refused_not_stored_altered(client, paused,
     )
     assert response.status_code == 400
     assert "The form held text that is not UTF-8" in text_of(response)
+    assert "alice" in text_of(response)  # the page knows who is signed in
+    assert pending(paused).status == Decision.PENDING
+    # the same as multipart (Django decodes its fields with "replace" too)
+    boundary = "b0undary"
+    multipart = (
+        (
+            f"--{boundary}\r\n"
+            'Content-Disposition: form-data; name="decision"\r\n\r\ndeny\r\n'
+            f"--{boundary}\r\n"
+            'Content-Disposition: form-data; name="confirm"\r\n\r\non\r\n'
+            f"--{boundary}\r\n"
+            'Content-Disposition: form-data; name="reason"\r\n\r\n'
+        ).encode()
+        + b"a\xed\xa0\x80b\r\n"
+        + f"--{boundary}--\r\n".encode()
+    )
+    response = page(client, alice).post(
+        f"/audit/approvals/{approval.pk}/",
+        multipart,
+        content_type=f"multipart/form-data; boundary={boundary}",
+    )
+    assert response.status_code == 400
+    assert "The form held text that is not UTF-8" in text_of(response)
     assert pending(paused).status == Decision.PENDING
     accented = page(client, alice).post(
         f"/audit/approvals/{approval.pk}/",

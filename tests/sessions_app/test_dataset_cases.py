@@ -127,6 +127,28 @@ def test_a_dataset_holds_at_most_the_cases_an_experiment_can_run(admin_client):
     assert dataset.cases.count() == MOST_CASES
 
 
+def test_the_admins_limit_counts_the_cases_held_not_the_forms_posted(admin_client):
+    """Posting only a new form (INITIAL_FORMS=0) went past the limit: the
+    forms posted were counted (found by a hostile review)."""
+    dataset = Dataset.objects.create(name="full")
+    many(dataset, MOST_CASES)
+    url = reverse("admin:sessions_app_dataset_change", args=[dataset.pk])
+    prefix = "cases"
+    data = {
+        "name": "full",
+        "description": "",
+        f"{prefix}-TOTAL_FORMS": "1",
+        f"{prefix}-INITIAL_FORMS": "0",
+        f"{prefix}-0-params": '{"new": 1}',
+        f"{prefix}-0-trust_level": "standard",
+        f"{prefix}-0-position": "5000",
+    }
+    refused = admin_client.post(url, data)
+    assert refused.status_code == 200
+    assert f"these would be {MOST_CASES + 1}" in refused.content.decode()
+    assert dataset.cases.count() == MOST_CASES
+
+
 # -- what a row says -------------------------------------------------------------
 
 
@@ -254,3 +276,8 @@ def test_an_import_page_shows_why_a_file_is_refused(client):
     page = client.post(url, {"file": upload})
     assert page.status_code == 200
     assert "Item 1: notes must be text." in page.content.decode()
+    # a file's bytes are the file's: its own message, not the form's 400
+    latin = SimpleUploadedFile("c.csv", b"params,notes\n{},caf\xe9\n")
+    page = client.post(url, {"file": latin})
+    assert page.status_code == 200
+    assert "The file is not UTF-8 text." in page.content.decode()

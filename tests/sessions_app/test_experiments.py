@@ -737,6 +737,43 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
     assert experiment.created_by == root and experiment.status == "new"
 
 
+def test_an_experiment_refused_from_its_page_gives_its_start_back(client, monkeypatch):
+    """Too many runs: refused, and the start slot it took is freed (the
+    limit counts runs started)."""
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    from tooling.api.throttling import StartSlot
+
+    cache.clear()
+    seed_demo_catalog()
+    monkeypatch.setattr("sessions_app.experiments.running.MOST_RUNS", 1)
+    user = runner()
+    user.user_permissions.add(Permission.objects.get(codename="view_dataset"))
+    dataset = Dataset.objects.create(name="two")
+    for question in ("Why?", "How?"):
+        DatasetCase.objects.create(dataset=dataset, params={"question": question})
+    experiment = Experiment.objects.create(
+        name="big",
+        dataset=dataset,
+        prompt_ref="demo/research",
+        targets=["draft"],
+        created_by=user,
+    )
+    client.force_login(user)
+    rates = {"session-start": "1/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        refused = client.post(
+            reverse("sessions_app:experiment-run", args=[experiment.pk]), follow=True
+        )
+        assert "would start 2 runs; at most 1" in refused.content.decode()
+        assert StartSlot.take(user).wait is None  # the minute's one start is free
+    cache.clear()
+
+
 def test_an_experiment_of_too_many_runs_is_refused_before_any_starts(monkeypatch):
     monkeypatch.setattr("sessions_app.experiments.running.MOST_RUNS", 3)
     dataset = Dataset.objects.create(name="big")

@@ -446,3 +446,34 @@ def test_starts_from_the_pages_count_against_the_api_start_limit(client, source)
     # two page starts: the third did nothing
     assert AgentSession.objects.filter(replay_of=source).count() == 2
     cache.clear()
+
+
+def test_a_refused_replay_gives_its_start_back(client, source, settings):
+    """A replay the daily budget refuses (page) or an OPTIONS (API) takes no
+    run start: the limit counts runs started (found by a hostile review)."""
+    from decimal import Decimal
+
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.settings import api_settings
+
+    cache.clear()
+    alice = source.created_by
+    client.force_login(alice)
+    url = reverse("sessions_app:session-replay", args=[source.pk])
+    api = APIClient()
+    api.force_login(alice)
+    rates = {"session-start": "1/minute"}
+    with override_settings(
+        REST_FRAMEWORK={**api_settings.user_settings, "DEFAULT_THROTTLE_RATES": rates}
+    ):
+        settings.WINK_DAILY_BUDGET_USD = Decimal(0)
+        spent = client.post(url, {"against": "same"}, follow=True)
+        assert "daily budget" in spent.content.decode()
+        settings.WINK_DAILY_BUDGET_USD = None
+        for _ in range(3):
+            options = api.options(f"/api/sessions/{source.pk}/replay/")
+            assert options.status_code == 200
+        assert client.post(url, {"against": "same"}).status_code == 302
+    assert AgentSession.objects.filter(replay_of=source).count() == 1
+    cache.clear()

@@ -607,7 +607,10 @@ def test_rows_with_odd_indices_are_not_read() -> None:
     [
         ('{"rules": [{"tool": "deploy", "when": {"env": "prod\\u202e"}}]}', "bidi"),
         ('{"rules": [{"tool": "deploy", "when": {"n": NaN}}]}', "NaN or Infinity"),
-        ('{"rules": [{"tool": "deploy", "when": {"n": 1e400}}]}', "NaN or Infinity"),
+        (
+            '{"rules": [{"tool": "deploy", "when": {"n": 1e400}}]}',
+            "A number is too large",
+        ),
     ],
 )
 def test_hostile_json_is_refused_on_the_json(config: str, message: str) -> None:

@@ -164,7 +164,9 @@ class StartThrottled:
     _start_throttle: SharedScopedRateThrottle | None = None
 
     def is_start(self) -> bool:
-        return True
+        """Whether this request starts runs (a POST; an OPTIONS does not)."""
+        request = getattr(self, "request", None)
+        return request is not None and request.method == "POST"
 
     def get_throttles(self) -> list[Any]:
         if not self.is_start():

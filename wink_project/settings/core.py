@@ -66,10 +66,11 @@ MIDDLEWARE = [
     "tooling.api.slashes.CommonMiddleware",
     # In development without WINK_BASE_URL: links follow the served address.
     "sessions_app.approvals.links.RequestBaseUrlMiddleware",
-    # A form whose values are not UTF-8 is a 400, not saved with U+FFFD.
-    "wink_project.form_encoding.Utf8FormMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A form whose values are not UTF-8 is a 400, not saved with U+FFFD (as a
+    # view is called: after CSRF, with the user known).
+    "wink_project.form_encoding.Utf8FormMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -155,11 +156,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-# The most fields a form may post (Django's default is 1,000): a dataset's admin
-# page posts each case as an inline form of 8 fields, and a dataset holds up to
-# 1,000 cases (sessions_app.experiments.cases.MOST_CASES); with 1,000, one of 125
-# cases could no longer be saved (a 400).
+# The most fields a form may post, and its most bytes (Django's defaults are
+# 1,000 and 2.5 MB): a dataset's admin page posts each case as an inline form
+# of 8 fields, a dataset holds up to 1,000 cases
+# (sessions_app.experiments.cases.MOST_CASES) from up to 2 MiB of imports, and
+# a form percent-encodes each byte of non-ASCII text as three. With Django's,
+# a dataset of 125 cases, or of 1.85 MB imported, could no longer be saved (a
+# 400). The API's bodies have limits of their own (settings/api.py).
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
 LOGGING = {
     "version": 1,
