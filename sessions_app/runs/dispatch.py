@@ -5,8 +5,9 @@ never import a task module; the tasks (``tasks.py``) register under the names
 defined here. Without a broker (``CELERY_TASK_ALWAYS_EAGER``) nothing is
 queued and the caller runs the session inline.
 
-A broker that cannot be reached never fails the caller: Celery retries the
-publish a bounded number of times (``CELERY_TASK_PUBLISH_RETRY_POLICY``,
+A broker that cannot be reached, or refuses the connection (a wrong password
+or virtual host), never fails the caller: Celery retries the publish a bounded
+number of times (``CELERY_TASK_PUBLISH_RETRY_POLICY``,
 ``CELERY_BROKER_CONNECTION_TIMEOUT``: a few seconds at most), then the failure
 is recorded on the session (``dispatch_error``, ``dispatch_failed_at``,
 ``dispatch_failures``; ``dispatched_at`` cleared) and logged, and the session
@@ -89,11 +90,20 @@ def send_run(session_id: Any, *, deadline_seconds: int) -> bool:
             soft_time_limit=soft,
             time_limit=hard,
         )
-    except UNREACHABLE as error:
-        logger.warning(
-            "Session %s stays queued: the broker could not be reached (%s: %s); "
-            "the sweeper sends it again",
+    except Exception as error:
+        # Unreachable (UNREACHABLE), or refusing the connection (a wrong
+        # password or virtual host: amqp's AccessRefused, NotAllowed, which
+        # kombu lets through as they are), or any other failed publish: the
+        # session is committed, so the caller must not fail (a 500 after the
+        # run was saved, and a retry started a second one). Recorded, for the
+        # sweeper to send again.
+        unreachable = isinstance(error, UNREACHABLE)
+        logger.log(
+            logging.WARNING if unreachable else logging.ERROR,
+            "Session %s stays queued: the broker %s (%s: %s); the sweeper sends "
+            "it again",
             session_id,
+            "could not be reached" if unreachable else "refused the run",
             type(error).__name__,
             _CREDENTIALS.sub("***@", str(error))[:500],
         )
@@ -109,7 +119,11 @@ def record_failure(session_id: Any, *, error: BaseException) -> None:
     more failure. A session that started or ended meanwhile is left alone
     (another copy of the message reached a worker); a database error is
     logged, not raised (the session stays queued for the sweeper anyway)."""
-    reason = f"The broker could not be reached ({type(error).__name__})."
+    reason = (
+        f"The broker could not be reached ({type(error).__name__})."
+        if isinstance(error, UNREACHABLE)
+        else f"The broker refused the run ({type(error).__name__})."
+    )
     try:
         AgentSession.objects.filter(
             pk=session_id, status__in=(Status.QUEUED, Status.RUNNING)

@@ -248,8 +248,10 @@ def cancel_session(*, session_id: Any, user: Any) -> str:
     if cancel_queued(session_id, user=user, now=now):
         return "cancelled"
     requested = request_cancel(session_id, user=user, now=now)
-    # A run whose worker is gone would never see the request.
-    if requested and settle(session_id, now=now) == Status.CANCELLED:
+    # A run whose worker is gone would never see the request, made now or by
+    # an earlier cancel (a second cancel after its lease expired left it
+    # running until a sweep).
+    if settle(session_id, now=now) == Status.CANCELLED:
         return "cancelled"
     # The run may have ended meanwhile (its last step came before a next
     # one): the request stays recorded, and the answer says it ended.

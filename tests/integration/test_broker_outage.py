@@ -178,3 +178,38 @@ def test_a_run_a_worker_finishes_during_a_sweep_is_left_alone(settings):
         assert finished.dispatched_at == racing.dispatched_at  # left alone
         for session in (finished, AgentSession.objects.get(pk=other.pk)):
             _assert_recorded_once(session)
+
+
+def _refusing(url: str) -> str:
+    """``url``'s broker with credentials it refuses (a wrong password)."""
+    scheme, _, rest = url.partition("://")
+    host = rest.rpartition("@")[2]
+    return f"{scheme}://wink-nobody:wrong-password@{host}"
+
+
+def test_a_broker_refusing_the_login_queues_the_run_for_the_sweeper(settings):
+    """amqp's AccessRefused (a wrong password or virtual host) was no
+    "unreachable" broker: the start answered 500 after its session was
+    committed (a retry started a second run), and a sweep's failed send
+    wiped the record of the first (found by hostile QA)."""
+    seed_demo_catalog()
+    user = UserFactory.create(username="runner")
+    user.user_permissions.add(Permission.objects.get(codename="start_session"))
+    client = APIClient()
+    client.force_authenticate(user)
+    with broker_at(settings, _refusing(BROKER)):
+        response = client.post(
+            "/api/sessions/", {"prompt": PROMPT, "params": {}}, format="json"
+        )
+        assert response.status_code == 202, response.content
+        session = AgentSession.objects.get()
+        assert session.status == Status.QUEUED
+        assert session.dispatched_at is None
+        assert session.dispatch_error.startswith("The broker ")
+        assert session.dispatch_failures == 1
+        out = StringIO()
+        call_command("sweep_sessions", stdout=out)
+        session.refresh_from_db()
+        assert session.dispatched_at is None  # still for the next sweep
+        assert session.dispatch_error.startswith("The broker ")
+        assert session.dispatch_failures == 2

@@ -415,6 +415,18 @@ def test_cancel_of_a_run_whose_worker_died_settles_at_once(queued):
     assert fresh(queued.pk).status == Status.CANCELLED
 
 
+def test_a_second_cancel_once_the_worker_is_gone_settles_at_once(queued):
+    """Cancelled while its worker still held the lease, then again once the
+    lease expired: the second stayed "requested" until a sweep, since only
+    the first request settled (found by hostile QA)."""
+    lifecycle.claim(queued.pk)
+    assert services.cancel_session(session_id=queued.pk, user=None) == "requested"
+    expire_lease(queued.pk)
+
+    assert services.cancel_session(session_id=queued.pk, user=None) == "cancelled"
+    assert fresh(queued.pk).status == Status.CANCELLED
+
+
 def test_sweep_command_reports(queued, capsys):
     from django.core.management import call_command
 
