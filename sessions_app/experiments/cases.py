@@ -187,7 +187,9 @@ def import_cases(dataset: Dataset, content: bytes, filename: str) -> list[Datase
     if not rows:
         raise ValidationError("The file holds no case.")
     if len(rows) > MOST_CASES:
-        raise ValidationError(f"At most {MOST_CASES} cases per file (per dataset).")
+        raise ValidationError(
+            f"A file holds at most {MOST_CASES} cases (as many as a dataset holds)."
+        )
     is_json = filename.lower().endswith(".json")
     cases = [
         _case(dataset, row, f"Item {index + 1}" if is_json else f"Row {index + 2}")
