@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -77,7 +78,8 @@ class DatasetCaseFormSet(forms.BaseInlineFormSet):
         held = 0
         if self.instance.pk is not None:  # a dataset being added holds none
             lock = Dataset.objects.select_for_update().filter(pk=self.instance.pk)
-            list(lock.values("pk"))
+            with transaction.atomic():  # (held to the admin's commit)
+                list(lock.values("pk"))
             removed = sum(
                 1
                 for form in self.forms

@@ -91,12 +91,15 @@ def send_run(session_id: Any, *, deadline_seconds: int) -> bool:
             time_limit=hard,
         )
     except Exception as error:
-        # Unreachable (UNREACHABLE), or refusing the connection (a wrong
-        # password or virtual host: amqp's AccessRefused, NotAllowed, which
-        # kombu lets through as they are), or any other failed publish: the
-        # session is committed, so the caller must not fail (a 500 after the
-        # run was saved, and a retry started a second one). Recorded, for the
-        # sweeper to send again.
+        if not _broker_error(error):
+            # a bug or a broken configuration, not the broker's answer: it
+            # surfaces (the sweep logs it and goes on to the next session)
+            raise
+        # Unreachable, or refusing the connection (a wrong password or
+        # virtual host: amqp's AccessRefused, NotAllowed, which kombu lets
+        # through as they are): the session is committed, so the caller must
+        # not fail (a 500 after the run was saved, and a retry started a
+        # second one). Recorded, for the sweeper to send again.
         unreachable = isinstance(error, UNREACHABLE)
         logger.log(
             logging.WARNING if unreachable else logging.ERROR,
@@ -110,6 +113,25 @@ def send_run(session_id: Any, *, deadline_seconds: int) -> bool:
         record_failure(session_id, error=error)
         return False
     return True
+
+
+def _broker_error(error: Exception) -> bool:
+    """Whether ``error`` is the broker's: unreachable (``UNREACHABLE``), or
+    one of its transport's connection or channel errors (a refused login,
+    an unknown virtual host)."""
+    if isinstance(error, UNREACHABLE):
+        return True
+    try:
+        connection = current_app.connection_for_write()
+    except Exception:  # (a broker URL that does not parse)
+        return False
+    try:
+        errors = (*connection.connection_errors, *connection.channel_errors)
+    except Exception:  # (a transport that cannot be loaded)
+        return False
+    finally:
+        connection.release()
+    return isinstance(error, errors)
 
 
 def record_failure(session_id: Any, *, error: BaseException) -> None:

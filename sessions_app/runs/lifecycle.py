@@ -251,7 +251,10 @@ def cancel_session(*, session_id: Any, user: Any) -> str:
     # A run whose worker is gone would never see the request, made now or by
     # an earlier cancel (a second cancel after its lease expired left it
     # running until a sweep).
-    if settle(session_id, now=now) == Status.CANCELLED:
+    gone = AgentSession.objects.filter(
+        pk=session_id, status=Status.RUNNING, lease_expires_at__lt=now
+    )
+    if gone.exists() and settle(session_id, now=now) == Status.CANCELLED:
         return "cancelled"
     # The run may have ended meanwhile (its last step came before a next
     # one): the request stays recorded, and the answer says it ended.

@@ -149,6 +149,38 @@ def test_the_admins_limit_counts_the_cases_held_not_the_forms_posted(admin_clien
     assert dataset.cases.count() == MOST_CASES
 
 
+def test_the_admins_limit_locks_the_dataset_while_it_counts(admin_client):
+    """An import meanwhile waits for the admin's save (PostgreSQL: the
+    dataset's row is locked, as ``append_cases`` locks it)."""
+    if connection.vendor == "sqlite":
+        pytest.skip(
+            "SQLite has no row locks (its IMMEDIATE transactions serialise "
+            "writers); PostgreSQL takes SELECT ... FOR UPDATE"
+        )
+    from django.db import connection as db
+    from django.test.utils import CaptureQueriesContext
+
+    dataset = Dataset.objects.create(name="locked")
+    url = reverse("admin:sessions_app_dataset_change", args=[dataset.pk])
+    data = {
+        "name": "locked",
+        "description": "",
+        "cases-TOTAL_FORMS": "1",
+        "cases-INITIAL_FORMS": "0",
+        "cases-0-params": '{"new": 1}',
+        "cases-0-trust_level": "standard",
+        "cases-0-position": "1",
+    }
+    with CaptureQueriesContext(db) as queries:
+        assert admin_client.post(url, data).status_code == 302
+    locks = [
+        query["sql"]
+        for query in queries.captured_queries
+        if "FOR UPDATE" in query["sql"] and "sessions_app_dataset" in query["sql"]
+    ]
+    assert locks, [query["sql"] for query in queries.captured_queries]
+
+
 # -- what a row says -------------------------------------------------------------
 
 

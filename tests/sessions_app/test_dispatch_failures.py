@@ -173,6 +173,30 @@ def test_the_sweep_command_exits_0_and_says_the_broker_is_unreachable(
     )
 
 
+def test_a_send_that_fails_for_another_reason_surfaces_and_the_sweep_goes_on(
+    settings, django_capture_on_commit_callbacks
+):
+    """Only the broker's own errors are a failed send to record: a transport
+    whose package is missing (a broken configuration) is raised, and the
+    sweep logs it and goes on, instead of being recorded as the broker's
+    answer forever and stopping the sweep (found by a hostile review)."""
+    seed_demo_catalog()
+    with broker_at(settings, "zookeeper://127.0.0.1:1/"):  # kazoo not installed
+        with (
+            pytest.raises(ImportError, match="kazoo"),
+            django_capture_on_commit_callbacks(execute=True),
+        ):
+            services.start_session(prompt_ref="demo/release", params={})
+        unsent = AgentSession.objects.get()
+        assert unsent.dispatch_error == "" and unsent.dispatch_failures == 0
+        other = services.start_session(prompt_ref="demo/release", params={})
+        AgentSession.objects.update(dispatched_at=None)  # both due now
+        report = services.sweep_stale_sessions()
+    assert set(report.errors) == {str(unsent.pk), str(other.pk)}  # both tried
+    assert report.undispatched == []
+    assert set(AgentSession.objects.values_list("dispatch_failures", flat=True)) == {0}
+
+
 def test_the_next_sweep_sends_a_session_that_was_never_sent(
     settings, django_capture_on_commit_callbacks
 ):
