@@ -15,7 +15,8 @@ touches the record. ``ApprovalRequest`` is a workflow row, decided once
 (``sessions_app.approvals``).
 
 The models live in ``sessions.py``, ``audit.py``, ``approvals.py`` and
-``state.py``, the daily spend roll-ups in ``spend.py``, the search text of a
+``state.py``, the record of each purge in ``retention.py``, the daily spend
+roll-ups in ``spend.py``, the search text of a
 session in ``search.py``, the fields audit rows share in ``fields.py``, and
 datasets, graders and experiments in ``experiments.py``; import them from here.
 """
@@ -27,7 +28,6 @@ from sessions_app.models.audit import (
     PolicyDenial,
     ProviderCall,
     QuotaDecision,
-    SessionPurge,
     StateChange,
     ToolInvocation,
     tool_search_text,
@@ -41,6 +41,7 @@ from sessions_app.models.experiments import (
     validate_case_params,
 )
 from sessions_app.models.fields import cost_field, event_id_field, text_altered_field
+from sessions_app.models.retention import SessionPurge
 from sessions_app.models.search import SearchTextByTime, SessionSearchText
 from sessions_app.models.sessions import (
     SESSION_BODY_FIELDS,
