@@ -64,9 +64,9 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
         # and the closed days' spend, beside it (ADR 0027)
         from django.conf import settings
 
-        from sessions_app.costs import rollup
+        from sessions_app.costs import rollup_thread
 
-        rollup.start_thread(float(settings.WINK_SPEND_ROLLUP_INTERVAL))
+        rollup_thread.start_thread(float(settings.WINK_SPEND_ROLLUP_INTERVAL))
 
 
 @signals.worker_process_shutdown.connect

@@ -16,11 +16,12 @@ forgets its month), so it is idempotent, and two jobs at once wait for each
 other on the marks' row locks.
 
 Nothing on the write path of a run changes: the job runs apart (``manage.py
-roll_up_spend``; on a thread of each worker that sweeps on a thread, see
-``wink_project.celery``; the Celery beat task ``sessions_app.roll_up_spend``
-for prefork workers), and a report reads every day without a mark (today, a
-day not rolled up yet) from the rows. A purge removes the marks of the days
-and months it touches (``AgentSession.objects.purge``).
+roll_up_spend``; on a thread of each worker that sweeps on a thread,
+``rollup_thread``, started by ``wink_project.celery``; the Celery beat task
+``sessions_app.roll_up_spend`` for prefork workers), and a report reads every
+day without a mark (today, a day not rolled up yet) from the rows. A purge
+removes the marks of the days and months it touches
+(``AgentSession.objects.purge``).
 """
 
 from __future__ import annotations
@@ -28,14 +29,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Final
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Case, Min, When
 from django.utils import timezone
 
@@ -381,39 +380,3 @@ def roll_up(
     return RollUpReport(
         rolled_up=tuple(done), skipped=tuple(skipped), months=months, pending=pending
     )
-
-
-def roll_up_once() -> RollUpReport | None:
-    """``roll_up``, logged; never raises (a thread goes on), and gives its
-    connection back (the next run is an interval away)."""
-    try:
-        report = roll_up()
-    except Exception:
-        logger.exception("Rolling up the spend failed; trying again at the next run")
-        return None
-    finally:
-        connection.close()
-    if report.rolled_up:
-        logger.info("%s", report)
-    return report
-
-
-def _roll_up_forever(interval: float) -> None:
-    while True:
-        began = time.monotonic()
-        roll_up_once()
-        time.sleep(max(0.0, interval - (time.monotonic() - began)))
-
-
-def start_thread(interval: float) -> threading.Thread:
-    """Roll up every ``interval`` seconds on a thread of this process (a
-    worker that sweeps on a thread, ``wink_project.celery``); from now."""
-    thread = threading.Thread(
-        target=_roll_up_forever,
-        args=(interval,),
-        name="wink-spend-rollup",
-        daemon=True,
-    )
-    thread.start()
-    logger.info("Rolling up the spend on a thread of this worker every %s s", interval)
-    return thread

@@ -23,7 +23,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app.costs import from_rows, reports, rolled_up, rollup
+from sessions_app.costs import from_rows, reports, rolled_up, rollup, rollup_thread
 from sessions_app.costs.ranges import DateRange, local_today
 from sessions_app.costs.spend import GROUPS, PLACES
 from sessions_app.models import (
@@ -517,7 +517,7 @@ def test_a_worker_thread_rolls_up_at_once_and_a_failure_is_logged(monkeypatch, c
         return rollup.RollUpReport(rolled_up=(), skipped=())
 
     monkeypatch.setattr(rollup, "roll_up", roll_up)
-    thread = rollup.start_thread(3600)
+    thread = rollup_thread.start_thread(3600)
     assert thread.daemon and thread.name == "wink-spend-rollup"
     assert ran.wait(30)  # the first run at once: the days since the last
 
@@ -525,7 +525,7 @@ def test_a_worker_thread_rolls_up_at_once_and_a_failure_is_logged(monkeypatch, c
         raise RuntimeError("the database went away")
 
     monkeypatch.setattr(rollup, "roll_up", broken)
-    assert rollup.roll_up_once() is None  # no exception
+    assert rollup_thread.roll_up_once() is None  # no exception
     assert "Rolling up the spend failed; trying again at the next run" in caplog.text
 
 
@@ -646,7 +646,7 @@ def test_a_worker_that_sweeps_on_a_thread_rolls_up_beside_it(
     monkeypatch.setattr(
         worker, "start_sweeper", lambda pool: threading.Thread() if sweeps else None
     )
-    monkeypatch.setattr(rollup, "start_thread", started.append)
+    monkeypatch.setattr(rollup_thread, "start_thread", started.append)
 
     class Pool:
         pass

@@ -7,9 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -32,19 +30,12 @@ from .rendered import StructuredOutput as StructuredOutput
 from .rendered import ToolChoice as ToolChoice
 from .rendered import ToolChoiceMode as ToolChoiceMode
 from .rendered import sanitize_schema_name as sanitize_schema_name
+from .section_render import SectionNode, render_section, section_params
 from .sections import Section
-from .serde import dump, fields_of
+from .serde import dump
 from .subscripts import SubscriptAlias, subscript_args, type_name
 from .tools import Tool
 from .trust import TrustLevel, WithheldTool
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Node:
-    section: Section
-    path: tuple[str, ...]
-    depth: int
-    ancestors: tuple[Section, ...]
 
 
 class Prompt(Generic[OutputT]):
@@ -166,7 +157,7 @@ class Prompt(Generic[OutputT]):
         sections: Sequence[Section],
         parent_path: tuple[str, ...],
         ancestors: tuple[Section, ...],
-    ) -> Iterator[_Node]:
+    ) -> Iterator[SectionNode]:
         seen: set[str] = set()
         for section in sections:
             if not isinstance(section, Section):
@@ -179,11 +170,11 @@ class Prompt(Generic[OutputT]):
                     f"Duplicate section key '{'.'.join(path)}'.", section_path=path
                 )
             seen.add(section.key)
-            yield _Node(section, path, len(parent_path), ancestors)
+            yield SectionNode(section, path, len(parent_path), ancestors)
             yield from self._walk(section.children, path, (*ancestors, section))
 
-    def _check_tools(self) -> dict[str, _Node]:
-        owners: dict[str, _Node] = {}
+    def _check_tools(self) -> dict[str, SectionNode]:
+        owners: dict[str, SectionNode] = {}
         for node in self._nodes:
             names = [tool.name for tool in node.section.tools()]
             names += [hosted.name for hosted in node.section.hosted_tools()]
@@ -263,7 +254,7 @@ class Prompt(Generic[OutputT]):
                     continue
                 hidden_depth = None
             section = node.section
-            params = self._params_for(section, node.path, by_type, values)
+            params = section_params(section, node.path, by_type, values)
             if not section.is_enabled(params, session=session):
                 hidden_depth = node.depth
                 continue
@@ -272,7 +263,7 @@ class Prompt(Generic[OutputT]):
                 counters.append(0)
             counters[node.depth] += 1
             number = ".".join(str(c) for c in counters[: node.depth + 1])
-            text = _render_section(node, params, number)
+            text = render_section(node, params, number)
             if text.strip():
                 blocks.append(text)
             elif not section.children:
@@ -339,77 +330,3 @@ class Prompt(Generic[OutputT]):
                 )
             by_type[kind] = value
         return by_type
-
-    def _params_for(
-        self,
-        section: Section,
-        path: tuple[str, ...],
-        by_type: Mapping[type[Any], Any],
-        values: Mapping[str, Any],
-    ) -> Any:
-        kind = section.params_type
-        if kind is None:
-            return None
-        if kind in by_type:
-            return by_type[kind]
-        base = section.default_params
-        given = {name: values[name] for name in section.param_names if name in values}
-        if base is not None:
-            return dataclasses.replace(base, **given) if given else base
-        try:
-            return kind(**given)
-        except TypeError as error:
-            missing = [
-                info.name
-                for info in fields_of(kind)
-                if info.required and info.name not in given
-            ]
-            if not missing:
-                raise PromptRenderError(
-                    f"Parameters for section '{'.'.join(path)}' are invalid: {error}",
-                    section_path=path,
-                ) from error
-            raise PromptRenderError(
-                f"Missing parameter(s) {', '.join(repr(m) for m in missing)} for "
-                f"section '{'.'.join(path)}'.",
-                section_path=path,
-                dataclass_type=kind,
-                placeholder=missing[0],
-            ) from error
-
-
-def _render_section(node: _Node, params: Any, number: str) -> str:
-    """``node.section.render(...)``, passing ``path=`` only to a ``render``
-    that accepts it (an override written as ``render(params, depth,
-    number)`` does not)."""
-    section = node.section
-    extra = {"path": node.path} if _takes_path(type(section).render) else {}
-    try:
-        text = section.render(params, node.depth, number, **extra)
-    except (PromptRenderError, PromptValidationError):
-        raise
-    except Exception as error:
-        raise PromptRenderError(
-            f"Section '{'.'.join(node.path)}' failed to render: {error}",
-            section_path=node.path,
-        ) from error
-    if not isinstance(text, str):
-        raise PromptRenderError(
-            f"Section '{'.'.join(node.path)}' render() returned "
-            f"{type(text).__name__}, not str.",
-            section_path=node.path,
-        )
-    return text
-
-
-@lru_cache(maxsize=256)
-def _takes_path(render: Callable[..., str]) -> bool:
-    try:
-        parameters = inspect.signature(render).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(
-        (p.name == "path" and p.kind is not p.POSITIONAL_ONLY)
-        or p.kind is p.VAR_KEYWORD
-        for p in parameters
-    )
