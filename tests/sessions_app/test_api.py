@@ -542,6 +542,19 @@ def test_schema_validates_without_warnings(tmp_path):
     assert "/api/sessions/{id}/provider-calls/" in (tmp_path / "schema.yml").read_text()
 
 
+@pytest.mark.parametrize(
+    "component", ["AgentSessionCreate", "ApprovalDecision", "PreviewRequest"]
+)
+def test_a_body_that_refuses_unknown_fields_says_so_in_the_schema(component):
+    """An unknown field is a 400 (``StrictSerializer``): the schema's
+    ``additionalProperties: false`` tells a client generator as much. A
+    response's shape, which may grow, does not say it."""
+    response = APIClient().get("/api/schema/", {"format": "json"})
+    schemas = response.json()["components"]["schemas"]
+    assert schemas[component]["additionalProperties"] is False
+    assert "additionalProperties" not in schemas["AgentSessionList"]
+
+
 def test_api_reverse_names():
     assert reverse("sessions_api:session-list") == SESSIONS_URL
     assert reverse("sessions_api:citation-list") == CITATIONS_URL

@@ -11,6 +11,9 @@ the framework itself can produce, so a client and a fuzzer know them:
   ``ApiErrorMiddleware`` refuses it); 413 when it takes a body; 415 for a body
   in a type it cannot parse;
 - 429 when it is throttled; 500 always.
+
+A request body that refuses unknown fields (``StrictSerializer``) says so:
+``additionalProperties: false``.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.plumbing import force_instance
 from rest_framework.permissions import AllowAny
 
 from tooling.api.errors import ErrorSerializer
+from tooling.api.input import StrictSerializer
 
 _DESCRIPTIONS = {
     "400": "Invalid input: the messages are keyed by field in `errors`.",
@@ -43,6 +48,14 @@ class AutoSchema(SpectacularAutoSchema):
         for parameter in parameters:
             parameter["allowEmptyValue"] = True
         return parameters
+
+    def _map_serializer(
+        self, serializer: Any, direction: Any, bypass_extensions: bool = False
+    ) -> Any:
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        if isinstance(force_instance(serializer), StrictSerializer):
+            schema["additionalProperties"] = False  # a 400 names the field
+        return schema
 
     def _get_response_bodies(self, direction: Any = "response") -> Any:
         responses = super()._get_response_bodies(direction)
