@@ -38,6 +38,9 @@ SWEEP_TASK = "sessions_app.sweep_stale_sessions"
 # transports' connection errors (amqp, redis) in its OperationalError once the
 # publish retries are spent; a socket error may come through as it is.
 UNREACHABLE = (BrokerError, OSError)
+# How a session's ``dispatch_error`` begins when the broker refused its run
+# (a wrong password or virtual host), rather than could not be reached.
+REFUSED = "The broker refused the run"
 
 Status = AgentSession.Status
 
@@ -144,7 +147,7 @@ def record_failure(session_id: Any, *, error: BaseException) -> None:
     reason = (
         f"The broker could not be reached ({type(error).__name__})."
         if isinstance(error, UNREACHABLE)
-        else f"The broker refused the run ({type(error).__name__})."
+        else f"{REFUSED} ({type(error).__name__})."
     )
     try:
         AgentSession.objects.filter(

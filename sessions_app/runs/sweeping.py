@@ -34,7 +34,9 @@ class SweepReport:
     # approval requests denied automatically (no decision in time), by id
     expired_approvals: list[str] = dataclasses.field(default_factory=list)
     # due for a dispatch, left for the next sweep: the broker was unreachable
+    # or refused the run (``refused``: as the first one's record says)
     undispatched: list[str] = dataclasses.field(default_factory=list)
+    refused: bool = False
     # what could not be handled (logged with its traceback): the error's type,
     # by session id ("approvals": expiring the overdue approvals)
     errors: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -44,11 +46,13 @@ class SweepReport:
 
     @property
     def broker_unreachable(self) -> str:
-        """The line a sweep that could not reach the broker logs ("" if it could)."""
+        """The line a sweep whose sends failed logs ("" if none did): the
+        broker could not be reached, or refused the runs."""
         if not self.undispatched:
             return ""
+        lead = "Broker refusing the runs" if self.refused else "Broker unreachable"
         return (
-            f"Broker unreachable: {len(self.undispatched)} session(s) left queued "
+            f"{lead}: {len(self.undispatched)} session(s) left queued "
             "for the next sweep."
         )
 
@@ -59,7 +63,8 @@ class SweepReport:
             "approval(s) expired"
         )
         if self.undispatched:
-            text += f", {len(self.undispatched)} left queued (broker unreachable)"
+            why = "broker refusing" if self.refused else "broker unreachable"
+            text += f", {len(self.undispatched)} left queued ({why})"
         if self.errors:
             text += f", {len(self.errors)} error(s) (see the log)"
         return text
@@ -153,6 +158,12 @@ def sweep_stale_sessions() -> SweepReport:
         with _going_on(report, pk):
             _redispatch(report, pk, status, dispatched_at, deadline_seconds, now)
     if report.undispatched:
+        reason = (
+            AgentSession.objects.filter(pk=report.undispatched[0])
+            .values_list("dispatch_error", flat=True)
+            .first()
+        )
+        report.refused = (reason or "").startswith(dispatch.REFUSED)
         logger.warning(report.broker_unreachable)
     return report
 

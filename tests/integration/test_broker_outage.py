@@ -209,6 +209,10 @@ def test_a_broker_refusing_the_login_queues_the_run_for_the_sweeper(settings):
         assert session.dispatch_failures == 1
         out = StringIO()
         call_command("sweep_sessions", stdout=out)
+        refused = session.dispatch_error.startswith("The broker refused the run")
+        assert (
+            "Broker refusing the runs" if refused else "Broker unreachable"
+        ) + ": 1 session(s) left queued for the next sweep." in out.getvalue()
         session.refresh_from_db()
         assert session.dispatched_at is None  # still for the next sweep
         assert session.dispatch_error.startswith("The broker ")

@@ -173,6 +173,35 @@ def test_the_sweep_command_exits_0_and_says_the_broker_is_unreachable(
     )
 
 
+def test_a_sweep_whose_sends_the_broker_refuses_says_refusing(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A broker refusing the login (a Redis password, its transport's
+    connection error but no ``OSError``) is not "unreachable": the sweep's
+    line says which (the integration suite refuses a real login)."""
+    import redis.exceptions
+
+    seed_demo_catalog()
+    with broker_at(settings, refused("redis")) as app:
+
+        def refuse(*args: Any, **kwargs: Any) -> None:
+            raise redis.exceptions.AuthenticationError("invalid password")
+
+        monkeypatch.setattr(app, "send_task", refuse)
+        session = _start_unsent(django_capture_on_commit_callbacks)
+        assert session.dispatch_error == (
+            "The broker refused the run (AuthenticationError)."
+        )
+        out = StringIO()
+        call_command("sweep_sessions", stdout=out)
+    printed = out.getvalue()
+    assert (
+        "Broker refusing the runs: 1 session(s) left queued for the next sweep."
+        in printed
+    )
+    assert "1 left queued (broker refusing)." in printed
+
+
 def test_a_send_that_fails_for_another_reason_surfaces_and_the_sweep_goes_on(
     settings, django_capture_on_commit_callbacks
 ):
