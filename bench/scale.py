@@ -1282,17 +1282,17 @@ def session_sizes(info: dict[str, Any]) -> dict[str, int]:
 
 def drf_cursor(position: str) -> str:
     """A cursor of the API's ``CursorPagination`` for rows after ``position``
-    (``paging.encode_position``: a row's created_at and key)."""
+    (``tooling.keyset.encode_position``: a row's created_at and key)."""
     return base64.b64encode(urlencode({"p": position}).encode()).decode()
 
 
 def deep_position(info: dict[str, Any]) -> str:
-    """The position (``paging.encode_position``) of the session about half
+    """The position (``tooling.keyset.encode_position``) of the session about half
     way down the list: where both lists' deep pages start."""
     from django.db import connection
 
-    from sessions_app.audit.paging import encode_position
     from sessions_app.models import AgentSession
+    from tooling.keyset import encode_position
 
     session = AgentSession.objects.order_by("-created_at", "-pk").only(
         "pk", "created_at"

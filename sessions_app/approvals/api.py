@@ -30,9 +30,9 @@ from sessions_app.approvals.serializers import (
     ApprovalRequestDetailSerializer,
     ApprovalRequestSerializer,
 )
-from sessions_app.audit.pagination import KeysetCursorPagination
 from sessions_app.models import ApprovalRequest
 from tooling.api.errors import ErrorSerializer, error_body, from_django
+from tooling.api.pagination import KeysetCursorPagination
 
 
 class ApprovalConflictSerializer(ErrorSerializer):

@@ -33,7 +33,7 @@ from sessions_app.audit.serializers import (
 from tooling import releases
 from tooling.api.errors import Conflict, ErrorSerializer, from_django
 from tooling.api.input import StrictFilterSet, StrictSerializer
-from tooling.api.pagination import StrictCursorPagination
+from tooling.api.pagination import KeysetCursorPagination
 from tooling.models import PromptTemplate, Release
 
 
@@ -115,8 +115,12 @@ class ReleaseFilter(StrictFilterSet):
         fields: list[str] = []
 
 
-class ReleaseCursorPagination(StrictCursorPagination):
-    ordering = ("-requested_at", "-id")
+class ReleaseCursorPagination(KeysetCursorPagination):
+    """Newest first on ``requested_at``, ties by key (a keyset: releases
+    requested at one time are each listed once, either way)."""
+
+    time_field = "requested_at"
+    ordering = ("-requested_at", "-pk")  # (for a reader: time_field decides)
 
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer}

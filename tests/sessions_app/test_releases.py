@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from sessions_app import services
 from sessions_app.models import AgentSession
+from tests.sessions_app.cursor_pages import listed_back, listed_ids
 from tests.tooling.admin_forms import change_form_data
 from tooling import releases
 from tooling.demo import seed_demo_catalog
@@ -320,6 +321,24 @@ def test_the_api_pages_releases_by_page_size_and_refuses_a_bad_one(
         response = api(alice).get("/api/releases/", {"page_size": size})
         assert response.status_code == 400, (size, response.content)
         assert "page_size" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("size", ["1", "2", "4"])
+def test_releases_requested_at_one_time_are_each_listed_once_either_way(
+    catalog: None, size: str
+) -> None:
+    """The releases list read DRF's cursor (a time and an offset among the
+    rows sharing it): back from the last page, releases requested at one
+    time were skipped and repeated (found by hostile QA). A keyset names a
+    row (ADR 0030)."""
+    alice = releaser("alice")
+    for label in ("one", "two", "three", "four", "five"):
+        release(alice, label=label)
+    Release.objects.update(requested_at=Release.objects.first().requested_at)
+    expected = list(Release.objects.order_by("-pk").values_list("pk", flat=True))
+    query = {"page_size": size}
+    assert listed_ids(api(alice), "/api/releases/", query) == expected
+    assert listed_back(api(alice), "/api/releases/", query) == expected
 
 
 def test_the_api_needs_the_release_permissions(catalog):

@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from tests.tooling.admin_forms import change_form_data
 from tests.tooling.factories import (
@@ -442,6 +443,34 @@ def test_the_api_pages_changes_by_page_size_and_refuses_a_bad_one() -> None:
         response = api.get("/api/catalog-changes/", {"page_size": size})
         assert response.status_code == 400, (size, response.content)
         assert "page_size" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("size", ["1", "2", "4"])
+def test_changes_saved_at_one_time_are_each_listed_once_either_way(
+    monkeypatch: Any, size: str
+) -> None:
+    """Changes saved at one time (one admin save records several rows) were
+    skipped and repeated back from the last page with DRF's cursor (a time
+    and an offset); a keyset names a row (ADR 0030)."""
+    from rest_framework.test import APIClient
+
+    from tests.sessions_app.cursor_pages import listed_back, listed_ids
+
+    moment = timezone.now()
+    monkeypatch.setattr(recording.timezone, "now", lambda: moment)
+    section = SectionDefinitionFactory.create(title="Plain")
+    old = snapshot(section)
+    for title in ("One", "Two", "Three", "Four", "Five"):
+        recording.record(section, before=old, after={**old, "title": title})
+    assert set(CatalogChange.objects.values_list("at", flat=True)) == {moment}
+    expected = list(CatalogChange.objects.order_by("-pk").values_list("pk", flat=True))
+    api = APIClient()
+    auditor = User.objects.create_user("audrey", password="pw")
+    auditor.groups.add(Group.objects.get(name="Auditors"))
+    api.force_authenticate(auditor)
+    query = {"page_size": size}
+    assert listed_ids(api, "/api/catalog-changes/", query) == expected
+    assert listed_back(api, "/api/catalog-changes/", query) == expected
 
 
 def test_a_list_diff_takes_unhashable_items() -> None:

@@ -21,7 +21,7 @@ from rest_framework import permissions, serializers, viewsets
 from rest_framework.request import Request
 
 from tooling.api.input import StrictFilterSet
-from tooling.api.pagination import StrictCursorPagination
+from tooling.api.pagination import KeysetCursorPagination
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import CatalogChange
 
@@ -62,8 +62,12 @@ class ChangeSerializer(serializers.ModelSerializer[CatalogChange]):
         return [link.prompt_ref for link in change.prompts.all()]
 
 
-class ChangeCursorPagination(StrictCursorPagination):
-    ordering = ("-at", "-id")
+class ChangeCursorPagination(KeysetCursorPagination):
+    """Newest first on ``at``, ties by key (a keyset: changes saved at one
+    time are each listed once, either way)."""
+
+    time_field = "at"
+    ordering = ("-at", "-pk")  # (for a reader: time_field decides)
 
 
 def _catalog_model(value: str) -> None:
