@@ -718,6 +718,28 @@ def test_the_cursors_a_list_gives_out_still_read(superuser_api):
         assert superuser_api.get(last["previous"]).status_code == 200
 
 
+@pytest.mark.parametrize("url", ["/api/prompts/", "/api/tools/", "/api/hosted-tools/"])
+def test_the_catalog_lists_take_a_page_size(superuser_api, demo, url):
+    """``page_size`` was ignored on the catalog lists (every row, ``next``
+    null), though the README says a list takes 1-500 (found by hostile QA)."""
+    every = superuser_api.get(url, {"page_size": 500}).json()["results"]
+    assert len(every) >= 2
+    listed, link = [], None
+    first = superuser_api.get(url, {"page_size": 1}).json()
+    listed += first["results"]
+    link = first["next"]
+    while link:
+        body = superuser_api.get(link).json()
+        assert len(body["results"]) == 1
+        listed += body["results"]
+        link = body["next"]
+    assert listed == every
+    for size in ("0", "501", "abc"):
+        response = superuser_api.get(url, {"page_size": size})
+        assert response.status_code == 400, (size, response.content[:200])
+        assert "page_size" in response.json()["errors"]
+
+
 def test_a_name_cursor_holding_nul_is_an_invalid_one(superuser_api, demo):
     for url in ("/api/prompts/", "/api/tools/", "/api/hosted-tools/"):
         response = superuser_api.get(url, {"cursor": _cursor("demo\x00")})

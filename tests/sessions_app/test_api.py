@@ -23,6 +23,7 @@ from tests.sessions_app.factories import (
     ProviderCallFactory,
     StateChangeFactory,
     ToolInvocationFactory,
+    UserFactory,
     VirtualFileFactory,
 )
 
@@ -75,6 +76,20 @@ def test_api_rejects_anonymous_reads_with_401(url):
 @pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/"])
 def test_api_schema_and_docs_are_public(url):
     assert APIClient().get(url).status_code == 200
+
+
+@pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/"])
+def test_api_schema_and_docs_ignore_stale_credentials(url):
+    """A public page read with an inactive user's token, or one that names
+    nothing, answered 401 (found by hostile QA): it reads no credentials."""
+    from rest_framework.authtoken.models import Token
+
+    inactive = UserFactory.create(is_active=False)
+    token = Token.objects.create(user=inactive)
+    for key in (token.key, "0" * 40):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        assert client.get(url).status_code == 200, key
 
 
 def test_api_rejects_anonymous_session_start(monkeypatch):

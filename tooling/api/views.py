@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from tooling import assembly, services
 from tooling.api.errors import from_django
-from tooling.api.pagination import CheckedCursorPagination
+from tooling.api.pagination import StrictCursorPagination
 from tooling.api.serializers import (
     HostedToolSerializer,
     PreviewRequestSerializer,
@@ -39,11 +39,11 @@ from tooling.models import (
 from tooling.runtime import PromptError
 
 
-class RefCursorPagination(CheckedCursorPagination):
+class RefCursorPagination(StrictCursorPagination):
     ordering = ("namespace", "key")
 
 
-class NameCursorPagination(CheckedCursorPagination):
+class NameCursorPagination(StrictCursorPagination):
     ordering = "name"
 
 

@@ -99,6 +99,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema of a product is not a secret: it and the docs are public.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # ... so credentials are not read: a stale token (an inactive user's, a
+    # deleted one's) was a 401 on a page anyone may read.
+    "SERVE_AUTHENTICATION": [],
     # Swagger UI's assets are served from the installed sidecar, not a CDN.
     # One name for the trust levels, wherever they appear.
     "ENUM_NAME_OVERRIDES": {
