@@ -747,6 +747,27 @@ def test_a_name_cursor_holding_nul_is_an_invalid_one(superuser_api, demo):
         assert superuser_api.get(url, {"cursor": _cursor("demo")}).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("headers", "query"),
+    [
+        ({"HTTP_ACCEPT": "text/html"}, {}),
+        ({"HTTP_ACCEPT": "text/html,application/xhtml+xml,*/*;q=0.8"}, {}),
+        ({}, {"format": "api"}),
+    ],
+)
+def test_an_error_asked_for_as_a_page_is_still_the_json_error(
+    api_client, headers, query
+):
+    """With the browsable API chosen (a browser's ``Accept``, ``?format=api``)
+    every error was rendered as a page the middleware replaced with the bare
+    status, "Bad Request." and no field (found by hostile QA)."""
+    response = api_client.get("/api/sessions/", {"status": "bad", **query}, **headers)
+    body = error(response, 400, "invalid")
+    assert "status" in body["errors"]
+    response = api_client.get("/api/sessions/nope/", query, **headers)
+    assert error(response, 404, "not_found")["detail"] != "Not Found."
+
+
 def test_a_sessions_tool_calls_page_in_order_and_filter(api_client, demo):
     session = services.start_session(prompt_ref="demo/release")
     url = reverse("sessions_api:session-tool-invocations", args=[session.pk])

@@ -22,6 +22,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, serializers
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -104,6 +105,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if isinstance(detail, Mapping) and "detail" in detail:
             detail = detail["detail"]
         response.data = error_body(str(detail), _codes(detail))
+    request = context.get("request")
+    if request is not None:
+        # In JSON whatever was negotiated: the browsable API (``Accept:
+        # text/html``, ``?format=api``) rendered it as a page, which the
+        # middleware could only replace with the bare status.
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = JSONRenderer.media_type
     return response
 
 
