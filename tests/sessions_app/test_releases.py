@@ -334,7 +334,7 @@ def test_releases_requested_at_one_time_are_each_listed_once_either_way(
     alice = releaser("alice")
     for label in ("one", "two", "three", "four", "five"):
         release(alice, label=label)
-    Release.objects.update(requested_at=Release.objects.first().requested_at)
+    Release.objects.update(requested_at=Release.objects.earliest("pk").requested_at)
     expected = list(Release.objects.order_by("-pk").values_list("pk", flat=True))
     query = {"page_size": size}
     assert listed_ids(api(alice), "/api/releases/", query) == expected
