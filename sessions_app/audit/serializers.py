@@ -138,7 +138,8 @@ class AgentSessionDetailSerializer(
         slug_field="username",
         read_only=True,
         allow_null=True,
-        help_text="Who started the session (null: a command or a task).",
+        help_text="Who started the session (null: a command, a task, or a user "
+        "since deleted).",
     )
     cancelled_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="username",

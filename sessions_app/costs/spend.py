@@ -33,7 +33,7 @@ PLACES: Final = Decimal("1e-10")
 ZERO: Final = Decimal(0).quantize(PLACES)
 MODEL_TOKENS_KEY: Final = "(model tokens)"
 MODEL_TOKENS_LABEL: Final = "Model tokens (provider calls, all tools)"
-NO_USER_LABEL: Final = "(no user: a command or a task)"
+NO_USER_LABEL: Final = "(no user: a command, a task or a deleted user)"
 NO_MODEL_LABEL: Final = "(no model)"
 ONE_DAY: Final = datetime.timedelta(days=1)
 

@@ -34,6 +34,7 @@ from sessions_app.models import (
     Grader,
 )
 from sessions_app.runs.starting import start_session
+from tooling.forms.editors import quoted
 from tooling.models import CatalogRevision, PromptLabel
 from tooling.param_size import too_large
 
@@ -98,6 +99,11 @@ def run_experiment(experiment: Experiment, *, user: Any) -> list[ExperimentRun]:
     """Start every case against every target (module docstring); once: a
     second call finds the experiment no longer new and starts nothing."""
     check_size(experiment.dataset, experiment.targets)
+    if not experiment.dataset.cases.exists():  # it would "finish" at once
+        raise ValidationError(
+            f"The dataset {quoted(experiment.dataset.name)} has no cases: add "
+            "some before running an experiment of it."
+        )
     claimed = Experiment.objects.filter(
         pk=experiment.pk, status=Experiment.Status.NEW
     ).update(status=Experiment.Status.RUNNING)

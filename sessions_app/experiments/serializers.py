@@ -186,6 +186,11 @@ class ExperimentRequestSerializer(StrictSerializer):
             raise serializers.ValidationError("Name each target once.")
         return value
 
+    def validate_graders(self, value: list[Grader]) -> list[Grader]:
+        if len({grader.pk for grader in value}) != len(value):
+            raise serializers.ValidationError("Name each grader once.")
+        return value
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = unknown_targets(attrs["prompt"], attrs["targets"])
         if unknown:

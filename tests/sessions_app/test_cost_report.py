@@ -360,6 +360,19 @@ def test_sessions_without_a_user_or_model_are_labelled(people):
     assert [(r.key, r.label) for r in by_model.rows] == [("", NO_MODEL_LABEL)]
 
 
+def test_a_deleted_users_sessions_are_not_said_to_be_a_commands(people):
+    """A user deleted leaves their sessions without one: the label said "a
+    command or a task" (found by hostile QA)."""
+    gone = UserFactory.create(username="doomed")
+    AgentSessionFactory.create(created_by=gone, created_at=at(TODAY))
+    gone.delete()
+
+    by_user = spend_by("user", user=people[2], start=TODAY, end=TODAY)
+
+    assert [r.label for r in by_user.rows] == [NO_USER_LABEL]
+    assert "deleted user" in NO_USER_LABEL
+
+
 # -- charts --------------------------------------------------------------------
 
 

@@ -1324,7 +1324,11 @@ def test_an_experiment_names_its_dataset_and_graders_as_they_were_typed() -> Non
         {"name": " =1+2", "kind": "approval_requested", "config": {}},
         format="json",
     )
-    api.post("/api/datasets/", {"name": " qs ", "cases": []}, format="json")
+    api.post(
+        "/api/datasets/",
+        {"name": " qs ", "cases": [{"params": {"question": "Why?"}}]},
+        format="json",
+    )
     assert Grader.objects.get().name == "=1+2" and Dataset.objects.get().name == "qs"
 
     created = api.post(
@@ -1341,6 +1345,50 @@ def test_an_experiment_names_its_dataset_and_graders_as_they_were_typed() -> Non
 
     assert created.status_code == 201, created.json()
     assert created.json()["experiment"]["graders"] == ["=1+2"]
+
+
+def test_an_experiment_of_no_cases_or_a_grader_named_twice_is_refused() -> None:
+    """An empty dataset "finished" at once with 0 runs, and a grader named
+    twice was quietly taken once while a target named twice was a 400 (found
+    by hostile QA): both are 400s that say why, and nothing is left behind."""
+    seed_demo_catalog()
+    user = runner()
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["add_dataset", "view_dataset", "add_grader", "add_experiment"]
+        )
+    )
+    api = APIClient()
+    api.force_login(user)
+    api.post(
+        "/api/graders/",
+        {"name": "asked", "kind": "approval_requested", "config": {}},
+        format="json",
+    )
+    api.post("/api/datasets/", {"name": "empty", "cases": []}, format="json")
+    api.post(
+        "/api/datasets/",
+        {"name": "one", "cases": [{"params": {"question": "Why?"}}]},
+        format="json",
+    )
+    body = {"name": "e", "prompt": "demo/research", "targets": ["draft"]}
+
+    empty = api.post(
+        "/api/experiments/",
+        {**body, "dataset": "empty", "graders": ["asked"]},
+        format="json",
+    )
+    twice = api.post(
+        "/api/experiments/",
+        {**body, "dataset": "one", "graders": ["asked", "asked"]},
+        format="json",
+    )
+
+    assert empty.status_code == 400
+    assert "has no cases" in str(empty.json()["errors"])
+    assert twice.status_code == 400
+    assert twice.json()["errors"]["graders"] == ["Name each grader once."]
+    assert not Experiment.objects.exists()
 
 
 def test_a_csv_field_as_large_as_an_upload_is_imported(settings: Any) -> None:
