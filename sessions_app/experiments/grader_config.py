@@ -186,6 +186,12 @@ def check_config(kind: str, config: Any) -> None:
         raise ValidationError({"config": '"prompt" must be "namespace/key".'})
 
 
+# A cost-at-most grader's amount, entered: at most what the sessions' cost
+# filters take (a session's cost has 10 decimal places).
+MOST_USD = 100_000_000
+USD_PLACES = 10
+
+
 def amount(config: dict[str, Any], *, entered: bool = False) -> Decimal:
     """The amount: a JSON number, or text. Where it is ``entered``, text
     written plainly (``"0.05"``; not ``"1_000"``, ``"1e400"`` or another
@@ -212,6 +218,14 @@ def amount(config: dict[str, Any], *, entered: bool = False) -> Decimal:
             {
                 "config": '"usd" must be an amount: a number, or text of '
                 f"{PLAIN_DECIMAL}."
+            }
+        )
+    if entered and (value > MOST_USD or value.as_tuple().exponent < -USD_PLACES):
+        # what a session's cost can hold, as the sessions' cost filters take
+        raise ValidationError(
+            {
+                "config": f'"usd" must be at most {MOST_USD:,}, with at most '
+                f"{USD_PLACES} decimal places."
             }
         )
     return value

@@ -215,6 +215,24 @@ def test_misconfigured_graders_are_refused(kind, config, message):
     assert grade(kind, config, session_with()) is False  # graded as misconfigured
 
 
+@pytest.mark.parametrize(
+    "usd", ["99999999999999999999999999", 1e-300, "0.00000000001", 100_000_001]
+)
+def test_a_cost_grader_takes_an_amount_a_sessions_cost_can_hold(usd):
+    """The sessions' cost filters refuse past $100,000,000 or 10 decimal
+    places; a grader took any amount (found by hostile QA)."""
+    api = api_of_datasets_and_graders()
+    body = {"name": "g", "kind": "cost_at_most", "config": {"usd": usd}}
+    refused = api.post("/api/graders/", body, format="json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["errors"]["config"] == [
+        '"usd" must be at most 100,000,000, with at most 10 decimal places.'
+    ]
+    for index, amount in enumerate(["100000000", "0.0000000001", 1e-10]):
+        body = {"name": f"g{index}", "kind": "cost_at_most", "config": {"usd": amount}}
+        assert api.post("/api/graders/", body, format="json").status_code == 201
+
+
 def test_a_grader_config_entered_names_a_prompt_that_exists_and_real_domains():
     """What would fail every grade is refused where it is entered (a stored
     grader's grades still say why they failed)."""
