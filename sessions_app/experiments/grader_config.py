@@ -220,7 +220,9 @@ def amount(config: dict[str, Any], *, entered: bool = False) -> Decimal:
                 f"{PLAIN_DECIMAL}."
             }
         )
-    if entered and (value > MOST_USD or value.as_tuple().exponent < -USD_PLACES):
+    exponent = value.as_tuple().exponent  # (an int: the value is finite)
+    places = -exponent if isinstance(exponent, int) else 0
+    if entered and (value > MOST_USD or places > USD_PLACES):
         # what a session's cost can hold, as the sessions' cost filters take
         raise ValidationError(
             {
