@@ -294,11 +294,13 @@ class AgentSessionViewSet(
             ),
             OpenApiParameter(
                 "kind",
-                {"type": "array", "items": {"enum": [*timeline.FILTERS]}},
+                {"type": "array", "items": {"enum": [*timeline.API_FILTERS]}},
                 explode=True,
                 description="Only these kinds (repeat the parameter for several): "
                 "provider (calls and quota decisions), tool (local calls), native, "
-                "denial, approval, state, citation. Every kind by default.",
+                "denial, approval, state, citation; or an event's own `kind` "
+                "(provider_call, quota_decision, tool_invocation: local and native, "
+                "...). Every kind by default.",
             ),
         ],
         responses=EventPageSerializer,
@@ -322,7 +324,8 @@ class AgentSessionViewSet(
         try:
             kinds, native = timeline.filtered_kinds(
                 # an empty value (?kind=) filters nothing, as on every list
-                [name for name in request.query_params.getlist("kind") if name]
+                [name for name in request.query_params.getlist("kind") if name],
+                timeline.API_FILTERS,
             )
         except ValueError as error:
             raise ValidationError({"kind": [str(error)]}) from error

@@ -70,23 +70,34 @@ FILTERS: dict[str, tuple[tuple[str, ...], bool | None]] = {
 }
 
 
-def filtered_kinds(names: list[str]) -> tuple[tuple[str, ...], bool | None]:
+#: What the API's ``kind`` also takes: an event's own ``kind`` (each kind of
+#: row alone; ``tool_invocation``: every tool call, local and native).
+API_FILTERS: dict[str, tuple[tuple[str, ...], bool | None]] = {
+    **FILTERS,
+    **{kind: ((kind,), None) for kind in KINDS},
+}
+
+
+def filtered_kinds(
+    names: list[str], filters: dict[str, tuple[tuple[str, ...], bool | None]] = FILTERS
+) -> tuple[tuple[str, ...], bool | None]:
     """The kinds and the tool calls (``native``) the filter ``names`` show:
     every kind when ``names`` is empty. Unknown names raise ``ValueError``."""
-    unknown = [name for name in names if name not in FILTERS]
+    unknown = [name for name in names if name not in filters]
     if unknown:
-        raise ValueError(
-            f"Unknown kind '{unknown[0][:40]}'; choose from {', '.join(FILTERS)}."
-        )
+        choices = ", ".join(FILTERS)
+        if filters is not FILTERS:
+            choices += f", or an event's kind: {', '.join(KINDS)}"
+        raise ValueError(f"Unknown kind '{unknown[0][:40]}'; choose from {choices}.")
     if not names:
         return KINDS, None
     kinds: list[str] = []
     native: set[bool] = set()
     for name in names:
-        chosen, tools = FILTERS[name]
+        chosen, tools = filters[name]
         kinds.extend(kind for kind in chosen if kind not in kinds)
-        if tools is not None:
-            native.add(tools)
+        if "tool_invocation" in chosen:
+            native.update((True, False) if tools is None else (tools,))
     return (
         tuple(kind for kind in KINDS if kind in kinds),
         native.pop() if len(native) == 1 else None,

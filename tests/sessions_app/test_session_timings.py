@@ -457,6 +457,23 @@ def test_the_api_filters_events_by_kind(api_client):
     assert "kind" in response.json()["errors"]
 
 
+def test_the_api_filters_events_by_their_own_kind_too(api_client):
+    """The events say ``provider_call``, ``tool_invocation``, ...; ``kind``
+    took only the page's words (``provider``, ``tool``) and had none for a
+    quota decision alone (found by hostile QA)."""
+    session, _ = timed_session()
+    url = f"/api/sessions/{session.pk}/events/"
+    every = api_client.get(url).json()["results"]
+    for kind in {event["kind"] for event in every}:
+        body = api_client.get(url, {"kind": kind}).json()
+        assert body["results"] == [e for e in every if e["kind"] == kind], kind
+    tools = api_client.get(url, {"kind": ["tool", "tool_invocation"]}).json()
+    assert {e["data"].get("native") for e in tools["results"]} == {True, False}
+    response = api_client.get(url, {"kind": "bogus"})
+    (message,) = response.json()["errors"]["kind"]
+    assert "provider_call" in message and "quota_decision" in message
+
+
 def test_the_api_tool_calls_and_provider_calls_carry_timings(api_client):
     session, _origin = timed_session()
     detail = api_client.get(f"/api/sessions/{session.pk}/").json()
