@@ -116,3 +116,43 @@ def test_a_related_filter_past_the_largest_integer_is_a_bad_lookup_anywhere():
     url = reverse("admin:sessions_app_agentsession_changelist")
     page = client.get(url, {"e": "1", "created_by": huge})
     assert page.status_code == 200 and "Database error" in page.content.decode()
+
+
+def forms_with_many_to_many(client: Client) -> list[tuple[str, str]]:
+    """Every admin add page's many-to-many fields: (page, field name)."""
+    from django import forms
+
+    found = []
+    for model in apps.get_models():
+        if not admin.site.is_registered(model):
+            continue
+        opts = model._meta
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_add")
+        response = client.get(url)
+        if response.status_code != 200 or "adminform" not in response.context:
+            continue
+        form = response.context["adminform"].form
+        found += [
+            (url, name)
+            for name, field in form.fields.items()
+            if isinstance(field, forms.ModelMultipleChoiceField)
+        ]
+    return found
+
+
+@pytest.mark.parametrize("value", ["9223372036854775808", "1" + "0" * 400, "abc"])
+def test_a_many_to_many_choice_that_cannot_be_a_key_is_a_form_error(value):
+    """A prompt's or a section's policies, an experiment's graders: a value
+    past the largest integer was handed to the database, which SQLite could
+    not bind (a 500, found by hostile QA). It is the error Django gives any
+    value that is not a key."""
+    superuser = User.objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(superuser)
+    fields = forms_with_many_to_many(client)
+    assert {name for _url, name in fields} >= {"policies", "graders"}
+    for url, name in fields:
+        response = client.post(url, {name: [value]})
+        assert response.status_code == 200, (url, name, response.status_code)
+        errors = response.context["adminform"].form.errors
+        assert errors[name] == [f"“{value}” is not a valid value."], (url, errors)

@@ -29,10 +29,15 @@ from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import ValidationError
+from django.db.models.base import ModelBase
 from django.http import HttpRequest, HttpResponse
 
 from tooling.api.throttling import Slots
-from wink_project.admin_selection import checked_selection, comparable_filters
+from wink_project.admin_selection import (
+    checked_many_to_many,
+    checked_selection,
+    comparable_filters,
+)
 
 REFUSED = "Too many failed sign-in attempts; try again in {wait}."
 
@@ -148,6 +153,20 @@ class AdminSite(admin.AdminSite):
     uses ``AdminSignInForm``."""
 
     login_form = AdminSignInForm
+
+    def register(
+        self, model_or_iterable: Any, admin_class: Any = None, **options: Any
+    ) -> None:
+        """Django's; each model admin's many-to-many fields refuse a value
+        that cannot be a key (``admin_selection``)."""
+        super().register(model_or_iterable, admin_class, **options)
+        models = (
+            [model_or_iterable]
+            if isinstance(model_or_iterable, ModelBase)
+            else model_or_iterable
+        )
+        for model in models:
+            checked_many_to_many(self.get_model_admin(model))
 
     def admin_view(self, view: Any, cacheable: bool = False) -> Any:
         """Every admin view; a model's list page also refuses a selection
