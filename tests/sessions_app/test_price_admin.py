@@ -188,3 +188,26 @@ def test_a_prompts_budget_is_an_amount_written_plainly(admin_client, typed):
     assert prompt.max_cost_per_session is None
     saved = admin_client.post(url, {**data, "max_cost_per_session": "0.25"})
     assert saved.status_code == 302
+
+
+@pytest.mark.parametrize("typed", ["0", "0.00", "0.00001"])
+def test_a_prompts_budget_of_nothing_is_refused(admin_client, typed):
+    """A limit of $0 saved without a word and failed every run before its
+    first request (an operator meaning "no limit"; found by hostile QA)."""
+    from tests.tooling.admin_forms import change_form_data
+    from tooling.demo import seed_demo_catalog
+    from tooling.models import PromptTemplate
+
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="notes")
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    response = admin_client.post(url, {**data, "max_cost_per_session": typed})
+    assert response.status_code == 200
+    (message,) = response.context["adminform"].form.errors["max_cost_per_session"]
+    assert message in (
+        "A run's cost limit is more than $0 (empty: no limit).",
+        "Ensure that there are no more than 4 decimal places.",
+    )
+    prompt.refresh_from_db()
+    assert prompt.max_cost_per_session is None

@@ -417,7 +417,14 @@ class PromptTemplate(TimestampedModel):
         decimal_places=4,
         null=True,
         blank=True,
-        validators=[MinValueValidator(Decimal(0))],
+        # 0 stopped every run before its first request (an operator typing
+        # it for "no limit"): as the token and turn limits, at least one unit
+        validators=[
+            MinValueValidator(
+                Decimal("0.0001"),
+                "A run's cost limit is more than $0 (empty: no limit).",
+            )
+        ],
         help_text="The most one run may spend, in USD (docs/costs.md). "
         "Empty: no limit of its own.",
     )
