@@ -245,7 +245,10 @@ class HostedToolFormBase(forms.ModelForm):
             value = cleaned.get(name)
             if option.shape == "lines":
                 value = _lines(value or "")
-                twice = sorted(line for line, n in Counter(value).items() if n > 1)
+                # a domain is one whatever its case (ids and tool names are not)
+                same = str.casefold if name == "allowed_domains" else str
+                counted = Counter(same(line) for line in value)
+                twice = [line for line in value if counted.pop(same(line), 0) > 1]
                 if twice:
                     listed = ", ".join(repr(line[:100]) for line in twice[:10])
                     self.add_error(name, f"Listed more than once: {listed}.")
