@@ -74,7 +74,7 @@ def test_budgets_admin_duplicate_model_price_is_a_form_error(admin_client):
         ("cached_input_per_mtok", "\u0661", b"Enter a number: digits"),
         ("output_per_mtok", "1" * 20, b"Ensure that there are no more than"),
         # shown raw in every prompt's suggestions: "gpt-\u202e5.4" reads "gpt-4.5"
-        ("model", "gpt-\u202e5.4", b"(U+202E)"),
+        ("model", "gpt-\u202e5.4", b"not U+202E at character 5"),
         ("source", "bad\x00source", b"Null characters are not allowed"),
     ],
 )
@@ -147,26 +147,46 @@ def test_budgets_admin_changelists_load(admin_client, name):
     assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200
 
 
-def test_a_model_name_with_a_bidi_control_is_refused_everywhere_it_is_typed(
-    admin_client,
+@pytest.mark.parametrize(
+    ("char", "shown"),
+    [
+        ("\u2066", "U+2066"),  # a bidi isolate
+        ("\u202e", "U+202E"),  # a bidi override
+        ("\u200b", "U+200B"),  # a zero-width space (found by hostile QA)
+        ("\u2011", "U+2011"),  # a non-breaking hyphen, a look-alike of "-"
+        ("\u0435", "U+0435"),  # a Cyrillic "e"
+    ],
+)
+def test_a_model_name_that_is_not_visible_ascii_is_refused_everywhere_it_is_typed(
+    admin_client, char, shown
 ):
+    """A model name looked like the model in every list and warning, was
+    unknown to the price list (unpriced calls, outside the budgets) and
+    failed only when the prompt ran."""
     from tests.tooling.admin_forms import change_form_data
     from tests.tooling.factories import PromptTemplateFactory
     from tooling.models import ModelCapability
 
+    refusal = f"not {shown} at character 5.".encode()
     response = admin_client.post(
         reverse("admin:tooling_modelcapability_add"),
-        {"model": "cap\u20667", "hosted_kinds": "[]", "reason": ""},
+        {"model": f"capx{char}7", "hosted_kinds": "[]", "reason": ""},
     )
     assert response.status_code == 200
-    assert b"(U+2066)" in response.content
+    assert refusal in response.content
     assert not ModelCapability.objects.filter(model__startswith="cap").exists()
+    response = admin_client.post(
+        reverse("admin:tooling_modelprice_add"),
+        {"model": f"gpt-{char}5", "input_per_mtok": "1", "output_per_mtok": "1"},
+    )
+    assert response.status_code == 200
+    assert refusal in response.content
     prompt = PromptTemplateFactory.create(model="gpt-5")
     url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
     data = change_form_data(admin_client, url)
-    response = admin_client.post(url, {**data, "model": "gpt-\u202e5.4"})
+    response = admin_client.post(url, {**data, "model": f"gpt-{char}5.4"})
     assert response.status_code == 200
-    assert b"(U+202E)" in response.content
+    assert refusal in response.content
     prompt.refresh_from_db()
     assert prompt.model == "gpt-5"
 

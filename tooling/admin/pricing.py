@@ -14,7 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from tooling.forms.editors import validate_no_bidi_text
+from tooling.forms.capabilities import validate_model_name
 from tooling.forms.fields import PLAIN_AMOUNTS
 from tooling.history.admin import HistoryAdminMixin
 from tooling.models import HostedToolPrice, ModelPrice, UserBudget
@@ -40,11 +40,11 @@ class ModelPriceForm(forms.ModelForm):
 
     def clean_model(self) -> str:
         model = str(self.cleaned_data["model"]).strip()
-        if not model or any(char.isspace() for char in model):
+        if not model:
             raise forms.ValidationError(
                 'A model name is one word, as the API spells it ("gpt-5").'
             )
-        validate_no_bidi_text(model)  # shown in every prompt's suggestions
+        validate_model_name(model)  # shown in every prompt's suggestions
         return model
 
 

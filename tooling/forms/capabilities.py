@@ -17,8 +17,27 @@ from tooling.assembly.edits import describe
 from tooling.models import ModelCapability, ModelPrice
 from tooling.runtime.hosted.spec import hosted_kind_names
 
-from .editors import validate_no_bidi_text
 from .fields import DatalistInput
+
+
+def validate_model_name(value: str) -> None:
+    """A model's name as the API spells it: one word of visible ASCII
+    (``gpt-5``, ``ft:gpt-4o-mini:org::id``). A zero-width space or a
+    non-breaking hyphen looked like the model in every list and warning, was
+    unknown to the price list (unpriced calls, outside the budgets) and
+    failed only when the prompt ran."""
+    for position, char in enumerate(value, start=1):
+        if not "!" <= char <= "~":
+            raise ValidationError(
+                "A model name is one word of letters, digits and ASCII "
+                'punctuation, as the API spells it ("gpt-5"): not '
+                "%(char)s at character %(position)s.",
+                code="invalid_model_name",
+                params={
+                    "char": "a space" if char == " " else f"U+{ord(char):04X}",
+                    "position": position,
+                },
+            )
 
 
 def model_names() -> list[str]:
@@ -86,7 +105,7 @@ class ModelCapabilityForm(forms.ModelForm):
 
     def clean_model(self) -> str:
         model: str = self.cleaned_data["model"]
-        validate_no_bidi_text(model)  # shown in every prompt's suggestions
+        validate_model_name(model)  # shown in every prompt's suggestions
         return model
 
     def clean_hosted_kinds(self) -> list[str]:

@@ -25,8 +25,7 @@ from tooling.runtime.rendered import check_entered_schema
 from tooling.runtime.text import BIDI_CONTROLS
 from tooling.storable_json import StorableJSONFormField
 
-from .capabilities import model_names
-from .editors import validate_no_bidi_text
+from .capabilities import model_names, validate_model_name
 from .fields import DatalistInput
 from .validation import validated
 
@@ -76,7 +75,7 @@ class PromptTemplateForm(forms.ModelForm):
     def clean_model(self) -> str:
         model: str = self.cleaned_data["model"]
         if self.instance.pk is None or model != self.instance.model:
-            validate_no_bidi_text(model)  # no model's name holds one
+            validate_model_name(model)  # (a name saved before may stay)
         return model
 
     def clean_namespace(self) -> str:
