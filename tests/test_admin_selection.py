@@ -156,3 +156,28 @@ def test_a_many_to_many_choice_that_cannot_be_a_key_is_a_form_error(value):
         assert response.status_code == 200, (url, name, response.status_code)
         errors = response.context["adminform"].form.errors
         assert errors[name] == [f"“{value}” is not a valid value."], (url, errors)
+
+
+@pytest.mark.parametrize("typed", ["\uff11\uff12", "\u0663", "1_0", "+5"])
+def test_an_integer_typed_in_other_digits_is_refused(admin_client, typed):
+    """A prompt's deadline, turns and token limit took full-width and
+    Arabic-Indic digits, ``1_0`` and ``+5`` (Django's ``IntegerField`` reads
+    them), while the money fields beside them refused them (found by hostile
+    QA). Every admin integer field takes ASCII digits."""
+    from tests.tooling.admin_forms import change_form_data
+    from tooling.demo import seed_demo_catalog
+    from tooling.models import PromptTemplate
+
+    seed_demo_catalog()
+    prompt = PromptTemplate.objects.get(namespace="demo", key="notes")
+    url = reverse("admin:tooling_prompttemplate_change", args=[prompt.pk])
+    data = change_form_data(admin_client, url)
+    for field in ("deadline_seconds", "max_turns", "max_total_tokens"):
+        response = admin_client.post(url, {**data, field: typed})
+        assert response.status_code == 200, field
+        errors = response.context["adminform"].form.errors
+        assert errors[field] == ["Enter a whole number: digits 0-9."], errors
+    saved = admin_client.post(url, {**data, "max_turns": "12"})
+    assert saved.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.max_turns == 12

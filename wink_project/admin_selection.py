@@ -15,12 +15,8 @@ integer fields, not the keys of related rows): the list answers it as Django
 answers a lookup it cannot make, by sending the list's address with ``?e=1``
 (``comparable_filters``).
 
-A many-to-many choice on a change form (a prompt's policies, an experiment's
-graders, a group's permissions) is checked by Django in one query of the
-values as posted: one past the largest integer was the same 500. Every admin
-form's many-to-many field refuses it first, as Django refuses ``abc``
-(``KeyCheckedMultipleChoiceField``; ``checked_many_to_many`` sets it on every
-registered model admin).
+(A change form's many-to-many choice is checked the same way:
+``wink_project.admin_fields``.)
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django import forms
-from django.contrib import admin, messages
+from django.contrib import messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import ValidationError
@@ -53,7 +48,7 @@ def checked_selection(
         if request.method == "POST" and "action" in request.POST:
             field = model._meta.pk
             assert field is not None
-            bad = _not_keys(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME), field)
+            bad = not_keys(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME), field)
             if bad:
                 messages.warning(
                     request,
@@ -66,7 +61,7 @@ def checked_selection(
     return checked
 
 
-def _not_keys(values: list[str], field: models.Field[Any, Any]) -> list[str]:
+def not_keys(values: list[str], field: models.Field[Any, Any]) -> list[str]:
     """The values that are not values of ``field`` (a key) the database can
     compare."""
     bad = []
@@ -124,38 +119,3 @@ def _holds_a_huge_integer(request: HttpRequest) -> bool:
             ):
                 return True
     return False
-
-
-class KeyCheckedMultipleChoiceField(forms.ModelMultipleChoiceField):
-    """Django's many-to-many choice, refusing a value that cannot be a key of
-    its rows (``2**63``, ``1e400``) with the message Django gives ``abc``,
-    before the database is asked."""
-
-    def clean(self, value: Any) -> Any:
-        if isinstance(value, list | tuple):
-            assert self.queryset is not None
-            meta = self.queryset.model._meta
-            key = (
-                meta.pk
-                if self.to_field_name is None
-                else meta.get_field(self.to_field_name)
-            )
-            assert isinstance(key, models.Field)
-            if _not_keys([str(item) for item in value], key):
-                bad = next(item for item in value if _not_keys([str(item)], key))
-                raise ValidationError(
-                    self.error_messages["invalid_pk_value"],
-                    code="invalid_pk_value",
-                    params={"pk": bad},
-                )
-        return super().clean(value)
-
-
-def checked_many_to_many(model_admin: admin.ModelAdmin[Any]) -> None:
-    """Give ``model_admin``'s many-to-many fields ``KeyCheckedMultipleChoiceField``
-    (unless it names a form class of its own for them)."""
-    # (a dict: ``BaseModelAdmin.__init__`` merged the class's into a copy)
-    overrides: Any = model_admin.formfield_overrides
-    overrides.setdefault(models.ManyToManyField, {}).setdefault(
-        "form_class", KeyCheckedMultipleChoiceField
-    )

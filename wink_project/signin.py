@@ -33,11 +33,8 @@ from django.db.models.base import ModelBase
 from django.http import HttpRequest, HttpResponse
 
 from tooling.api.throttling import Slots
-from wink_project.admin_selection import (
-    checked_many_to_many,
-    checked_selection,
-    comparable_filters,
-)
+from wink_project.admin_fields import check_fields
+from wink_project.admin_selection import checked_selection, comparable_filters
 
 REFUSED = "Too many failed sign-in attempts; try again in {wait}."
 
@@ -157,8 +154,8 @@ class AdminSite(admin.AdminSite):
     def register(
         self, model_or_iterable: Any, admin_class: Any = None, **options: Any
     ) -> None:
-        """Django's; each model admin's many-to-many fields refuse a value
-        that cannot be a key (``admin_selection``)."""
+        """Django's; each model admin's fields take what every admin form
+        takes (``admin_fields``)."""
         super().register(model_or_iterable, admin_class, **options)
         models = (
             [model_or_iterable]
@@ -166,7 +163,7 @@ class AdminSite(admin.AdminSite):
             else model_or_iterable
         )
         for model in models:
-            checked_many_to_many(self.get_model_admin(model))
+            check_fields(self.get_model_admin(model))
 
     def admin_view(self, view: Any, cacheable: bool = False) -> Any:
         """Every admin view; a model's list page also refuses a selection

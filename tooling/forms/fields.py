@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from tooling.runtime.hosted.countries import COUNTRY_NAMES, country_code, country_label
-from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
+from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal, whole_number
 
 
 def widget_id(name: str, attrs: dict[str, Any] | None) -> str:
@@ -113,6 +113,23 @@ class PlainDecimalField(forms.DecimalField):
         if plain_decimal(str(value)) is None:
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         return super().to_python(value)
+
+
+class PlainIntegerField(forms.IntegerField):
+    """A whole number written in ASCII digits, a ``-`` before a negative one:
+    Django's ``IntegerField`` also reads full-width and Arabic-Indic digits
+    (U+FF11, U+0663), ``1_000`` and ``+5``, which the money fields beside it
+    refuse."""
+
+    default_error_messages = {"invalid": "Enter a whole number: digits 0-9."}
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        if whole_number(text.removeprefix("-")) is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(text)
 
 
 #: A model admin's ``formfield_overrides``: amounts written plainly, as the API
