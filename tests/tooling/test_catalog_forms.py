@@ -763,6 +763,53 @@ def test_a_capability_row_that_would_break_prompts_is_refused_naming_them(
     assert ModelCapability.objects.get(model=research.model).hosted_kinds == kinds
 
 
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [
+        ("sk-proj-abcdefghijklmnopqrstuvwxyz123456", "sk-proj"),
+        ("ghp_" + "a1" * 18, "ghp_a1a"),
+        ("xoxb-1234567890-abcdefghij", "xoxb-12"),
+        ("AKIA" + "ABCDEFGHIJKLMNOP", "AKIAABC"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl", "eyJhbGc"),
+    ],
+)
+def test_mcp_form_refuses_a_key_in_the_url_by_its_shape(key: str, shown: str) -> None:
+    """A key in a path segment (``/sk-proj-.../mcp``) was saved and shown
+    on every page that shows the tool, though the message said the path is
+    checked (found by hostile QA): a key is known by its issuer's prefix
+    wherever it sits, and the refusal shows its first characters only."""
+    for url in (
+        f"https://mcp.example.com/{key}/mcp",
+        f"https://mcp.example.com/mcp?v={key}",
+        f"https://mcp.example.com/mcp#{key}",
+    ):
+        bound = HostedToolDefinitionForm(
+            data={
+                "name": "docs",
+                "kind": "mcp",
+                "description": "D.",
+                "server_label": "docs",
+                "server_url": url,
+                "require_approval": "never",
+            }
+        )
+        assert not bound.is_valid()
+        (error,) = bound.errors["server_url"]
+        assert f"({shown}\u2026)" in error, error
+        assert key[8:] not in error
+
+
+def test_a_url_with_words_like_a_keys_prefix_is_not_refused() -> None:
+    from tooling.runtime.hosted.mcp_url import credential_shapes
+
+    for url in (
+        "https://mcp.example.com/desk-assistant-server-for-the-team/mcp",
+        "https://mcp.example.com/sk-short/mcp",
+        "https://mcp.example.com/tasks/AKIA/mcp",
+    ):
+        assert credential_shapes(url) == [], url
+
+
 def test_a_bare_anchor_or_path_flag_names_no_credential() -> None:
     from tooling.runtime.hosted.mcp_url import credential_query_names
 

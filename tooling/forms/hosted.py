@@ -19,7 +19,7 @@ from tooling.models import (
     TrustLevel,
 )
 from tooling.runtime import PromptError
-from tooling.runtime.hosted.mcp_url import credential_query_names
+from tooling.runtime.hosted.mcp_url import credential_query_names, credential_shapes
 from tooling.runtime.hosted.spec import (
     HostedKindSpec,
     HostedOption,
@@ -225,7 +225,7 @@ class HostedToolFormBase(forms.ModelForm):
         field = self._field_of(kind, "server_url")
         if kind != "mcp" or not isinstance(url, str) or field is None:
             return
-        names = credential_query_names(url)
+        names = credential_query_names(url) + credential_shapes(url)
         if names:
             self.add_error(
                 field,

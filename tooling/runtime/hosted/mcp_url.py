@@ -1,8 +1,8 @@
 """An MCP server's URL (``mcp.McpConfig.server_url``): an http(s) URL with a
 host and no credential in it (``check_server_url``: no ``user:password@``; the
 catalog's form also refuses a parameter named like one in its query, its path
-or its fragment, ``credential_query_names``, as the URL is shown wherever the
-tool is)."""
+or its fragment, ``credential_query_names``, and a key by its shape anywhere,
+``credential_shapes``, as the URL is shown wherever the tool is)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,28 @@ def credential_query_names(url: str) -> list[str]:
         for name, _ in parse_qsl(pair, keep_blank_values=True)
     ]
     return sorted({name for name in names if _credential_name(name)})
+
+
+# Credentials whose own shape says what they are, wherever in a URL they sit
+# (a path segment: "https://mcp.example.com/sk-proj-.../mcp"): the prefixes
+# their issuers document, with enough characters after them to be a key.
+_KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])("
+    r"sk-[A-Za-z0-9_-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...)
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # a JWT
+    r")"
+)
+
+
+def credential_shapes(url: str) -> list[str]:
+    """The credentials ``url`` holds by their shape (an API key's prefix, a
+    JWT), anywhere in it, each shown by its first characters only."""
+    return [f"{found[:7]}\u2026" for found in _KEY_SHAPES.findall(url)]
 
 
 def check_server_url(url: object) -> str:
