@@ -162,6 +162,17 @@ def test_a_condition_value_is_json_or_text(typed: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    "typed",
+    ["\u043f\u0440\u043e\u0434", "Stra\u00dfe", "\u03b1\u03b2 beta", "caf\u00e9 2"],
+)
+def test_a_condition_value_in_one_script_a_word_is_taken(typed: str) -> None:
+    """Cyrillic alone, Latin with accents, a Greek word beside a Latin one:
+    nothing imitates another word."""
+    value = typed
+    assert same(parse_value(typed), value)
+
+
+@pytest.mark.parametrize(
     ("typed", "message"),
     [
         ("[1, 2]", "is a list or an object"),
@@ -171,6 +182,12 @@ def test_a_condition_value_is_json_or_text(typed: str, value: Any) -> None:
         ("9" * 30, "is too long a number"),
         ("9" * 5000, "is too long a number"),
         ("[" * 100_000, "a value is one string"),
+        # found by hostile QA: a Cyrillic U+0435 for the "e" of production
+        ("prod\u0435ction", "mixes Latin and Cyrillic letters \\(U\\+0435 CYRILLIC"),
+        ('"prod\u0435ction"', "mixes Latin and Cyrillic letters"),
+        ('"prod\\u0435ction"', "mixes Latin and Cyrillic letters"),
+        ("eu-w\u0435st 1", "'eu-w\u0435st 1' mixes|'w\u0435st' mixes"),
+        ("\u0391lpha", "mixes Greek and Latin letters"),
     ],
 )
 def test_a_condition_value_that_is_not_one_value_is_refused(

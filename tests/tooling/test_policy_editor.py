@@ -480,6 +480,37 @@ def test_an_approval_without_rules_is_refused_on_the_rules() -> None:
     }
 
 
+def test_a_look_alike_condition_value_is_refused_in_the_rules_and_as_json() -> None:
+    """``environment = production`` with a Cyrillic U+0435 for its "e" saved
+    and looked like the real rule everywhere, yet never matched: a production
+    deploy no longer asked (found by hostile QA)."""
+    look_alike = "prod\u0435ction"
+    form = fields_form(
+        "approval",
+        **rows("rules", {"tool": "deploy", "when": f"environment = {look_alike}"}),
+    )
+    assert not form.is_valid()
+    (message,) = form.errors["rules"]
+    assert message.startswith(
+        f"Rule 1, line 1: '{look_alike}' mixes Latin and Cyrillic letters (U+0435 "
+        "CYRILLIC SMALL LETTER IE)"
+    )
+    as_json = PolicyDefinitionForm(
+        data={
+            "name": "p",
+            "kind": "approval",
+            "config_source": "json",
+            "config": json.dumps(
+                {"rules": [{"tool": "deploy", "when": {"environment": look_alike}}]}
+            ),
+        }
+    )
+    assert not as_json.is_valid()
+    (message,) = as_json.errors["config"]
+    assert message.startswith("rules[0].when.environment: ")
+    assert "mixes Latin and Cyrillic letters" in message
+
+
 def test_json_errors_stay_on_the_json_whatever_tool_they_name() -> None:
     form = PolicyDefinitionForm(
         data={

@@ -25,6 +25,7 @@ from tooling.runtime import PromptError
 
 from .editors import bidi_problem, validate_no_bidi_text, validate_text
 from .fields import DatalistInput
+from .policy_conditions import mixed_script_problem
 from .policy_configs import (
     EDITOR_FIELDS,
     KIND_FIELDS,
@@ -315,7 +316,7 @@ class PolicyDefinitionForm(forms.ModelForm):
         except PromptError as error:
             self.add_error("config", error.message)
             return None
-        problem = _permission_problem(policy)
+        problem = _permission_problem(policy) or _look_alike_problem(policy)
         if problem:
             self.add_error("config", problem)
             return None
@@ -410,6 +411,21 @@ def _permission_names() -> list[str]:
             "content_type__app_label", "codename"
         ).values_list("content_type__app_label", "codename")
     ]
+
+
+def _look_alike_problem(policy: Any) -> str | None:
+    """A rule's condition value whose word mixes look-alike scripts, as the
+    rules' editor refuses it (``mixed_script_problem``), in a config typed as
+    JSON."""
+    for number, rule in enumerate(getattr(policy, "rules", ()), start=1):
+        for key, values in rule.when.items():
+            for value in values:
+                problem = (
+                    mixed_script_problem(value) if isinstance(value, str) else None
+                )
+                if problem:
+                    return f"rules[{number - 1}].when.{key}: {problem}."
+    return None
 
 
 def _permission_problem(policy: Any) -> str | None:

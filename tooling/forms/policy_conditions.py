@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +62,9 @@ def parse_value(text: str) -> Any:
                 f"{quoted(text)} starts a quoted text that does not end: close it "
                 'with a " (write \\" for a quote inside)'
             ) from None
+        problem = mixed_script_problem(text)
+        if problem:
+            raise ValueError(problem) from None
         return text
     except RecursionError:
         raise ValueError("a value is one string, number, true, false or null") from None
@@ -72,11 +76,45 @@ def parse_value(text: str) -> Any:
     problem = text_problem(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(problem.removesuffix("."))
+    problem = mixed_script_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(problem)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{quoted(text)} is not a finite number")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= HUGE:
         raise ValueError(f"{quoted(text)} is too long a number")
     return value
+
+
+# Scripts whose letters look alike: a word mixing them ("production" with a
+# Cyrillic U+0435 for its "e") reads as the word it imitates and equals no
+# argument.
+_LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def _script(char: str) -> str | None:
+    name = unicodedata.name(char, "")
+    return next((s for s in _LOOK_ALIKE_SCRIPTS if name.startswith(f"{s} ")), None)
+
+
+def mixed_script_problem(text: str) -> str | None:
+    """What is wrong with a condition's text whose word mixes Latin, Cyrillic
+    or Greek letters, or ``None``: such a value would never match the
+    argument it looks like, and the rule would never ask for approval."""
+    for word in re.findall(r"\w+", text):
+        letters = [(char, _script(char)) for char in word if char.isalpha()]
+        scripts = {script for _char, script in letters if script}
+        if len(scripts) < 2:
+            continue
+        first = next(script for _char, script in letters if script)
+        odd = next(c for c, script in letters if script and script != first)
+        return (
+            f"{quoted(word)} mixes {first.title()} and "
+            f"{(_script(odd) or '').title()} letters (U+{ord(odd):04X} "
+            f"{unicodedata.name(odd, '')}): it would never match the text it "
+            "looks like, so the rule would never ask; type it in one script"
+        )
+    return None
 
 
 def show_value(value: Any) -> str:
