@@ -111,3 +111,10 @@ def change_form_data(client: Any, url: str) -> dict[str, Any]:
         for form in formset.forms:
             _add_form(data, form)
     return data
+
+
+def opened_version(client: Any, url: str) -> dict[str, str]:
+    """The version field of the admin change form at ``url`` as a browser
+    posts it back (a change form without it is refused)."""
+    form = client.get(url).context["adminform"].form
+    return {"catalog_version": str(form["catalog_version"].value() or "")}

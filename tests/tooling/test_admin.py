@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from tests.tooling.admin_forms import opened_version
 from tests.tooling.factories import (
     PromptTemplateFactory,
     SectionDefinitionFactory,
@@ -196,7 +197,13 @@ def test_admin_section_keys_are_lowercase_as_the_runtime_reads_them(admin_client
     assert not SectionDefinition.objects.filter(key="qa.mcp").exists()
     # a row stored before keeps its key while other fields change
     change = reverse("admin:tooling_sectiondefinition_change", args=[legacy.pk])
-    response = admin_client.post(change, _section_data(key="QA.MCP", title="New"))
+    response = admin_client.post(
+        change,
+        {
+            **_section_data(key="QA.MCP", title="New"),
+            **opened_version(admin_client, change),
+        },
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors
     legacy.refresh_from_db()
     assert (legacy.key, legacy.title) == ("QA.MCP", "New")
@@ -534,13 +541,15 @@ def test_audit_admin_is_read_only(admin_client):
 
 
 def _edit_policy(admin_client, policy, dependencies):
+    url = reverse("admin:tooling_policydefinition_change", args=[policy.pk])
     return admin_client.post(
-        reverse("admin:tooling_policydefinition_change", args=[policy.pk]),
+        url,
         {
             "name": policy.name,
             "kind": policy.kind,
             "config": json.dumps({"dependencies": dependencies}),
             "description": "",
+            **opened_version(admin_client, url),
         },
     )
 

@@ -208,6 +208,37 @@ def test_a_stale_form_is_refused_naming_who_changed_what(client):
     assert CatalogChange.objects.count() == 2
 
 
+def test_a_form_without_its_version_is_refused_not_saved_over_a_change(client):
+    """The stale-form check read the posted version; a form posted without
+    one (a script, an old page) was saved over the other person's change,
+    unwarned; and the refusal's time ended "a.m.." (found by hostile QA)."""
+    alice, bob = editor("alice"), editor("bob")
+    tool = ToolDefinitionFactory.create(description="")
+    url = reverse("admin:tooling_tooldefinition_change", args=[tool.pk])
+    login(client, alice)
+    alices = change_form_data(client, url)
+    login(client, bob)
+    bobs = change_form_data(client, url)
+    bobs["description"] = "Bob's"
+    assert client.post(url, bobs).status_code == 302
+
+    login(client, alice)
+    alices["description"] = "Alice's"
+    without = {k: v for k, v in alices.items() if k != "catalog_version"}
+    response = client.post(url, without)
+    assert response.status_code == 200
+    (message,) = response.context["adminform"].form.non_field_errors()
+    assert message == (
+        "This form does not say which version it was opened on (no "
+        "catalog_version): reload the page and make your changes again."
+    )
+    tool.refresh_from_db()
+    assert tool.description == "Bob's"
+    response = client.post(url, alices)  # opened before bob's change
+    (message,) = response.context["adminform"].form.non_field_errors()
+    assert "bob changed description on" in message and ".." not in message
+
+
 def test_change_rows_are_append_only():
     change = CatalogChange.objects.create(
         content_type_id=1, object_id="1", object_repr="x", action=Action.CHANGED

@@ -277,6 +277,7 @@ def test_change_form_loads_the_typed_fields_back(admin_client, kind):
             "kind": kind,
             "description": definition.description,
             "enabled": "on",
+            "catalog_version": form["catalog_version"].value(),
             **fields,
         },
     )

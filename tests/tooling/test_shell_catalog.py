@@ -140,6 +140,7 @@ def test_change_form_loads_the_typed_fields_back_and_saves_them_unchanged(
             "kind": kind,
             "description": definition.description,
             "enabled": "on",
+            "catalog_version": form["catalog_version"].value(),
             **{name: form[name].value() for name in fields},
         },
     )

@@ -59,9 +59,16 @@ class HistoryForm(forms.ModelForm):
     def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
         if self.instance.pk is not None and VERSION in self.fields:
-            stale = recording.stale_edit(
-                self.instance, self.data.get(self.add_prefix(VERSION), "")
-            )
+            opened = self.data.get(self.add_prefix(VERSION), "")
+            if not opened:
+                # a form posted without it (a script, an old page) would
+                # replace whatever was saved since, unwarned
+                raise forms.ValidationError(
+                    "This form does not say which version it was opened on "
+                    f"(no {VERSION}): reload the page and make your changes again.",
+                    code="no_version",
+                )
+            stale = recording.stale_edit(self.instance, opened)
             if stale is not None:
                 message, current = stale
                 # Submitting the form again replaces their change, knowingly.

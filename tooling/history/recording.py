@@ -195,7 +195,9 @@ def stale_edit(obj: models.Model, opened: str) -> tuple[str, str] | None:
     label = model._meta.verbose_name
     if since:
         told = "; ".join(_describe(change) for change in reversed(since))
-        message = f"Someone else changed this {label} after you opened it: {told}."
+        # (a description may end with a point: "at 2:13 a.m.")
+        message = f"Someone else changed this {label} after you opened it: {told}"
+        message += "" if message.endswith(".") else "."
     else:
         message = f"This {label} was changed after you opened it."
     # shown on the editable form, which the page does not neutralise: the
