@@ -235,6 +235,25 @@ def test_a_body_that_is_not_an_object_is_refused(api_client):
     }
 
 
+def test_a_null_body_is_refused_alike_everywhere(api_client, superuser_api, demo):
+    """A JSON ``null`` was "No data provided" on a decision, "Expected a JSON
+    object." on a start (found by hostile QA): one message."""
+    from tests.sessions_app.factories import ApprovalRequestFactory
+
+    request = ApprovalRequestFactory.create()
+    for client, url in (
+        (api_client, SESSIONS),
+        (superuser_api, f"/api/approvals/{request.pk}/approve/"),
+        (superuser_api, f"/api/approvals/{request.pk}/deny/"),
+        (superuser_api, "/api/prompts/demo/release/preview/"),
+        (superuser_api, "/api/experiments/"),
+    ):
+        response = client.post(url, b"null", content_type="application/json")
+        assert error(response, 400, "invalid")["errors"] == {
+            "non_field_errors": ["Expected a JSON object, not null."]
+        }, url
+
+
 def test_malformed_json_is_a_400(api_client):
     response = api_client.post(SESSIONS, b"{nope", content_type="application/json")
     error(response, 400, "parse_error")

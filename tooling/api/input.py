@@ -54,6 +54,13 @@ def refuse_too_large(members: Any, name: str) -> None:
 class StrictSerializer(serializers.Serializer[Any]):
     """A request body serializer that refuses what it does not know."""
 
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if data is None:  # a JSON null (DRF: "No data provided")
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Expected a JSON object, not null."]}
+            )
+        return super().run_validation(data)
+
     # Fields whose values (a JSON object's members) are each size-limited.
     sized_fields: tuple[str, ...] = ()
 
