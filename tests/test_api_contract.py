@@ -254,6 +254,26 @@ def test_a_null_body_is_refused_alike_everywhere(api_client, superuser_api, demo
         }, url
 
 
+@pytest.mark.parametrize("declared", ["abc", "-5", "1.5", "\u0661\u0662"])
+def test_a_content_length_that_is_not_digits_is_named(api_client, demo, declared):
+    """Django read such a length as 0: the body was ignored and the 400 said
+    "prompt: This field is required." (found by hostile QA)."""
+    response = api_client.post(
+        SESSIONS,
+        b'{"prompt": "demo/release"}',
+        content_type="application/json",
+        CONTENT_LENGTH=declared,
+    )
+    body = error(response, 400, "invalid")
+    assert body["detail"] == (
+        "The Content-Length header must be the body's size in bytes, digits only."
+    )
+    huge = api_client.post(
+        SESSIONS, b"{}", content_type="application/json", CONTENT_LENGTH="9" * 40
+    )
+    assert huge.status_code == 413
+
+
 def test_malformed_json_is_a_400(api_client):
     response = api_client.post(SESSIONS, b"{nope", content_type="application/json")
     error(response, 400, "parse_error")

@@ -163,7 +163,8 @@ _STATUS_CODES = {
 
 class ApiErrorMiddleware:
     """Under ``/api/``: a body over ``WINK_API_MAX_BODY_BYTES`` is a 413 before
-    any view reads it, one sent in chunks without a length a 411; a Django
+    any view reads it, one sent in chunks without a length a 411, a length
+    that is not digits a 400; a Django
     error page (a 404 from the URL resolver, a 400
     for a bad Host) becomes the error shape; an unexpected exception is a
     logged 500 in the error shape, never a page with a stack."""
@@ -192,10 +193,19 @@ class ApiErrorMiddleware:
                 ),
                 status=411,
             )
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
+        declared = str(request.META.get("CONTENT_LENGTH") or "0").strip()
+        if not (declared.isascii() and declared.isdigit()):
+            # Django reads such a length as 0: the body was ignored, and the
+            # answer blamed a missing field
+            return JsonResponse(
+                error_body(
+                    "The Content-Length header must be the body's size in bytes, "
+                    "digits only.",
+                    "invalid",
+                ),
+                status=400,
+            )
+        length = int(declared) if len(declared) <= 30 else limit + 1
         if length > limit:
             return JsonResponse(
                 error_body(
