@@ -35,6 +35,17 @@ def _keys(schema: Any) -> set[str]:
     return found
 
 
+def _values_of(schema: Any, key: str) -> set[str]:
+    """The text values of ``key`` in every object of ``schema``."""
+    found: set[str] = set()
+    if isinstance(schema, dict) and isinstance(schema.get(key), str):
+        found.add(schema[key])
+    if isinstance(schema, dict | list):
+        for value in schema.values() if isinstance(schema, dict) else schema:
+            found |= _values_of(value, key)
+    return found
+
+
 def domain(value: str) -> str:
     """``https://Docs.Python.org/3/`` and ``docs.python.org.`` alike."""
     value = value.strip().lower()
@@ -145,12 +156,23 @@ def check_config(kind: str, config: Any) -> None:
                 {"config": f'"schema" is not a valid JSON schema: {error.message}'}
             ) from None
         except Unresolvable as error:
-            ref = json.dumps(str(getattr(error, "ref", "")), ensure_ascii=False)
+            # (an anchor, "#x", is the error's anchor: its ref is then "")
+            named = str(getattr(error, "ref", "") or "")
+            anchor = getattr(error, "anchor", None)
+            if not named and anchor is not None:
+                named = f"#{anchor}"
+            keyword = (
+                "$dynamicRef"
+                if named in _values_of(schema, "$dynamicRef")
+                and named not in _values_of(schema, "$ref")
+                else "$ref"
+            )
+            ref = json.dumps(named, ensure_ascii=False)
             raise ValidationError(
                 {
-                    "config": f'"schema" cannot be applied: its "$ref" {ref[:200]} '
-                    "names nothing in the schema (only references inside it are "
-                    "followed: remote ones are not fetched)."
+                    "config": f'"schema" cannot be applied: its "{keyword}" '
+                    f"{ref[:200]} names nothing in the schema (only references "
+                    "inside it are followed: remote ones are not fetched)."
                 }
             ) from None
         except RecursionError:

@@ -829,18 +829,21 @@ def test_a_catastrophic_pattern_fails_the_grade_in_bounded_time():
 
 
 @pytest.mark.parametrize(
-    ("ref", "shown"),
+    ("keyword", "ref", "shown"),
     [
-        ("#/$defs/nowhere", '"/$defs/nowhere"'),
-        ("http://127.0.0.1:9/x", '"http://127.0.0.1:9/x"'),
+        ("$ref", "#/$defs/nowhere", '"/$defs/nowhere"'),
+        ("$ref", "http://127.0.0.1:9/x", '"http://127.0.0.1:9/x"'),
+        # found by hostile QA: an anchor was named "$ref" ""
+        ("$ref", "#nowhere", '"#nowhere"'),
+        ("$dynamicRef", "#x", '"#x"'),
     ],
 )
-def test_a_schema_that_refers_nowhere_is_refused(ref, shown):
+def test_a_schema_that_refers_nowhere_is_refused(keyword, ref, shown):
     """In words, not by an internal class name (_WrappedReferencingError)."""
     with pytest.raises(ValidationError) as refused:
-        grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": {"$ref": ref}})
+        grader_config.check_config(Kind.OUTPUT_SCHEMA, {"schema": {keyword: ref}})
     assert refused.value.messages == [
-        f'"schema" cannot be applied: its "$ref" {shown} names nothing in the '
+        f'"schema" cannot be applied: its "{keyword}" {shown} names nothing in the '
         "schema (only references inside it are followed: remote ones are not "
         "fetched)."
     ]
