@@ -209,7 +209,17 @@ def test_admin_section_keys_are_lowercase_as_the_runtime_reads_them(admin_client
     assert (legacy.key, legacy.title) == ("QA.MCP", "New")
 
 
-@pytest.mark.parametrize("defaults", ['{"question": "a", "question": "b"}', "[]"])
+@pytest.mark.parametrize(
+    "defaults",
+    [
+        '{"question": "a", "question": "b"}',
+        "[]",
+        # refused by the runtime, not the field (found by hostile QA)
+        '{"question": "a", "class": 1}',
+        '{"question": "a", "2x": 1}',
+        '{"\u00e9t\u00e9 x": 1}',
+    ],
+)
 def test_admin_refused_defaults_are_the_only_error(admin_client, defaults):
     """The refused defaults stood in as none, and the template was blamed
     for declaring ``$question`` (found by a hostile review)."""

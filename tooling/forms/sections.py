@@ -132,13 +132,7 @@ class SectionDefinitionForm(forms.ModelForm):
             for name, default in self.stand_in.items()
         }
         if "default_params" in self.errors:
-            # Refused defaults stand in as the template's own placeholders, so
-            # that the template is not blamed for declaring them.
-            try:
-                names = template_placeholders(given["template"] or "")
-            except PromptError:
-                names = ()
-            given["default_params"] = dict.fromkeys(names, "")
+            given["default_params"] = _placeholder_defaults(given["template"])
         for _ in range(len(self.stand_in) + 1):
             candidate = SectionDefinition(
                 **{**given, "default_params": given["default_params"] or {}}
@@ -156,7 +150,22 @@ class SectionDefinitionForm(forms.ModelForm):
             self.add_error(None, problem)
             if blamed not in self.stand_in:
                 return
-            given[blamed] = self.stand_in[blamed]
+            given[blamed] = (
+                _placeholder_defaults(given["template"])
+                if blamed == "default_params"
+                else self.stand_in[blamed]
+            )
+
+
+def _placeholder_defaults(template: str | None) -> dict[str, str]:
+    """Refused defaults' stand-in: the template's own placeholders, so that
+    the template is not blamed for declaring them (``{"document": "x",
+    "class": 1}`` refused for ``class`` also said ``$document`` was unknown)."""
+    try:
+        names = template_placeholders(template or "")
+    except PromptError:
+        names = ()
+    return dict.fromkeys(names, "")
 
 
 class SectionLinkFormSet(forms.BaseInlineFormSet):
