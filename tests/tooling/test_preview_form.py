@@ -234,6 +234,19 @@ def test_an_optional_text_field_emptied_runs_with_its_default(admin_client):
     assert session.params["topic"] == "ran"
 
 
+def test_an_optional_text_field_emptied_says_its_default_applies(admin_client):
+    """Emptied, the field came back empty and the preview rendered its
+    default without a word (found by hostile QA): it shows what applies."""
+    prompt = typed_prompt()
+    response = admin_client.post(preview_url(prompt), typed_post(topic="t", note=""))
+    form = response.context["parameters"]
+    field = next(bound for bound in form if bound.label == "note")
+    assert field.value() in ("", None)
+    assert 'placeholder="empty: &#x27;plain&#x27; (default)"' in str(field)
+    required = next(bound for bound in form if bound.label == "topic")
+    assert "placeholder" not in str(required)
+
+
 def test_a_prompt_without_parameters_says_so(admin_client):
     prompt = PromptTemplateFactory.create()
     add_sections(prompt, SectionDefinitionFactory.create())

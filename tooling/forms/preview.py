@@ -30,10 +30,13 @@ _LONG_TEXT = 60
 def _string_field(spec: ParameterSpec) -> forms.Field:
     default = spec.default if isinstance(spec.default, str) else ""
     long = "\n" in default or len(default) > _LONG_TEXT
+    # emptied, the field shows what the preview uses instead (found by
+    # hostile QA: it came back empty, the default rendered without a word)
+    shown = {} if spec.required else {"placeholder": f"empty: {default!r} (default)"}
     widget = (
-        forms.Textarea(attrs={"rows": 3, "cols": 60})
+        forms.Textarea(attrs={"rows": 3, "cols": 60, **shown})
         if long
-        else forms.TextInput(attrs={"size": 60})
+        else forms.TextInput(attrs={"size": 60, **shown})
     )
     # emptied: None, not "" (``values`` leaves it out: its default applies)
     return forms.CharField(
