@@ -100,6 +100,16 @@ def test_admin_index_links_only_the_pages_the_user_may_open(client: Client):
         assert client.get(url).status_code == 200, url
 
 
+def test_the_audit_pages_link_the_admin_for_staff_only(client: Client):
+    """The top bar's Admin led a non-staff user to a login page that takes
+    staff only (found by hostile QA)."""
+    admin_link = f'href="{reverse("admin:index")}"'
+    client.force_login(UserFactory.create(username="plain"))
+    assert admin_link not in client.get("/audit/sessions/").content.decode()
+    client.force_login(UserFactory.create(username="staffer", is_staff=True))
+    assert admin_link in client.get("/audit/sessions/").content.decode()
+
+
 # -- make run -------------------------------------------------------------------
 
 

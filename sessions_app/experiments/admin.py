@@ -257,7 +257,10 @@ class ExperimentForm(forms.ModelForm):
             if line.strip()
         ]
         problems = []
-        wrong = [line for line in lines if not TARGET.fullmatch(line)]
+        # each named once (a line repeated is said below)
+        wrong = list(
+            dict.fromkeys(line for line in lines if not TARGET.fullmatch(line))
+        )
         if wrong:
             problems.append(
                 f"Not a target: {', '.join(quoted(line) for line in wrong[:5])}. "

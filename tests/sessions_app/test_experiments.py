@@ -697,11 +697,14 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
             "name": "e",
             "dataset": dataset.pk,
             "prompt_ref": "demo/research",
-            "targets_text": "draft\nproduction",
+            "targets_text": "draft\nproduction\nproduction",
             "graders": [grader.pk],
         },
     )
-    assert "Not a target: &#x27;production&#x27;" in wrong.content.decode()
+    # each named once (found by hostile QA: 'production', 'production')
+    assert wrong.context["adminform"].form.errors["targets_text"][0].startswith(
+        "Not a target: 'production'. Write"
+    )
     several = client.post(
         reverse("admin:sessions_app_experiment_add"),
         {
