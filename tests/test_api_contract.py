@@ -779,6 +779,35 @@ def test_the_catalog_lists_take_a_page_size(superuser_api, demo, url):
         assert "page_size" in response.json()["errors"]
 
 
+@pytest.mark.parametrize("size", ["1", "2", "3"])
+def test_prompts_sharing_a_namespace_are_each_listed_once_either_way(
+    superuser_api, demo, size
+):
+    """Ordered by namespace then key, DRF's cursor (a position and an offset
+    among the rows sharing it) skipped prompts paging back (every demo
+    prompt shares "demo"; found by hostile QA)."""
+
+    def refs(url: str, query: dict[str, str]) -> list[str]:
+        listed, link = [], url
+        while link:
+            body = superuser_api.get(link, query).json()
+            listed += [row["ref"] for row in body["results"]]
+            link, query = body["next"], {}
+        return listed
+
+    forward = refs("/api/prompts/", {"page_size": size})
+    assert len(forward) == len(set(forward)) == 5
+    assert forward == sorted(forward)
+    back = superuser_api.get("/api/prompts/", {"page_size": size}).json()
+    while back["next"]:
+        back = superuser_api.get(back["next"]).json()
+    pages = [[row["ref"] for row in back["results"]]]
+    while back["previous"]:
+        back = superuser_api.get(back["previous"]).json()
+        pages.insert(0, [row["ref"] for row in back["results"]])
+    assert [ref for page in pages for ref in page] == forward
+
+
 def test_a_name_cursor_holding_nul_is_an_invalid_one(superuser_api, demo):
     for url in ("/api/prompts/", "/api/tools/", "/api/hosted-tools/"):
         response = superuser_api.get(url, {"cursor": _cursor("demo\x00")})

@@ -702,8 +702,10 @@ def test_the_admin_creates_graders_experiments_and_imports_cases(client):
         },
     )
     # each named once (found by hostile QA: 'production', 'production')
-    assert wrong.context["adminform"].form.errors["targets_text"][0].startswith(
-        "Not a target: 'production'. Write"
+    assert (
+        wrong.context["adminform"]
+        .form.errors["targets_text"][0]
+        .startswith("Not a target: 'production'. Write")
     )
     several = client.post(
         reverse("admin:sessions_app_experiment_add"),

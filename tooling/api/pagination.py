@@ -84,6 +84,8 @@ class CheckedCursorPagination(CursorPagination):
                 else self.model._meta.get_field(name)
             )
         except FieldDoesNotExist:  # a lookup or an annotation: as DRF reads it
+            if "\x00" in position:  # no database stores it
+                raise NotFound(self.invalid_cursor_message) from None
             return
         try:
             if "\x00" in position:  # no database stores it

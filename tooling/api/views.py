@@ -12,7 +12,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
+from django.db.models import CharField, QuerySet, Value
+from django.db.models.functions import Concat
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
@@ -40,7 +41,21 @@ from tooling.runtime import PromptError
 
 
 class RefCursorPagination(StrictCursorPagination):
-    ordering = ("namespace", "key")
+    """Prompts by ``namespace/key``, one text no two prompts share: DRF's
+    cursor names a position in its first ordering field and an offset among
+    the rows sharing it, and ordered by namespace then key (every demo
+    prompt shares ``demo``) its ``previous`` links skipped prompts
+    (encode/django-rest-framework#7709; found by hostile QA)."""
+
+    ordering = ("ref_order",)
+
+    def paginate_queryset(
+        self, queryset: QuerySet[Any], request: Request, view: Any = None
+    ) -> list[Any] | None:
+        ref = Concat("namespace", Value("/"), "key", output_field=CharField())
+        return super().paginate_queryset(
+            queryset.annotate(ref_order=ref), request, view
+        )
 
 
 class NameCursorPagination(StrictCursorPagination):
