@@ -766,8 +766,11 @@ def test_a_capability_row_that_would_break_prompts_is_refused_naming_them(
 @pytest.mark.parametrize(
     ("key", "shown"),
     [
-        ("sk-proj-abcdefghijklmnopqrstuvwxyz123456", "sk-proj"),
-        ("ghp_" + "a1" * 18, "ghp_a1a"),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUvWx123456", "sk-proj"),
+        ("sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg", "sk-ant-"),
+        ("ghp_" + "aB1" * 12, "ghp_aB1"),
+        ("hf_" + "Xy7" * 11, "hf_Xy7X"),
+        ("glpat-Ab12Cd34Ef56Gh78Ij90", "glpat-A"),
         ("xoxb-1234567890-abcdefghij", "xoxb-12"),
         ("AKIA" + "ABCDEFGHIJKLMNOP", "AKIAABC"),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlLXZhbHVl", "eyJhbGc"),
@@ -778,10 +781,13 @@ def test_mcp_form_refuses_a_key_in_the_url_by_its_shape(key: str, shown: str) ->
     on every page that shows the tool, though the message said the path is
     checked (found by hostile QA): a key is known by its issuer's prefix
     wherever it sits, and the refusal shows its first characters only."""
+    encoded = "%" + format(ord(key[0]), "02x") + key[1:]
     for url in (
         f"https://mcp.example.com/{key}/mcp",
         f"https://mcp.example.com/mcp?v={key}",
         f"https://mcp.example.com/mcp#{key}",
+        f"https://mcp.example.com/mcp?x=Bearer%20{key}",
+        f"https://mcp.example.com/{encoded}/mcp",  # percent-encoded
     ):
         bound = HostedToolDefinitionForm(
             data={
@@ -806,6 +812,12 @@ def test_a_url_with_words_like_a_keys_prefix_is_not_refused() -> None:
         "https://mcp.example.com/desk-assistant-server-for-the-team/mcp",
         "https://mcp.example.com/sk-short/mcp",
         "https://mcp.example.com/tasks/AKIA/mcp",
+        # words after a key's prefix (found by a hostile review)
+        "https://mcp.example.com/sk-learn-documentation-server/mcp",
+        "https://mcp.example.com/docs/sk-hynix-memory-product-catalog",
+        "https://mcp.example.com/sk-telecom-customer-support-v2/mcp",
+        "https://mcp.example.com/xoxb-integration-bridge/mcp",
+        "https://mcp.example.com/hf_datasets_mirror_for_the_research_team/mcp",
     ):
         assert credential_shapes(url) == [], url
 

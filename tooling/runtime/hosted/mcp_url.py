@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import PromptValidationError
 
@@ -70,24 +70,49 @@ def credential_query_names(url: str) -> list[str]:
 
 # Credentials whose own shape says what they are, wherever in a URL they sit
 # (a path segment: "https://mcp.example.com/sk-proj-.../mcp"): the prefixes
-# their issuers document, with enough characters after them to be a key.
-_KEY_SHAPES = re.compile(
+# their issuers document, followed by what a key looks like. A prefix alone
+# is a word ("sk-learn-documentation-server", "xoxb-integration-bridge"), so
+# the keys whose body is free text must look random: letters of both cases
+# and a digit (``_random``). Not every issuer's shape: a start, not a proof.
+_PREFIXED = re.compile(
     r"(?<![A-Za-z0-9])("
     r"sk-[A-Za-z0-9_-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...)
-    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
     r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r")"
+)
+_EXACT = re.compile(
+    r"(?<![A-Za-z0-9])("
+    r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|xox[abprs]-[0-9]{6,}-[A-Za-z0-9-]{6,}"  # Slack: its team's number first
+    r"|AKIA[0-9A-Z]{16}(?![0-9A-Za-z])"  # AWS access key id
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|ya29\.[0-9A-Za-z_-]{20,}"  # Google OAuth access token
     r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # a JWT
     r")"
 )
 
 
+def _random(key: str) -> bool:
+    body = key.split("_", 1)[-1] if key.startswith(("gh", "github", "hf")) else key
+    return (
+        any(c.isdigit() for c in body)
+        and any(c.isupper() for c in body)
+        and any(c.islower() for c in body)
+    )
+
+
 def credential_shapes(url: str) -> list[str]:
     """The credentials ``url`` holds by their shape (an API key's prefix, a
-    JWT), anywhere in it, each shown by its first characters only."""
-    return [f"{found[:7]}\u2026" for found in _KEY_SHAPES.findall(url)]
+    JWT), anywhere in it, percent-encoded or not, each shown by its first
+    characters only."""
+    text, previous = url, None
+    while text != previous:  # "%2573k-..." is "%73k-..." is "sk-..."
+        previous, text = text, unquote(text)
+    found = [key for key in _PREFIXED.findall(text) if _random(key)]
+    found += _EXACT.findall(text)
+    return [f"{key[:7]}\u2026" for key in found]
 
 
 def check_server_url(url: object) -> str:
