@@ -181,3 +181,44 @@ def test_an_integer_typed_in_other_digits_is_refused(admin_client, typed):
     assert saved.status_code == 302
     prompt.refresh_from_db()
     assert prompt.max_turns == 12
+
+
+def test_every_admin_whole_number_field_takes_ascii_digits_only():
+    """Every whole-number field of every admin add page and of its inlines is
+    ``PlainIntegerField`` (an inline's position took full-width digits: found
+    by a hostile review)."""
+    from django import forms
+
+    from tooling.forms.fields import (
+        PlainDecimalField,
+        PlainFloatField,
+        PlainIntegerField,
+    )
+
+    superuser = User.objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(superuser)
+    seen = []
+    for model in apps.get_models():
+        if not admin.site.is_registered(model):
+            continue
+        opts = model._meta
+        response = client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_add"))
+        if response.status_code != 200 or "adminform" not in response.context:
+            continue
+        forms_shown = [response.context["adminform"].form] + [
+            inline.formset.empty_form
+            for inline in response.context["inline_admin_formsets"]
+        ]
+        for form in forms_shown:
+            for name, field in form.fields.items():
+                if isinstance(field, forms.FloatField | forms.DecimalField):
+                    # (Django's are IntegerFields too)
+                    plain = (PlainFloatField, PlainDecimalField)
+                    assert isinstance(field, plain), (opts.model_name, name)
+                elif isinstance(field, forms.IntegerField):
+                    seen.append((opts.model_name, name))
+                    assert isinstance(field, PlainIntegerField), (opts.model_name, name)
+    assert ("prompttemplate", "max_turns") in seen
+    # an inline's: the prompt's sections, the dataset's cases
+    assert {("prompttemplate", "position"), ("dataset", "position")} <= set(seen)

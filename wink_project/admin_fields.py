@@ -48,14 +48,34 @@ class KeyCheckedMultipleChoiceField(forms.ModelMultipleChoiceField):
         return super().clean(value)
 
 
+# The form class each kind of model field gets (Django's defaults name
+# ``BigIntegerField`` apart from ``IntegerField``, and the first in a field's
+# MRO wins: both are named).
+FORM_CLASSES: tuple[tuple[type[models.Field[Any, Any]], type[forms.Field]], ...] = (
+    (models.ManyToManyField, KeyCheckedMultipleChoiceField),
+    (models.IntegerField, PlainIntegerField),
+    (models.BigIntegerField, PlainIntegerField),
+)
+
+
+def _with_form_classes(overrides: Any) -> dict[Any, Any]:
+    """``overrides`` (a ``formfield_overrides``) with ``FORM_CLASSES`` where it
+    names no form class of its own: a new dict, its values copied."""
+    merged = {field: dict(options) for field, options in overrides.items()}
+    for field, form_class in FORM_CLASSES:
+        merged.setdefault(field, {}).setdefault("form_class", form_class)
+    return merged
+
+
 def check_fields(model_admin: admin.ModelAdmin[Any]) -> None:
-    """Give ``model_admin``'s many-to-many fields
-    ``KeyCheckedMultipleChoiceField`` and its integer fields
-    ``PlainIntegerField`` (unless it names form classes of its own)."""
-    # (a dict: ``BaseModelAdmin.__init__`` merged the class's into a copy)
+    """Give ``model_admin``'s fields, and its inlines', the form classes of
+    ``FORM_CLASSES`` (unless they name their own)."""
+    # (the instance's: ``BaseModelAdmin.__init__`` merged the class's and
+    # Django's defaults into a dict of its own; an inline is instantiated per
+    # request, from its class's, which is replaced by a new dict here)
     overrides: Any = model_admin.formfield_overrides
-    for field, form_class in (
-        (models.ManyToManyField, KeyCheckedMultipleChoiceField),
-        (models.IntegerField, PlainIntegerField),
-    ):
-        overrides.setdefault(field, {}).setdefault("form_class", form_class)
+    merged = _with_form_classes(overrides)
+    overrides.clear()
+    overrides.update(merged)
+    for inline in model_admin.inlines:
+        inline.formfield_overrides = _with_form_classes(inline.formfield_overrides)

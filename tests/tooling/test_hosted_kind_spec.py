@@ -232,7 +232,7 @@ def test_hostile_typed_input_gets_a_field_error_and_saves_nothing(
     errors = response.context["adminform"].form.errors
     assert errors["index"] == ["Null characters are not allowed."]
     assert errors["toy_search_file_ids"] == ["Null characters are not allowed."]
-    assert errors["limit"] == ["Enter a whole number."]
+    assert errors["limit"] == ["Enter a whole number: digits 0-9."]
     assert "<script>" not in response.content.decode()
     too_long = _add(admin_client, {"index": "x" * 100_000})
     assert too_long.context["adminform"].form.errors["index"] == [

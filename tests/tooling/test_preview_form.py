@@ -89,8 +89,8 @@ def test_the_form_has_a_typed_field_per_parameter(admin_client):
     assert set(fields) == {"topic", "count", "verbose", "tags", "ratio", "note"}
     assert fields["topic"].field.required
     assert not fields["count"].field.required
-    assert type(fields["count"].field).__name__ == "IntegerField"
-    assert type(fields["ratio"].field).__name__ == "FloatField"
+    assert type(fields["count"].field).__name__ == "PlainIntegerField"
+    assert type(fields["ratio"].field).__name__ == "PlainFloatField"
     assert type(fields["verbose"].field).__name__ == "TypedChoiceField"
     assert fields["count"].value() == 3
     assert fields["verbose"].value() == "false"

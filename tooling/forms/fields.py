@@ -132,6 +132,22 @@ class PlainIntegerField(forms.IntegerField):
         return super().to_python(text)
 
 
+class PlainFloatField(forms.FloatField):
+    """A number written plainly (``tooling.runtime.number_text``), a ``-``
+    before a negative one: Django's ``FloatField`` also reads other scripts'
+    digits, ``1_0``, ``+5`` and ``1e3``."""
+
+    default_error_messages = {"invalid": f"Enter a number: {PLAIN_DECIMAL}."}
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        if plain_decimal(text.removeprefix("-")) is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(text)
+
+
 #: A model admin's ``formfield_overrides``: amounts written plainly, as the API
 #: and the filters take them (Django's ``DecimalField`` also reads "1_000" and
 #: any script's digits).

@@ -29,7 +29,7 @@ from tooling.runtime.hosted.spec import (
 from tooling.storable_json import StorableJSONFormField
 
 from .editors import validate_no_bidi, validate_no_bidi_text
-from .fields import CountryField
+from .fields import CountryField, PlainFloatField, PlainIntegerField
 from .validation import refuse_breaking, runtime_error
 
 #: Stand-ins while a hosted tool's other fields are checked: a name or a
@@ -108,9 +108,9 @@ def _form_field(option: HostedOption) -> forms.Field:
             **common,
         )
     if shape == "integer":
-        return forms.IntegerField(initial=option.default, **common)
+        return PlainIntegerField(initial=option.default, **common)
     if shape == "number":
-        return forms.FloatField(initial=option.default, **common)
+        return PlainFloatField(initial=option.default, **common)
     if shape == "boolean":
         return forms.BooleanField(initial=option.default, **common)
     return forms.CharField(

@@ -24,7 +24,7 @@ from tooling.models import PolicyDefinition
 from tooling.runtime import PromptError
 
 from .editors import bidi_problem, validate_no_bidi_text, validate_text
-from .fields import DatalistInput
+from .fields import DatalistInput, PlainIntegerField
 from .policy_conditions import mixed_script_problem
 from .policy_configs import (
     EDITOR_FIELDS,
@@ -153,7 +153,7 @@ class PolicyDefinitionForm(forms.ModelForm):
         "Members of this group may decide too (it may be created later).",
         max_length=150,
     )
-    deadline_seconds = forms.IntegerField(
+    deadline_seconds = PlainIntegerField(
         label="Deadline (seconds)",
         required=False,
         widget=forms.NumberInput(attrs={"min": 1}),

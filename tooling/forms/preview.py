@@ -23,6 +23,8 @@ from tooling.assembly import ParameterSpec
 from tooling.runtime.text import storable_text
 from tooling.storable_json import UNSTORABLE, StorableJSONFormField
 
+from .fields import PlainFloatField, PlainIntegerField
+
 FIELD_PREFIX = "param"
 _LONG_TEXT = 60
 
@@ -88,9 +90,9 @@ def field_for(spec: ParameterSpec) -> forms.Field:
     if kind == "string":
         field = _string_field(spec)
     elif kind == "integer":
-        field = forms.IntegerField(required=spec.required)
+        field = PlainIntegerField(required=spec.required)
     elif kind == "number":
-        field = forms.FloatField(required=spec.required)
+        field = PlainFloatField(required=spec.required)
     elif kind == "boolean":
         field = _boolean_field(spec)
     elif kind in ("array", "object"):
