@@ -164,11 +164,14 @@ def launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
         signal.signal(signum, handler)
 
 
-def stand_in(tmp_path: Path, body: str) -> Any:
+def stand_in(tmp_path: Path, body: str, setup: str = "") -> Any:
+    """A worker's command: ``setup``, then a note that it started, then
+    ``body``."""
+
     def command(args: Any) -> list[str]:
         name = next(a for a in args if a.startswith("--hostname=")).split("=")[1]
         note = f"open({str(tmp_path / 'starts')!r}, 'a').write({name!r} + '\\n')\n"
-        return [sys.executable, "-c", note + body]
+        return [sys.executable, "-c", setup + note + body]
 
     return command
 
@@ -193,12 +196,15 @@ def test_a_worker_that_keeps_dying_stops_the_host_with_its_status(
 def test_a_signal_stops_every_worker_once_and_the_host_exits_0(
     launcher: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    body = (
+    # the handler before the note: on a slow machine the test's signal came
+    # between the note and the handler, and the worker died of it (143)
+    setup = (
         "import signal, sys, time\n"
         "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
-        "time.sleep(120)\n"
     )
-    monkeypatch.setattr(launcher, "celery_command", stand_in(tmp_path, body))
+    monkeypatch.setattr(
+        launcher, "celery_command", stand_in(tmp_path, "time.sleep(120)\n", setup)
+    )
 
     def stop_when_both_started() -> None:
         deadline = time.monotonic() + SUBPROCESS_SECONDS
