@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from decimal import Decimal
 from uuid import UUID, uuid4
 
 import pytest
@@ -29,6 +30,7 @@ from tests.sessions_app.factories import (
     PolicyDenialFactory,
     StateChangeFactory,
     ToolInvocationFactory,
+    UserFactory,
     VirtualFileFactory,
 )
 from tooling.append_only import PURGE_FLAG_TABLE, AppendOnlyError, purging
@@ -364,6 +366,35 @@ def test_purge_batches_each_record_their_sessions():
     assert [p.session_count for p in purges] == [2, 1]
     assert len({p.run_id for p in purges}) == 1
     assert not AgentSession.objects.exists()
+
+
+def test_purge_keeps_todays_sessions_which_count_against_the_daily_budgets(capsys):
+    """Purging today's sessions handed their users back the daily budget they
+    had spent (the day's spend is read from its sessions; found by hostile
+    QA): a cutoff within today stops at its start, and says so."""
+    from sessions_app.costs.budgets import day_start, spent_today
+
+    user = UserFactory.create()
+    today = old_session(0, cost=Decimal("0.25"), created_by=user)
+    yesterday = AgentSessionFactory.create(
+        created_at=day_start() - timedelta(seconds=1), created_by=user
+    )
+    spent = spent_today(user)
+    assert spent == Decimal("0.25")
+
+    call_command("purge_sessions", "--older-than", "0d")
+
+    out = capsys.readouterr().out
+    assert "Sessions created today are kept" in out and "Purged 1 session(s)" in out
+    assert list(AgentSession.objects.values_list("pk", flat=True)) == [today.pk]
+    assert not AgentSession.objects.filter(pk=yesterday.pk).exists()
+    assert spent_today(user) == spent
+
+
+def test_purge_names_the_statuses_it_takes(capsys):
+    with pytest.raises(CommandError) as refused:
+        call_command("purge_sessions", "--older-than", "1d", "--status", "running")
+    assert "choose from 'cancelled', 'failed', 'succeeded'" in str(refused.value)
 
 
 @pytest.mark.parametrize(

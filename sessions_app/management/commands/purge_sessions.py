@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from sessions_app.costs.budgets import day_start
 from sessions_app.models import AgentSession, SessionPurge
 
 _DURATION = re.compile(r"^(?P<number>\d+)(?P<unit>[smhdw])$")
@@ -59,7 +60,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--status",
             action="append",
-            choices=sorted(AgentSession.TERMINAL),
+            choices=sorted(str(status) for status in AgentSession.TERMINAL),
             help="Only sessions with this status (repeatable; default: every "
             "finished status).",
         )
@@ -73,6 +74,16 @@ class Command(BaseCommand):
         cutoff = cutoff_from(options["older_than"], now)
         if cutoff > now:
             raise CommandError("--older-than must be in the past.")
+        today = day_start(now)
+        if cutoff > today:
+            # today's spend is read from its sessions: deleting them handed
+            # their users back the daily budget they had spent
+            self.stdout.write(
+                f"Sessions created today are kept: they count against the users' "
+                f"daily budgets. Purging those created before "
+                f"{today.isoformat()}."
+            )
+            cutoff = today
         statuses = sorted(options["status"] or AgentSession.TERMINAL)
         batch_size = options["batch_size"]
         if batch_size < 1:
