@@ -163,7 +163,21 @@ def test_a_condition_value_is_json_or_text(typed: str, value: Any) -> None:
 
 @pytest.mark.parametrize(
     "typed",
-    ["\u043f\u0440\u043e\u0434", "Stra\u00dfe", "\u03b1\u03b2 beta", "caf\u00e9 2"],
+    [
+        "\u043f\u0440\u043e\u0434",
+        "Stra\u00dfe",
+        "\u03b1\u03b2 beta",
+        "caf\u00e9 2",
+        # quantities named in Greek and the like (from a hostile review)
+        "\u0394t_sensor",
+        "\u03c3_threshold",
+        "model_\u03b1",
+        "5\u03bcm",
+        "pi\u03c0",
+        "x\u00b2",
+        "\u6771\u4eactokyo",
+        "na\u00efve_mode",
+    ],
 )
 def test_a_condition_value_in_one_script_a_word_is_taken(typed: str) -> None:
     """Cyrillic alone, Latin with accents, a Greek word beside a Latin one:
@@ -183,11 +197,16 @@ def test_a_condition_value_in_one_script_a_word_is_taken(typed: str) -> None:
         ("9" * 5000, "is too long a number"),
         ("[" * 100_000, "a value is one string"),
         # found by hostile QA: a Cyrillic U+0435 for the "e" of production
-        ("prod\u0435ction", "mixes Latin and Cyrillic letters \\(U\\+0435 CYRILLIC"),
-        ('"prod\u0435ction"', "mixes Latin and Cyrillic letters"),
-        ('"prod\\u0435ction"', "mixes Latin and Cyrillic letters"),
-        ("eu-w\u0435st 1", "'eu-w\u0435st 1' mixes|'w\u0435st' mixes"),
-        ("\u0391lpha", "mixes Greek and Latin letters"),
+        ("prod\u0435ction", "reads as 'prodection' but holds U\\+0435 CYRILLIC"),
+        ('"prod\u0435ction"', "reads as 'prodection'"),
+        ('"prod\\u0435ction"', "reads as 'prodection'"),
+        ("eu-w\u0435st 1", "'w\u0435st' reads as 'west'"),
+        ("\u0391lpha", "reads as 'Alpha' but holds U\\+0391 GREEK CAPITAL"),
+        # ... and by a hostile review: Armenian, full-width, invisible
+        ("prod\u057dction", "reads as 'production' but holds U\\+057D ARMENIAN"),
+        ("prod\uff55ction", "reads as 'production' but holds U\\+FF55 FULLWIDTH"),
+        ("prod\u200bution", "holds an invisible character \\(U\\+200B"),
+        ("prod\xadution", "holds an invisible character \\(U\\+00AD"),
     ],
 )
 def test_a_condition_value_that_is_not_one_value_is_refused(

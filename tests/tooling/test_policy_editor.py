@@ -492,8 +492,8 @@ def test_a_look_alike_condition_value_is_refused_in_the_rules_and_as_json() -> N
     assert not form.is_valid()
     (message,) = form.errors["rules"]
     assert str(message).startswith(
-        f"Rule 1, line 1: '{look_alike}' mixes Latin and Cyrillic letters (U+0435 "
-        "CYRILLIC SMALL LETTER IE)"
+        f"Rule 1, line 1: '{look_alike}' reads as 'prodection' but holds U+0435 "
+        "CYRILLIC SMALL LETTER IE"
     )
     as_json = PolicyDefinitionForm(
         data={
@@ -508,7 +508,7 @@ def test_a_look_alike_condition_value_is_refused_in_the_rules_and_as_json() -> N
     assert not as_json.is_valid()
     (message,) = as_json.errors["config"]
     assert str(message).startswith("rules[0].when.environment: ")
-    assert "mixes Latin and Cyrillic letters" in str(message)
+    assert "holds U+0435 CYRILLIC SMALL LETTER IE" in str(message)
 
 
 def test_json_errors_stay_on_the_json_whatever_tool_they_name() -> None:

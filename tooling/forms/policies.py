@@ -25,7 +25,7 @@ from tooling.runtime import PromptError
 
 from .editors import bidi_problem, validate_no_bidi_text, validate_text
 from .fields import DatalistInput, PlainIntegerField
-from .policy_conditions import mixed_script_problem
+from .policy_conditions import look_alike_problem
 from .policy_configs import (
     EDITOR_FIELDS,
     KIND_FIELDS,
@@ -414,15 +414,12 @@ def _permission_names() -> list[str]:
 
 
 def _look_alike_problem(policy: Any) -> str | None:
-    """A rule's condition value whose word mixes look-alike scripts, as the
-    rules' editor refuses it (``mixed_script_problem``), in a config typed as
-    JSON."""
+    """A rule's condition value that reads as another text, as the rules'
+    editor refuses it (``look_alike_problem``), in a config typed as JSON."""
     for number, rule in enumerate(getattr(policy, "rules", ()), start=1):
         for key, values in rule.when.items():
             for value in values:
-                problem = (
-                    mixed_script_problem(value) if isinstance(value, str) else None
-                )
+                problem = look_alike_problem(value) if isinstance(value, str) else None
                 if problem:
                     return f"rules[{number - 1}].when.{key}: {problem}."
     return None

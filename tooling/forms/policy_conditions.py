@@ -62,7 +62,7 @@ def parse_value(text: str) -> Any:
                 f"{quoted(text)} starts a quoted text that does not end: close it "
                 'with a " (write \\" for a quote inside)'
             ) from None
-        problem = mixed_script_problem(text)
+        problem = look_alike_problem(text)
         if problem:
             raise ValueError(problem) from None
         return text
@@ -76,7 +76,7 @@ def parse_value(text: str) -> Any:
     problem = text_problem(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(problem.removesuffix("."))
-    problem = mixed_script_problem(value) if isinstance(value, str) else None
+    problem = look_alike_problem(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(problem)
     if isinstance(value, float) and not math.isfinite(value):
@@ -86,33 +86,62 @@ def parse_value(text: str) -> Any:
     return value
 
 
-# Scripts whose letters look alike: a word mixing them ("production" with a
-# Cyrillic U+0435 for its "e") reads as the word it imitates and equals no
-# argument.
-_LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+# Letters of other scripts that read as a Latin one (after Unicode's
+# confusables, UTS #39, for the letters a condition's value would hold): a
+# word whose other letters are Latin reads as the Latin word it imitates and
+# equals no argument ("production" with a Cyrillic U+0435 for its "e").
+_LOOKS_LATIN = str.maketrans(
+    # Cyrillic
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u04bb"
+    "\u0501\u051b\u051d\u04cf"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425"
+    "\u0406\u0408\u0405\u04ae"
+    # Greek: omicron and the capitals (alpha, rho, nu ... in lower case read
+    # as themselves in most fonts, and name quantities: "model_\u03b1")
+    "\u03bf"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1"
+    "\u03a4\u03a5\u03a7"
+    # Armenian
+    "\u057d\u0585\u0578\u0570\u0566",
+    "aeopcyxijshdqwlABEKMHOPCTXIJSYoABEZHIKMNOPTYXuonhq",
+)
 
 
-def _script(char: str) -> str | None:
-    name = unicodedata.name(char, "")
-    return next((s for s in _LOOK_ALIKE_SCRIPTS if name.startswith(f"{s} ")), None)
+def _halfwidth(char: str) -> str:
+    """A full-width ASCII letter or digit (U+FF01-U+FF5E) as itself."""
+    return chr(ord(char) - 0xFEE0) if "\uff01" <= char <= "\uff5e" else char
 
 
-def mixed_script_problem(text: str) -> str | None:
-    """What is wrong with a condition's text whose word mixes Latin, Cyrillic
-    or Greek letters, or ``None``: such a value would never match the
-    argument it looks like, and the rule would never ask for approval."""
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) == "Cf"  # a zero-width space, soft hyphen
+
+
+def look_alike_problem(text: str) -> str | None:
+    """What is wrong with a condition's text that holds an invisible
+    character, or a word that reads as a Latin one while it is not (a
+    letter of another script, or a full-width one, among Latin letters), or
+    ``None``: such a value would never match the argument it looks like, and
+    the rule would never ask for approval. A word of another script alone
+    (``прод``), or with letters no Latin one resembles (``Δt_sensor``), is
+    taken."""
+    for char in text:
+        if _invisible(char):
+            return (
+                f"{quoted(text)} holds an invisible character (U+{ord(char):04X} "
+                f"{unicodedata.name(char, '')}): it would never match the text it "
+                "looks like, so the rule would never ask"
+            )
     for word in re.findall(r"\w+", text):
-        letters = [(char, _script(char)) for char in word if char.isalpha()]
-        scripts = {script for _char, script in letters if script}
-        if len(scripts) < 2:
+        plain = "".join(map(_halfwidth, word)).translate(_LOOKS_LATIN)
+        if plain == word or not plain.isascii():
             continue
-        first = next(script for _char, script in letters if script)
-        odd = next(c for c, script in letters if script and script != first)
+        if not any(char.isascii() and char.isalpha() for char in word):
+            continue  # no Latin letter to imitate beside it
+        odd = next(c for c, p in zip(word, plain, strict=False) if c != p)
         return (
-            f"{quoted(word)} mixes {first.title()} and "
-            f"{(_script(odd) or '').title()} letters (U+{ord(odd):04X} "
-            f"{unicodedata.name(odd, '')}): it would never match the text it "
-            "looks like, so the rule would never ask; type it in one script"
+            f"{quoted(word)} reads as {quoted(plain)} but holds U+{ord(odd):04X} "
+            f"{unicodedata.name(odd, '')}: it would never match the text it looks "
+            "like, so the rule would never ask; type it in Latin letters"
         )
     return None
 
