@@ -269,9 +269,44 @@ def test_a_content_length_that_is_not_digits_is_named(api_client, demo, declared
         "The Content-Length header must be the body's size in bytes, digits only."
     )
     huge = api_client.post(
-        SESSIONS, b"{}", content_type="application/json", CONTENT_LENGTH="9" * 40
+        SESSIONS, b"{}", content_type="application/json", CONTENT_LENGTH="1" + "0" * 40
     )
-    assert huge.status_code == 413
+    assert error(huge, 413, "request_too_large")["detail"] == (
+        f"The request body is 1{'0' * 40} bytes; the API accepts at most 1048576."
+    )
+    endless = api_client.post(
+        SESSIONS, b"{}", content_type="application/json", CONTENT_LENGTH="9" * 5000
+    )
+    assert error(endless, 413, "request_too_large")["detail"].startswith(
+        "The request body is past any size;"
+    )
+    # leading zeros are the same length (from a hostile review: a 413)
+    padded = api_client.post(
+        SESSIONS,
+        b'{"prompt": "demo/release"}',
+        content_type="application/json",
+        CONTENT_LENGTH="0" * 30 + "26",
+    )
+    assert padded.status_code in (201, 202), padded.content
+
+
+def test_a_nested_strict_body_that_may_be_null_takes_null():
+    """Only a whole body of ``null`` is refused: a nested strict serializer
+    that allows null takes it (from a hostile review)."""
+    from rest_framework import serializers
+
+    from tooling.api.input import StrictSerializer
+
+    class Inner(StrictSerializer):
+        name = serializers.CharField()
+
+    class Outer(StrictSerializer):
+        inner = Inner(allow_null=True, required=False)
+
+    body = Outer(data={"inner": None})
+    assert body.is_valid(), body.errors
+    assert body.validated_data == {"inner": None}
+    assert not Outer(data=None).is_valid()
 
 
 def test_malformed_json_is_a_400(api_client):

@@ -52,6 +52,8 @@ class UniqueNameSerializer(serializers.ModelSerializer[Any]):
 
 
 class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase]):
+    closed_schema = False  # also a response's shape
+
     class Meta:
         model = DatasetCase
         fields = ["id", "position", "params", "trust_level", "expected_output", "notes"]
@@ -59,6 +61,7 @@ class CaseSerializer(StrictSerializer, serializers.ModelSerializer[DatasetCase])
 
 
 class DatasetSerializer(StrictSerializer, UniqueNameSerializer):
+    closed_schema = False  # also a response's shape
     cases = CaseSerializer(many=True, required=False)
 
     class Meta:
@@ -108,6 +111,8 @@ class DatasetListSerializer(serializers.ModelSerializer[Dataset]):
 
 
 class GraderSerializer(StrictSerializer, UniqueNameSerializer):
+    closed_schema = False  # also a response's shape
+
     class Meta:
         model = Grader
         fields = ["id", "name", "kind", "config", "description"]

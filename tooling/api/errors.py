@@ -205,12 +205,14 @@ class ApiErrorMiddleware:
                 ),
                 status=400,
             )
-        length = int(declared) if len(declared) <= 30 else limit + 1
-        if length > limit:
+        digits = declared.lstrip("0") or "0"
+        # (past 4,000 digits Python will not read it: past any limit anyway)
+        length = int(digits) if len(digits) <= 4000 else None
+        if length is None or length > limit:
+            size = "past any size" if length is None else f"{length} bytes"
             return JsonResponse(
                 error_body(
-                    f"The request body is {length} bytes; the API accepts at most "
-                    f"{limit}.",
+                    f"The request body is {size}; the API accepts at most {limit}.",
                     "request_too_large",
                 ),
                 status=413,

@@ -54,8 +54,14 @@ def refuse_too_large(members: Any, name: str) -> None:
 class StrictSerializer(serializers.Serializer[Any]):
     """A request body serializer that refuses what it does not know."""
 
+    #: Whether the schema says ``additionalProperties: false``: a body only
+    #: read, yes; one that is also a response's shape (its fields may grow),
+    #: no (``tooling.api.schema``).
+    closed_schema = True
+
     def run_validation(self, data: Any = serializers.empty) -> Any:
-        if data is None:  # a JSON null (DRF: "No data provided")
+        if data is None and self.parent is None:  # a body of JSON null
+            # (DRF: "No data provided"; a nested one may allow null)
             raise serializers.ValidationError(
                 {"non_field_errors": ["Expected a JSON object, not null."]}
             )

@@ -13,7 +13,9 @@ the framework itself can produce, so a client and a fuzzer know them:
 - 429 when it is throttled; 500 always.
 
 A request body that refuses unknown fields (``StrictSerializer``) says so:
-``additionalProperties: false``.
+``additionalProperties: false``, unless it is a response's shape too
+(``closed_schema``): no component is split in two, and a response's fields
+may grow.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class AutoSchema(SpectacularAutoSchema):
         self, serializer: Any, direction: Any, bypass_extensions: bool = False
     ) -> Any:
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
-        if isinstance(force_instance(serializer), StrictSerializer):
+        instance = force_instance(serializer)
+        if isinstance(instance, StrictSerializer) and instance.closed_schema:
             schema["additionalProperties"] = False  # a 400 names the field
         return schema
 
