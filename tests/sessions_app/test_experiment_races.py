@@ -177,7 +177,9 @@ def test_a_run_another_grade_holds_is_left_to_it_until_its_claim_expires() -> No
     assert run.graded_at is not None and run.grading_until is None
 
 
-def test_a_run_purged_before_its_grade_ends_and_the_experiment_finishes() -> None:
+def test_a_run_purged_before_its_grade_ends_and_the_experiment_finishes(
+    monkeypatch: Any,
+) -> None:
     """purge_sessions removed its session before anyone graded it: nothing is
     left to grade, so it is final with what it has, and the experiment ends."""
     author = staff()
@@ -185,9 +187,12 @@ def test_a_run_purged_before_its_grade_ends_and_the_experiment_finishes() -> Non
     assert run.session_id is not None
     session_id = run.session_id
     AgentSession.objects.filter(pk=session_id).update(status="succeeded")
-    call_command(
-        "purge_sessions", "--older-than", timezone.now().isoformat(), stdout=StringIO()
-    )
+    # two days later (a purge keeps the sessions of today: they hold the
+    # day's spend against the daily budgets)
+    later = timezone.now() + timedelta(days=2)
+    with monkeypatch.context() as patched:
+        patched.setattr(timezone, "now", lambda: later)
+        call_command("purge_sessions", "--older-than", "1d", stdout=StringIO())
     assert not AgentSession.objects.filter(pk=session_id).exists()
 
     assert grade_finished(experiment, user=author, model_graders=True) == 1

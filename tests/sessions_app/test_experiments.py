@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -420,14 +421,20 @@ def test_cases_import_from_csv_and_json_all_or_none():
     assert dataset.cases.count() == 4
 
 
-def test_a_run_whose_session_was_purged_reads_purged_and_still_counts(client, demo):
+def test_a_run_whose_session_was_purged_reads_purged_and_still_counts(
+    client, demo, monkeypatch
+):
     """``purge_sessions`` removes ended sessions; their experiment runs keep
     their grades and count as finished, and read "purged" (not "not started")
     on the page and in the CSV, without a link to a session that is gone."""
     run = ExperimentRun.objects.filter(experiment=demo).first()
     assert run is not None and run.session_id is not None
-    now = timezone.now().isoformat()
-    call_command("purge_sessions", "--older-than", now, stdout=io.StringIO())
+    # two days later (a purge keeps the sessions of today: they hold the
+    # day's spend against the daily budgets)
+    later = timezone.now() + timedelta(days=2)
+    with monkeypatch.context() as patched:
+        patched.setattr(timezone, "now", lambda: later)
+        call_command("purge_sessions", "--older-than", "1d", stdout=io.StringIO())
     assert not AgentSession.objects.filter(pk=run.session_id).exists()
     results = results_of(demo)
     assert [t.finished for t in results.targets] == [10, 10]
