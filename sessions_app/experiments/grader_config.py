@@ -242,7 +242,8 @@ def amount(config: dict[str, Any], *, entered: bool = False) -> Decimal:
                 f"{PLAIN_DECIMAL}."
             }
         )
-    exponent = value.as_tuple().exponent  # (an int: the value is finite)
+    # (its places as written less trailing zeros: "0.10000000000" is 0.1)
+    exponent = value.normalize().as_tuple().exponent  # (finite: an int)
     places = -exponent if isinstance(exponent, int) else 0
     if entered and (value > MOST_USD or places > USD_PLACES):
         # what a session's cost can hold, as the sessions' cost filters take

@@ -229,7 +229,10 @@ def test_a_cost_grader_takes_an_amount_a_sessions_cost_can_hold(usd):
     assert refused.json()["errors"]["config"] == [
         '"usd" must be at most 100,000,000, with at most 10 decimal places.'
     ]
-    for index, amount in enumerate(["100000000", "0.0000000001", 1e-10]):
+    # trailing zeros are no places (from a hostile review)
+    for index, amount in enumerate(
+        ["100000000", "0.0000000001", 1e-10, "0.10000000000", "100000000.00"]
+    ):
         body = {"name": f"g{index}", "kind": "cost_at_most", "config": {"usd": amount}}
         assert api.post("/api/graders/", body, format="json").status_code == 201
 

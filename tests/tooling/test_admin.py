@@ -335,6 +335,10 @@ def test_admin_prompt_with_duplicate_tool_names_is_refused(admin_client):
             {"allowed_domains": "docs.python.org\nDOCS.Python.org"},
             "Listed more than once: &#x27;docs.python.org&#x27;.",
         ),
+        (  # ... or a final point (from a hostile review)
+            {"allowed_domains": "docs.python.org\ndocs.python.org."},
+            "Listed more than once: &#x27;docs.python.org&#x27;.",
+        ),
     ],
 )
 def test_admin_web_search_config_is_validated(admin_client, fields, message):

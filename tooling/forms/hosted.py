@@ -245,8 +245,9 @@ class HostedToolFormBase(forms.ModelForm):
             value = cleaned.get(name)
             if option.shape == "lines":
                 value = _lines(value or "")
-                # a domain is one whatever its case (ids and tool names are not)
-                same = str.casefold if name == "allowed_domains" else str
+                # a domain is one whatever its case or a final point (ids and
+                # tool names are not)
+                same = _domain_key if name == "allowed_domains" else str
                 counted = Counter(same(line) for line in value)
                 twice = [line for line in value if counted.pop(same(line), 0) > 1]
                 if twice:
@@ -358,3 +359,9 @@ def hosted_tool_form() -> type[HostedToolFormBase]:
 #: The form for the kinds registered at import (the admin uses
 #: ``hosted_tool_form()``, which sees kinds registered later too).
 HostedToolDefinitionForm = hosted_tool_form()
+
+
+def _domain_key(line: str) -> str:
+    """A domain as two lines naming it compare: ``DOCS.Python.org.`` is
+    ``docs.python.org``."""
+    return line.casefold().rstrip(".")
