@@ -85,8 +85,10 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
     pagination_class = RequestedAtCursorPagination
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        return inbox.visible_to(self.request.user).select_related(
-            "session", "decided_by"
+        return (
+            inbox.visible_to(self.request.user)
+            .with_call_reached()
+            .select_related("session", "decided_by")
         )
 
     def get_serializer_class(self) -> type[ApprovalRequestSerializer]:

@@ -43,8 +43,6 @@ from sessions_app.approvals import expiry
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
-    ProviderCall,
-    ToolInvocation,
 )
 from sessions_app.runs import lifecycle
 from sessions_app.runs.storable import Scrubber
@@ -190,16 +188,15 @@ def _check_resumed(approval: ApprovalRequest) -> None:
 
 
 def _call_ran(approval: ApprovalRequest) -> bool:
-    """Whether the resumed run got to the approved call: a function call is
-    recorded (run, or refused by another policy); an MCP request was answered
-    on the run's next provider request."""
-    if approval.kind == ApprovalRequest.Kind.MCP:
-        return ProviderCall.objects.filter(
-            session_id=approval.session_id, turn__gt=approval.turn
-        ).exists()
-    return ToolInvocation.objects.filter(
-        session_id=approval.session_id, call_id=approval.call_id
-    ).exists()
+    """Whether the resumed run got to the approved call
+    (``ApprovalRequestQuerySet.with_call_reached``: the inbox reads the
+    same)."""
+    return bool(
+        ApprovalRequest.objects.filter(pk=approval.pk)
+        .with_call_reached()
+        .values_list("call_reached", flat=True)
+        .get()
+    )
 
 
 def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:

@@ -36,6 +36,7 @@ from sessions_app.models import (
     SESSION_BODY_FIELDS,
     AgentSession,
     ApprovalRequest,
+    ApprovalRequestQuerySet,
     ProviderCall,
     ToolInvocation,
 )
@@ -66,7 +67,7 @@ LISTED_FIELDS = (
 )
 
 
-def visible_to(user: Any) -> QuerySet[ApprovalRequest]:
+def visible_to(user: Any) -> ApprovalRequestQuerySet:
     """The approvals ``user`` sees: those they may decide, and those of the
     sessions they may see (``ApprovalRequest.objects.visible_to``)."""
     return ApprovalRequest.objects.visible_to(user)
@@ -85,7 +86,7 @@ def pending_for(session: AgentSession) -> ApprovalRequest | None:
     return session.approvals.filter(status=PENDING).first()
 
 
-def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
+def with_context(approvals: ApprovalRequestQuerySet) -> QuerySet[ApprovalRequest]:
     """``approvals`` with what tells one request from another, in the same
     query (no query per row): the run's parameters and author (joined), and
     the step recorded before the request (``step_before``): the session's
@@ -93,7 +94,9 @@ def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalReque
     subqueries, three in all: a step's facts as one small JSON object, a
     tool call's arguments as they are (a subquery per fact, seven, cost the
     inbox's page about 1.5 ms more at 100,000 sessions: docs/benchmarks.md).
-    The session's large fields are not read, its parameters are."""
+    The session's large fields are not read, its parameters are. An
+    approved request also says whether its run got to the call
+    (``with_call_reached``; ``shown_status``)."""
     upto = {"session": OuterRef("session"), "created_at__lte": OuterRef("requested_at")}
     # The last in the timeline's order, read backwards from its indexes
     # (tool_timeline, unique_call_turn): a long session's thousands of calls
@@ -106,7 +109,8 @@ def with_context(approvals: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalReque
         return Subquery(latest, output_field=JSONField())
 
     return (
-        approvals.select_related("session__created_by", "decided_by")
+        approvals.with_call_reached()
+        .select_related("session__created_by", "decided_by")
         .defer(
             *(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "params")
         )
@@ -197,6 +201,8 @@ def _moment(facts: dict[str, Any]) -> datetime.datetime:
 class ShownStatus:
     value: str
     label: str
+    # Said beside the decision on the request's page (empty: nothing to add).
+    note: str = ""
 
 
 RUN_ENDED = ShownStatus("cancelled", "Closed (the run ended)")
@@ -205,11 +211,33 @@ OVERDUE = ShownStatus(
 )
 
 
+def call_ran(approval: ApprovalRequest) -> bool | None:
+    """For an approved request (annotated ``with_call_reached``): whether
+    its run got to the call (true), or ended before it, so the call did not
+    run (false); None while the run is still on its way to it, and for any
+    other status."""
+    if approval.status != ApprovalRequest.Status.APPROVED:
+        return None
+    if getattr(approval, "call_reached", None):
+        return True
+    return False if approval.session.status in AgentSession.TERMINAL else None
+
+
 def shown_status(approval: ApprovalRequest) -> ShownStatus:
     """The approval's status as a person should read it: a request still
     marked pending whose run was cancelled (or ended otherwise) waits for
     nobody, and one past its deadline can no longer be decided (a decision
-    is refused as closed): each is shown so, before the sweeper records it."""
+    is refused as closed): each is shown so, before the sweeper records it.
+    An approved call whose run ended before it ran (cancelled between the
+    decision and the call) is not shown as a plain "Approved"."""
+    if call_ran(approval) is False:
+        ended = approval.session.get_status_display().lower()
+        return ShownStatus(
+            ApprovalRequest.Status.APPROVED.value,
+            "Approved (the call did not run)",
+            note=f"The run was {ended} before the approved call ran; "
+            "the call did not run.",
+        )
     if approval.status == PENDING:
         run = approval.session.status
         if run == AgentSession.Status.CANCELLED:

@@ -35,6 +35,13 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
         "still `pending` whose run has ended, before the sweeper records "
         "either (neither can be decided any more); otherwise `status`."
     )
+    call_ran = serializers.SerializerMethodField(
+        help_text="For an approved request: whether its run got to the call "
+        "(true: the call is recorded, or an MCP request was answered); false "
+        "when the run ended first (cancelled between the decision and the "
+        "call): the call did not run; null while the run is on its way to "
+        "it, and for every other status."
+    )
 
     class Meta:
         model = ApprovalRequest
@@ -56,6 +63,7 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
             "four_eyes",
             "status",
             "effective_status",
+            "call_ran",
             "requested_at",
             "expires_at",
             "decided_by",
@@ -71,6 +79,10 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
     def get_effective_status(self, approval: ApprovalRequest) -> str:
         return inbox.shown_status(approval).value
 
+    @extend_schema_field(serializers.BooleanField(allow_null=True))
+    def get_call_ran(self, approval: ApprovalRequest) -> bool | None:
+        return inbox.call_ran(approval)
+
 
 class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
     """An approval request on its session's timeline (the session is known)."""
@@ -80,7 +92,7 @@ class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
             name
             for name in ApprovalRequestSerializer.Meta.fields
             # (the session's own timeline: its status is beside it)
-            if name not in ("session", "prompt", "effective_status")
+            if name not in ("session", "prompt", "effective_status", "call_ran")
         ]
         read_only_fields = fields
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from sessions_app import access
+from sessions_app.models.audit import ProviderCall, ToolInvocation
 from sessions_app.models.fields import event_id_field, text_altered_field
 from sessions_app.models.sessions import AgentSession
 from tooling.append_only import (
@@ -47,6 +48,31 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
         groups = list(user.groups.values_list("name", flat=True))
         return others.filter(
             Q(approvers__permission__in=permissions) | Q(approvers__group__in=groups)
+        )
+
+    def with_call_reached(self) -> Any:
+        """Each approval with ``call_reached``: for an approved request,
+        whether its run got to the call after the decision (a function call
+        is recorded, run or refused by another policy; an MCP request was
+        answered on the run's next provider request); null for any other
+        status. False on a run that ended is a call that did not run: its
+        run was cancelled first (docs/approvals.md, "Approve racing
+        cancel"). One indexed lookup a row (``tool_call_id``,
+        ``unique_call_turn``), only for approved rows."""
+        session = OuterRef("session")
+        recorded = ToolInvocation.objects.filter(
+            session=session, call_id=OuterRef("call_id")
+        )
+        answered = ProviderCall.objects.filter(
+            session=session, turn__gt=OuterRef("turn")
+        )
+        return self.annotate(
+            call_reached=Case(
+                When(~Q(status="approved"), then=Value(None)),
+                When(kind="mcp", then=Exists(answered)),
+                default=Exists(recorded),
+                output_field=models.BooleanField(null=True),
+            )
         )
 
     def visible_to(self, user: Any) -> Any:

@@ -34,6 +34,7 @@ from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ApprovalRequestFactory,
+    ProviderCallFactory,
     UserFactory,
 )
 
@@ -170,6 +171,78 @@ def test_inline_an_approval_whose_run_was_cancelled_first_is_not_approved(
     approval.refresh_from_db()
     assert approval.status == Decision.APPROVED  # the decision stands, recorded
     assert status_of(paused) == Status.CANCELLED and not ran(approval)
+
+
+def test_afterwards_the_inbox_the_page_and_the_api_say_the_call_did_not_run(
+    monkeypatch: Any, client: Client, paused: AgentSession, alice: Any
+) -> None:
+    """Not only the answer: whoever reads the request later is not told a
+    plain "Approved" for a call that never ran."""
+    approval = ApprovalRequest.objects.get(session=paused)
+    cancel_before_the_run(monkeypatch, paused)
+    with pytest.raises(RunNotResumed):
+        decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+    client.force_login(alice)
+    row = text_of(client.get("/audit/approvals/")).split("Deadline / decision")[1]
+    assert "Approved (the call did not run)" in row
+    page = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
+    assert "Approved (the call did not run)" in page
+    assert (
+        "The run was cancelled before the approved call ran; the call did not run."
+        in page
+    )
+    api = APIClient()
+    api.force_authenticate(alice)
+    for url in ("/api/approvals/", f"/api/approvals/{approval.pk}/"):
+        body = api.get(url).json()
+        shown = body["results"][0] if "results" in body else body
+        assert (shown["status"], shown["effective_status"], shown["call_ran"]) == (
+            "approved",
+            "approved",
+            False,
+        )
+
+
+def test_an_approved_call_that_ran_reads_approved(
+    client: Client, paused: AgentSession, alice: Any
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+    assert status_of(paused) == Status.SUCCEEDED  # ended, after the call ran
+    client.force_login(alice)
+    page = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
+    assert "did not run" not in page and "Approved by alice" in page
+    api = APIClient()
+    api.force_authenticate(alice)
+    assert api.get(f"/api/approvals/{approval.pk}/").json()["call_ran"] is True
+
+
+@pytest.mark.parametrize(
+    ("kind", "run", "later_turn", "expected"),
+    [
+        # an MCP request is reached when the run asked the provider again
+        ("mcp", Status.CANCELLED, False, False),
+        ("mcp", Status.CANCELLED, True, True),
+        # a function call with nothing recorded, its run still going: not known
+        ("function", Status.QUEUED, False, None),
+        ("function", Status.FAILED, False, False),
+    ],
+)
+def test_call_ran_reads_the_record(
+    alice: Any, kind: str, run: str, later_turn: bool, expected: bool | None
+) -> None:
+    approval = ApprovalRequestFactory.create(
+        kind=kind, status=Decision.APPROVED, session__status=run, turn=3
+    )
+    ProviderCallFactory.create(session=approval.session, turn=3)
+    if later_turn:
+        ProviderCallFactory.create(session=approval.session, turn=4)
+    api = APIClient()
+    api.force_authenticate(alice)
+    body = api.get(f"/api/approvals/{approval.pk}/").json()
+    assert body["call_ran"] is expected
+    pending = ApprovalRequestFactory.create()
+    assert api.get(f"/api/approvals/{pending.pk}/").json()["call_ran"] is None
 
 
 def test_with_a_broker_a_cancel_between_commit_and_answer_is_a_409(
