@@ -177,6 +177,10 @@ LOGGING = {
     "filters": {
         "secrets": {"()": "wink_project.log_masking.SecretMaskingFilter"},
         "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+        # a 4xx is a line, not a traceback: wink_project/request_logging.py
+        "client_errors": {
+            "()": "wink_project.request_logging.ClientErrorsWithoutTraceback"
+        },
     },
     "handlers": {
         "console": {
@@ -198,6 +202,7 @@ LOGGING = {
         # Django's own console handler (DEBUG on) is replaced: its records
         # reach the root's, once and masked (they were written twice)
         "django": {"handlers": ["mail_admins"], "level": "INFO"},
+        "django.request": {"filters": ["client_errors"]},
     },
 }
 
