@@ -1,33 +1,38 @@
-"""The catalog's models: authored entries (``catalog.py``) and the price list
-and budgets (``pricing.py``). Import them from here."""
+"""The catalog's models: tools and policies (``tools.py``), prompts and their
+sections (``catalog.py``), revisions (``revisions.py``), the price list and
+budgets (``pricing.py``), history and releases. Import them from here."""
 
 from tooling.models.catalog import (
     SECTION_TREE_LOCK,
-    CatalogGeneration,
-    CatalogRevision,
-    CatalogRevisionQuerySet,
-    HostedToolDefinition,
-    HostedToolDefinitionQuerySet,
     ModelCapability,
-    PolicyDefinition,
     PromptSection,
     PromptTemplate,
     PromptTemplateQuerySet,
     SectionDefinition,
     SectionHostedTool,
     SectionTool,
-    TimestampedModel,
-    ToolDefinition,
-    ToolDefinitionQuerySet,
-    TrustLevel,
-    generation_token,
-    hosted_kind_choices,
     lock_section_tree,
     would_cycle,
 )
 from tooling.models.history import CatalogChange, CatalogChangePrompt
 from tooling.models.pricing import HostedToolPrice, ModelPrice, UserBudget
 from tooling.models.releases import LABEL_RULE, PromptLabel, Release
+from tooling.models.revisions import (
+    CatalogGeneration,
+    CatalogRevision,
+    CatalogRevisionQuerySet,
+    generation_token,
+)
+from tooling.models.tools import (
+    HostedToolDefinition,
+    HostedToolDefinitionQuerySet,
+    PolicyDefinition,
+    TimestampedModel,
+    ToolDefinition,
+    ToolDefinitionQuerySet,
+    TrustLevel,
+    hosted_kind_choices,
+)
 
 __all__ = [
     "LABEL_RULE",

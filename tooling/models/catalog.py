@@ -1,4 +1,5 @@
-"""The catalog: function tools, hosted tools, policies, sections and prompts.
+"""The catalog's prompts and their sections (the tools and policies they offer
+are in ``tools.py``).
 
 Rows hold what operators author; ``tooling.assembly`` turns them into runtime
 objects, and forms validate by doing exactly that, so the admin enforces the
@@ -7,8 +8,6 @@ same rules (and messages) as the runtime.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import unicodedata
 from decimal import Decimal
 from typing import Any
@@ -19,150 +18,20 @@ from django.core.validators import MinValueValidator
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 
-from tooling.append_only import AppendOnlyModel, AppendOnlyQuerySet
-from tooling.runtime.choices import PLANNING_STRATEGY_CHOICES, TRUST_LEVEL_CHOICES
-from tooling.runtime.hosted.spec import hosted_kinds
-from tooling.runtime.trust import TrustLevel as RuntimeTrustLevel
+from tooling.models.revisions import generation_token
+from tooling.models.tools import (
+    HostedToolDefinition,
+    PolicyDefinition,
+    TimestampedModel,
+    ToolDefinition,
+    hosted_kind_choices,
+)
+from tooling.runtime.choices import PLANNING_STRATEGY_CHOICES
 from tooling.storable_json import StorableJSONField
 
-
-class TimestampedModel(models.Model):
-    created_at = models.DateTimeField(
-        default=timezone.now, db_index=True, editable=False
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
-
-
-class ToolDefinitionQuerySet(models.QuerySet["ToolDefinition"]):
-    def enabled(self) -> ToolDefinitionQuerySet:
-        return self.filter(enabled=True)
-
-
-class ToolDefinition(TimestampedModel):
-    """A function tool: a name the model sees, bound to a registered handler."""
-
-    name = models.CharField(
-        max_length=64,
-        unique=True,
-        help_text="What the model calls: 1-64 of a-z, 0-9, '_' or '-'.",
-    )
-    handler_key = models.CharField(
-        "handler",
-        max_length=100,
-        help_text="A handler registered in tooling.handlers (never an import path).",
-    )
-    description = models.CharField(
-        max_length=200,
-        blank=True,
-        help_text="Overrides the handler's description (1-200 ASCII characters). "
-        "Only for tools that accept overrides.",
-    )
-    param_descriptions = StorableJSONField(
-        default=dict,
-        blank=True,
-        help_text='Per-parameter description overrides: {"field": "description"}.',
-    )
-    examples = StorableJSONField(
-        default=list,
-        blank=True,
-        help_text='Examples: [{"description": ..., "input": {...}, "output": {...}}], '
-        "checked against the handler's types.",
-    )
-    enabled = models.BooleanField(default=True)
-
-    objects = ToolDefinitionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class HostedToolDefinitionQuerySet(models.QuerySet["HostedToolDefinition"]):
-    def enabled(self) -> HostedToolDefinitionQuerySet:
-        return self.filter(enabled=True)
-
-
-def _trust(level: RuntimeTrustLevel) -> tuple[str, str]:
-    """The level's value and label, as ``TRUST_LEVEL_CHOICES`` gives them."""
-    return level.label, dict(TRUST_LEVEL_CHOICES)[level.label]
-
-
-class TrustLevel(models.TextChoices):
-    """The runtime's trust levels (``tooling.runtime.TrustLevel``), lowest first,
-    with the values and labels the runtime gives them."""
-
-    UNTRUSTED = _trust(RuntimeTrustLevel.UNTRUSTED)
-    STANDARD = _trust(RuntimeTrustLevel.STANDARD)
-    TRUSTED = _trust(RuntimeTrustLevel.TRUSTED)
-
-
-def hosted_kind_choices() -> list[tuple[str, str]]:
-    """The hosted kinds the runtime registered (``tooling.runtime.hosted.spec``),
-    as ``(kind, label)`` choices."""
-    return [(spec.kind, spec.label) for spec in hosted_kinds()]
-
-
-class HostedToolDefinition(TimestampedModel):
-    """A provider-executed tool (web search, file search ...) with its config."""
-
-    #: The registered kinds as choices (``HostedToolDefinition.Kind.SHELL``
-    #: ...), built from the runtime's registry when this module is imported.
-    Kind = models.TextChoices(  # type: ignore[call-overload]
-        "Kind", [(kind.upper(), (kind, label)) for kind, label in hosted_kind_choices()]
-    )
-
-    name = models.CharField(max_length=64, unique=True)
-    # Callable choices: a kind registered later is valid without a migration.
-    kind = models.CharField(max_length=32, choices=hosted_kind_choices)
-    description = models.CharField(max_length=200)
-    config = StorableJSONField(default=dict, blank=True)
-    min_trust_level = models.CharField(
-        "minimum trust level",
-        max_length=16,
-        choices=TrustLevel.choices,
-        default=TrustLevel.STANDARD,
-        help_text="Sessions below this trust level are not offered this tool "
-        "(it is left out of the request and listed as withheld on the session).",
-    )
-    enabled = models.BooleanField(default=True)
-
-    objects = HostedToolDefinitionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.kind})"
-
-
-class PolicyDefinition(TimestampedModel):
-    """A tool policy and its typed configuration."""
-
-    class Kind(models.TextChoices):
-        SEQUENTIAL_DEPENDENCY = "sequential_dependency", "Sequential dependency"
-        READ_BEFORE_WRITE = "read_before_write", "Read before write"
-        APPROVAL = "approval", "Approval (a human decides)"
-        CALL_LIMIT = "call_limit", "Call limit per run"
-
-    name = models.CharField(
-        max_length=64, unique=True, help_text="Shown in denials and the audit trail."
-    )
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    config = StorableJSONField(default=dict, blank=True)
-    description = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
+# (migration 0010 names the hosted kinds' choices by this module)
+__all__ = ["hosted_kind_choices"]
 
 
 class SectionDefinition(TimestampedModel):
@@ -494,88 +363,3 @@ class ModelCapability(TimestampedModel):
 
     def __str__(self) -> str:
         return self.model
-
-
-class CatalogGeneration(models.Model):
-    """One row whose token changes with every catalog write (database
-    triggers: ``tooling/generation.py``)."""
-
-    token = models.CharField(max_length=32)
-
-    def __str__(self) -> str:
-        return self.token
-
-
-def generation_token() -> models.Subquery:
-    """The catalog's generation token as a subquery, for reading it in the same
-    query as the row it goes with (``tooling.generation``)."""
-    return models.Subquery(CatalogGeneration.objects.filter(pk=1).values("token")[:1])
-
-
-class CatalogRevisionQuerySet(AppendOnlyQuerySet["CatalogRevision"]):
-    def get_or_create_for(self, data: dict[str, Any]) -> CatalogRevision:
-        """The revision holding ``data``, created the first time it is seen."""
-        digest = CatalogRevision.hash_of(data)
-        revision, _ = self.get_or_create(
-            hash=digest,
-            defaults={"data": data, "prompt_ref": CatalogRevision.ref_of(data)},
-        )
-        return revision
-
-    def unsaved_for(self, data: dict[str, Any]) -> CatalogRevision:
-        """The revision holding ``data``, not written: to insert with ``ON
-        CONFLICT DO NOTHING`` (an identical one already stored is the same
-        row, its ``created_at`` the first time it was seen)."""
-        return CatalogRevision(
-            hash=CatalogRevision.hash_of(data),
-            data=data,
-            prompt_ref=CatalogRevision.ref_of(data),
-        )
-
-
-class CatalogRevision(AppendOnlyModel):
-    """An immutable, content-hashed snapshot of what one prompt needs to run.
-
-    ``data`` is ``tooling.assembly.freeze_prompt``'s output: the prompt's
-    settings, its section tree with templates and defaults, function tools by
-    handler key, hosted tool configs, policies and the model's allowed hosted
-    kinds. Sessions run from their revision, never from the live catalog, and
-    every session with the same content shares one row: two sessions with the
-    same hash ran the same catalog.
-    """
-
-    hash = models.CharField(
-        primary_key=True,
-        max_length=64,
-        editable=False,
-        help_text="SHA-256 of the canonical JSON of data.",
-    )
-    prompt_ref = models.CharField(max_length=201, db_index=True, editable=False)
-    data = models.JSONField(editable=False)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-
-    objects = CatalogRevisionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [
-            models.Index(fields=["created_at"], name="revision_created"),
-            models.Index(
-                fields=["prompt_ref", "created_at"], name="revision_prompt_created"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.prompt_ref} @ {self.hash[:12]}"
-
-    @staticmethod
-    def hash_of(data: dict[str, Any]) -> str:
-        canonical = json.dumps(
-            data, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-    @staticmethod
-    def ref_of(data: dict[str, Any]) -> str:
-        prompt = data.get("prompt") or {}
-        return f"{prompt.get('namespace', '')}/{prompt.get('key', '')}"[:201]

@@ -16,7 +16,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Exists, OuterRef
 
-from tooling.models.catalog import TimestampedModel, hosted_kind_choices
+from tooling.models.tools import TimestampedModel, hosted_kind_choices
 
 NON_NEGATIVE = [MinValueValidator(Decimal(0))]
 

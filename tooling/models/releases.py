@@ -16,7 +16,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from tooling.models.catalog import CatalogRevision, PromptTemplate
+from tooling.models.catalog import PromptTemplate
+from tooling.models.revisions import CatalogRevision
 
 LABEL_RULE = RegexValidator(
     r"^[a-z][a-z0-9_-]{0,31}$",
