@@ -1,5 +1,6 @@
 """Form fields and widgets the catalog forms share: the country picker, the
-model name input with its suggestions, and a decimal written plainly."""
+model name input with its suggestions, a decimal written plainly, and a
+three-way choice (unset, yes, no)."""
 
 from __future__ import annotations
 
@@ -154,3 +155,30 @@ class PlainFloatField(forms.FloatField):
 PLAIN_AMOUNTS: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
     models.DecimalField: {"form_class": PlainDecimalField}
 }
+
+
+class ThreeWaySelect(forms.NullBooleanSelect):
+    """Posts what was sent: a value that is none of the choices is refused
+    by the field, not read as "the site's default" (Django's reads it so)."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.get(name)
+
+
+class ThreeWayField(forms.NullBooleanField):
+    """Unset, yes or no; anything else is an error."""
+
+    # django-stubs give NullBooleanField BooleanField's bool: None is its point
+    def to_python(self, value: Any) -> bool | None:  # type: ignore[override]
+        if value in (None, "", "unknown"):
+            return None
+        if value in (True, "True", "true", "2"):
+            return True
+        if value in (False, "False", "false", "3"):
+            return False
+        raise ValidationError(
+            "Choose the site's default, yes or no.", code="invalid_choice"
+        )
+
+    def validate(self, value: Any) -> None:
+        pass

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
@@ -23,9 +23,10 @@ from tooling.assembly import CatalogEdit
 from tooling.models import PolicyDefinition
 from tooling.runtime import PromptError
 
+from . import approvers
 from .editors import bidi_problem, validate_no_bidi_text, validate_text
-from .fields import DatalistInput, PlainIntegerField
-from .policy_conditions import look_alike_problem
+from .fields import DatalistInput, PlainIntegerField, ThreeWayField, ThreeWaySelect
+from .policy_conditions import rules_look_alike_problem
 from .policy_configs import (
     EDITOR_FIELDS,
     KIND_FIELDS,
@@ -57,33 +58,6 @@ _FOUR_EYES = [
     ("true", "Yes: whoever started the run may not decide"),
     ("false", "No"),
 ]
-
-
-class ThreeWaySelect(forms.NullBooleanSelect):
-    """Posts what was sent: a value that is none of the choices is refused
-    by the field, not read as "the site's default" (Django's reads it so)."""
-
-    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
-        return data.get(name)
-
-
-class ThreeWayField(forms.NullBooleanField):
-    """Unset, yes or no; anything else is an error."""
-
-    # django-stubs give NullBooleanField BooleanField's bool: None is its point
-    def to_python(self, value: Any) -> bool | None:  # type: ignore[override]
-        if value in (None, "", "unknown"):
-            return None
-        if value in (True, "True", "true", "2"):
-            return True
-        if value in (False, "False", "false", "3"):
-            return False
-        raise ValidationError(
-            "Choose the site's default, yes or no.", code="invalid_choice"
-        )
-
-    def validate(self, value: Any) -> None:
-        pass
 
 
 _JSON_HELP = (
@@ -189,7 +163,7 @@ class PolicyDefinitionForm(forms.ModelForm):
             elif isinstance(field, ToolNamesField):
                 field.choices = choices
         self.fields["approvers_permission"].widget = DatalistInput(
-            _permission_names(), attrs={"class": "vTextField"}
+            approvers.permission_names(), attrs={"class": "vTextField"}
         )
         self.fields["approvers_group"].widget = DatalistInput(
             Group.objects.order_by("name").values_list("name", flat=True),
@@ -316,7 +290,9 @@ class PolicyDefinitionForm(forms.ModelForm):
         except PromptError as error:
             self.add_error("config", error.message)
             return None
-        problem = _permission_problem(policy) or _look_alike_problem(policy)
+        problem = approvers.permission_problem(policy) or rules_look_alike_problem(
+            policy
+        )
         if problem:
             self.add_error("config", problem)
             return None
@@ -363,7 +339,7 @@ class PolicyDefinitionForm(forms.ModelForm):
                     parts.pop(field)
                 config = config_from_fields(kind, parts)
                 continue
-            problem = _permission_problem(policy)
+            problem = approvers.permission_problem(policy)
             if problem:
                 self.add_error("approvers_permission", problem)
             break
@@ -402,39 +378,3 @@ def _field_of(kind: str, error: PromptError) -> str:
         known = ("read_tools", "write_tools", "mount_point")
         return placeholder if placeholder in known else "write_tools"
     return KIND_FIELDS[kind][0]
-
-
-def _permission_names() -> list[str]:
-    return [
-        f"{app_label}.{codename}"
-        for app_label, codename in Permission.objects.order_by(
-            "content_type__app_label", "codename"
-        ).values_list("content_type__app_label", "codename")
-    ]
-
-
-def _look_alike_problem(policy: Any) -> str | None:
-    """A rule's condition value that reads as another text, as the rules'
-    editor refuses it (``look_alike_problem``), in a config typed as JSON."""
-    for number, rule in enumerate(getattr(policy, "rules", ()), start=1):
-        for key, values in rule.when.items():
-            for value in values:
-                problem = look_alike_problem(value) if isinstance(value, str) else None
-                if problem:
-                    return f"rules[{number - 1}].when.{key}: {problem}."
-    return None
-
-
-def _permission_problem(policy: Any) -> str | None:
-    """A named permission must exist: a typo would leave the call to the
-    superusers and the Approvers group (a group need not exist yet: an
-    operator may create it later)."""
-    permission = getattr(policy, "approvers", {}).get("permission")
-    if not permission:
-        return None
-    app_label, _, codename = permission.partition(".")
-    if Permission.objects.filter(
-        content_type__app_label=app_label, codename=codename
-    ).exists():
-        return None
-    return f"approvers.permission '{permission}' is not a permission of this site."

@@ -220,3 +220,15 @@ def parse_conditions(text: str, where: str) -> dict[str, Any]:
     return {
         key: items[0] if len(items) == 1 else items for key, items in values.items()
     }
+
+
+def rules_look_alike_problem(policy: Any) -> str | None:
+    """A rule's condition value that reads as another text, as the rules'
+    editor refuses it (``look_alike_problem``), in a config typed as JSON."""
+    for number, rule in enumerate(getattr(policy, "rules", ()), start=1):
+        for key, values in rule.when.items():
+            for value in values:
+                problem = look_alike_problem(value) if isinstance(value, str) else None
+                if problem:
+                    return f"rules[{number - 1}].when.{key}: {problem}."
+    return None
