@@ -109,7 +109,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
         "requested_at",
         "tool_name",
         "prompt",
-        "status",
+        "shown_status",
         "expires_at",
         "decided_by",
         "reason",
@@ -135,7 +135,7 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
         "reason",
         "approvers",
         "four_eyes",
-        "status",
+        "shown_status",
         "requested_at",
         "expires_at",
         "decided_by",
@@ -148,7 +148,13 @@ class ApprovalRequestAdmin(HiddenRowsAdmin):
     # -- who sees what -------------------------------------------------------
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ApprovalRequest]:
-        return inbox.pending_first(inbox.visible_to(request.user))
+        return inbox.pending_first(inbox.visible_to(request.user).with_call_record())
+
+    @admin.display(description="status", ordering="status")
+    def shown_status(self, approval: ApprovalRequest) -> str:
+        """The status as the inbox shows it (``inbox.shown_status``): an
+        approved call that did not run, or may have, says so."""
+        return inbox.shown_status(approval).label
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         user = request.user

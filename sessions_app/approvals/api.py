@@ -87,7 +87,7 @@ class ApprovalRequestViewSet(viewsets.ReadOnlyModelViewSet[ApprovalRequest]):
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
         return (
             inbox.visible_to(self.request.user)
-            .with_call_reached()
+            .with_call_record()
             .select_related("session", "decided_by")
         )
 

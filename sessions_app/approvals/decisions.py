@@ -39,7 +39,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app import access, services
-from sessions_app.approvals import expiry
+from sessions_app.approvals import expiry, outcome
 from sessions_app.models import (
     AgentSession,
     ApprovalRequest,
@@ -49,14 +49,6 @@ from sessions_app.runs.storable import Scrubber
 
 Status = ApprovalRequest.Status
 SessionStatus = AgentSession.Status
-# After an approval, the run will still get to the approved call (or already
-# got past it).
-_GOING_ON = (
-    SessionStatus.QUEUED,
-    SessionStatus.RUNNING,
-    SessionStatus.AWAITING_APPROVAL,
-)
-
 MAX_REASON = 2000
 
 
@@ -174,28 +166,21 @@ def _session_label(status: str) -> str:
 
 
 def _check_resumed(approval: ApprovalRequest) -> None:
-    """``RunNotResumed`` if the run ended (cancelled, most likely) without
-    the approved call: the approver must not read "approved" as "it ran"."""
-    status = _session_status(approval.session_id)
-    if status in _GOING_ON or _call_ran(approval):
+    """``RunNotResumed`` if the run ended (cancelled, most likely) before it
+    recorded the approved call: the approver must not read "approved" as
+    "it ran" (``outcome``: whether it did not run, or may have)."""
+    fresh = (
+        ApprovalRequest.objects.with_call_record()
+        .select_related("session")
+        .get(pk=approval.pk)
+    )
+    result = outcome.of(fresh)
+    if result not in (outcome.Outcome.NOT_RUN, outcome.Outcome.UNKNOWN):
         return
     raise RunNotResumed(
-        f"Approved, but the run was {_session_label(status)} before the approved "
-        "call ran; the call did not run.",
+        outcome.answer(fresh, result),
         status=Status.APPROVED,
-        session_status=status,
-    )
-
-
-def _call_ran(approval: ApprovalRequest) -> bool:
-    """Whether the resumed run got to the approved call
-    (``ApprovalRequestQuerySet.with_call_reached``: the inbox reads the
-    same)."""
-    return bool(
-        ApprovalRequest.objects.filter(pk=approval.pk)
-        .with_call_reached()
-        .values_list("call_reached", flat=True)
-        .get()
+        session_status=fresh.session.status,
     )
 
 
@@ -224,11 +209,17 @@ def _closed(approval_id: Any, *, now: datetime) -> ApprovalClosed:
             session_status=session_status,
         )
     label = Status(status).label.lower() if status in Status.values else status
-    return ApprovalClosed(
-        f"This approval is already {label}.",
-        status=status,
-        session_status=session_status,
-    )
+    message = f"This approval is already {label}."
+    if status == Status.APPROVED:  # and what became of the call, if not run
+        decided = (
+            ApprovalRequest.objects.with_call_record()
+            .select_related("session")
+            .get(pk=approval_id)
+        )
+        result = outcome.of(decided)
+        if result is not None and result is not outcome.Outcome.RAN:
+            message = f"{message} {outcome.note(decided, result)}"
+    return ApprovalClosed(message, status=status, session_status=session_status)
 
 
 def _run_inline(session_ids: list[Any]) -> None:

@@ -32,6 +32,7 @@ from django.db.models import (
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
+from sessions_app.approvals import outcome
 from sessions_app.models import (
     SESSION_BODY_FIELDS,
     AgentSession,
@@ -63,6 +64,7 @@ LISTED_FIELDS = (
     "session__prompt_ref",
     "session__params",
     "session__status",
+    "session__attempts",
     "session__created_by",
 )
 
@@ -96,7 +98,7 @@ def with_context(approvals: ApprovalRequestQuerySet) -> QuerySet[ApprovalRequest
     inbox's page about 1.5 ms more at 100,000 sessions: docs/benchmarks.md).
     The session's large fields are not read, its parameters are. An
     approved request also says whether its run got to the call
-    (``with_call_reached``; ``shown_status``)."""
+    (``with_call_record``; ``shown_status``)."""
     upto = {"session": OuterRef("session"), "created_at__lte": OuterRef("requested_at")}
     # The last in the timeline's order, read backwards from its indexes
     # (tool_timeline, unique_call_turn): a long session's thousands of calls
@@ -109,7 +111,7 @@ def with_context(approvals: ApprovalRequestQuerySet) -> QuerySet[ApprovalRequest
         return Subquery(latest, output_field=JSONField())
 
     return (
-        approvals.with_call_reached()
+        approvals.with_call_record()
         .select_related("session__created_by", "decided_by")
         .defer(
             *(f"session__{name}" for name in SESSION_BODY_FIELDS if name != "params")
@@ -211,32 +213,19 @@ OVERDUE = ShownStatus(
 )
 
 
-def call_ran(approval: ApprovalRequest) -> bool | None:
-    """For an approved request (annotated ``with_call_reached``): whether
-    its run got to the call (true), or ended before it, so the call did not
-    run (false); None while the run is still on its way to it, and for any
-    other status."""
-    if approval.status != ApprovalRequest.Status.APPROVED:
-        return None
-    if getattr(approval, "call_reached", None):
-        return True
-    return False if approval.session.status in AgentSession.TERMINAL else None
-
-
 def shown_status(approval: ApprovalRequest) -> ShownStatus:
     """The approval's status as a person should read it: a request still
     marked pending whose run was cancelled (or ended otherwise) waits for
     nobody, and one past its deadline can no longer be decided (a decision
     is refused as closed): each is shown so, before the sweeper records it.
-    An approved call whose run ended before it ran (cancelled between the
-    decision and the call) is not shown as a plain "Approved"."""
-    if call_ran(approval) is False:
-        ended = approval.session.get_status_display().lower()
+    An approved call its run did not record as run is not shown as a plain
+    "Approved" (``outcome``: refused, did not run, may have run)."""
+    result = outcome.of(approval)
+    if result is not None and result is not outcome.Outcome.RAN:
         return ShownStatus(
             ApprovalRequest.Status.APPROVED.value,
-            "Approved (the call did not run)",
-            note=f"The run was {ended} before the approved call ran; "
-            "the call did not run.",
+            outcome.label(result),
+            note=outcome.note(approval, result),
         )
     if approval.status == PENDING:
         run = approval.session.status

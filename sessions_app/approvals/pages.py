@@ -61,7 +61,12 @@ class DecisionForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if data.get("decision") == "deny" and not data.get("reason"):
+        # (a reason refused as written has its own error, not this one)
+        if (
+            data.get("decision") == "deny"
+            and not data.get("reason")
+            and "reason" not in self.errors
+        ):
             self.add_error("reason", decisions.DENY_WITHOUT_REASON)
         return data
 
@@ -135,6 +140,7 @@ class ApprovalListView(
         context.update(
             filter=self.filterset,
             query_string=query.urlencode(),
+            filtered=any(str(value).strip() for value in query.values()),
             page_number=self.page_number,
             previous_page=self.page_number - 1 if self.page_number > 1 else None,
             next_page=self.page_number + 1 if self.has_next else None,

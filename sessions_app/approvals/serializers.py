@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app import access
-from sessions_app.approvals import decisions, inbox
+from sessions_app.approvals import decisions, inbox, outcome
 from sessions_app.models import ApprovalRequest
 from tooling.api.input import StrictSerializer
 
@@ -35,12 +35,14 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
         "still `pending` whose run has ended, before the sweeper records "
         "either (neither can be decided any more); otherwise `status`."
     )
-    call_ran = serializers.SerializerMethodField(
-        help_text="For an approved request: whether its run got to the call "
-        "(true: the call is recorded, or an MCP request was answered); false "
-        "when the run ended first (cancelled between the decision and the "
-        "call): the call did not run; null while the run is on its way to "
-        "it, and for every other status."
+    call_outcome = serializers.SerializerMethodField(
+        help_text="For an approved request, what became of the call as its run "
+        "recorded it: `ran` (recorded; an MCP request answered), `refused` "
+        "(another policy refused it: it did not run), `not_run` (the run ended "
+        "before taking it up again, cancelled while queued: it did not run), "
+        "`unknown` (the run ended after taking it up, before recording it: it "
+        "may have run); null while the run is on its way, and for every other "
+        "status."
     )
 
     class Meta:
@@ -63,7 +65,7 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
             "four_eyes",
             "status",
             "effective_status",
-            "call_ran",
+            "call_outcome",
             "requested_at",
             "expires_at",
             "decided_by",
@@ -79,9 +81,15 @@ class ApprovalRequestSerializer(serializers.ModelSerializer[ApprovalRequest]):
     def get_effective_status(self, approval: ApprovalRequest) -> str:
         return inbox.shown_status(approval).value
 
-    @extend_schema_field(serializers.BooleanField(allow_null=True))
-    def get_call_ran(self, approval: ApprovalRequest) -> bool | None:
-        return inbox.call_ran(approval)
+    @extend_schema_field(
+        serializers.ChoiceField(
+            choices=[(value.value, value.value) for value in outcome.Outcome],
+            allow_null=True,
+        )
+    )
+    def get_call_outcome(self, approval: ApprovalRequest) -> str | None:
+        result = outcome.of(approval)
+        return None if result is None else result.value
 
 
 class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
@@ -92,7 +100,7 @@ class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
             name
             for name in ApprovalRequestSerializer.Meta.fields
             # (the session's own timeline: its status is beside it)
-            if name not in ("session", "prompt", "effective_status", "call_ran")
+            if name not in ("session", "prompt", "effective_status", "call_outcome")
         ]
         read_only_fields = fields
 

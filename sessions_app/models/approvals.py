@@ -11,7 +11,7 @@ from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from sessions_app import access
-from sessions_app.models.audit import ProviderCall, ToolInvocation
+from sessions_app.models.audit import PolicyDenial, ProviderCall, ToolInvocation
 from sessions_app.models.fields import event_id_field, text_altered_field
 from sessions_app.models.sessions import AgentSession
 from tooling.append_only import (
@@ -50,15 +50,15 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
             Q(approvers__permission__in=permissions) | Q(approvers__group__in=groups)
         )
 
-    def with_call_reached(self) -> Any:
-        """Each approval with ``call_reached``: for an approved request,
-        whether its run got to the call after the decision (a function call
-        is recorded, run or refused by another policy; an MCP request was
-        answered on the run's next provider request); null for any other
-        status. False on a run that ended is a call that did not run: its
-        run was cancelled first (docs/approvals.md, "Approve racing
-        cancel"). One indexed lookup a row (``tool_call_id``,
-        ``unique_call_turn``), only for approved rows."""
+    def with_call_record(self) -> Any:
+        """Each approval with what its run recorded of the call after the
+        decision, for an approved request (null for any other status):
+        ``call_recorded``, whether the run got to it (a function call is
+        recorded; an MCP request was answered on the run's next provider
+        request), and ``call_refused``, whether another policy refused it
+        (a function call's denial). ``approvals.outcome`` reads them. Two
+        indexed lookups a row (``tool_call_id``, ``unique_call_turn``,
+        ``denial_timeline``), only for approved rows."""
         session = OuterRef("session")
         recorded = ToolInvocation.objects.filter(
             session=session, call_id=OuterRef("call_id")
@@ -66,13 +66,22 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
         answered = ProviderCall.objects.filter(
             session=session, turn__gt=OuterRef("turn")
         )
+        refused = PolicyDenial.objects.filter(
+            session=session, turn=OuterRef("turn"), sequence=OuterRef("sequence")
+        )
+        not_approved = ~Q(status="approved")
         return self.annotate(
-            call_reached=Case(
-                When(~Q(status="approved"), then=Value(None)),
+            call_recorded=Case(
+                When(not_approved, then=Value(None)),
                 When(kind="mcp", then=Exists(answered)),
                 default=Exists(recorded),
                 output_field=models.BooleanField(null=True),
-            )
+            ),
+            call_refused=Case(
+                When(not_approved | Q(kind="mcp"), then=Value(None)),
+                default=Exists(refused),
+                output_field=models.BooleanField(null=True),
+            ),
         )
 
     def visible_to(self, user: Any) -> Any:

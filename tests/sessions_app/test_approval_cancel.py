@@ -34,7 +34,9 @@ from tests.sessions_app.approval_setup import PROMPT, add_approval
 from tests.sessions_app.factories import (
     AgentSessionFactory,
     ApprovalRequestFactory,
+    PolicyDenialFactory,
     ProviderCallFactory,
+    ToolInvocationFactory,
     UserFactory,
 )
 
@@ -173,7 +175,7 @@ def test_inline_an_approval_whose_run_was_cancelled_first_is_not_approved(
     assert status_of(paused) == Status.CANCELLED and not ran(approval)
 
 
-def test_afterwards_the_inbox_the_page_and_the_api_say_the_call_did_not_run(
+def test_afterwards_the_inbox_the_page_the_api_and_the_admin_say_the_call_did_not_run(
     monkeypatch: Any, client: Client, paused: AgentSession, alice: Any
 ) -> None:
     """Not only the answer: whoever reads the request later is not told a
@@ -188,19 +190,30 @@ def test_afterwards_the_inbox_the_page_and_the_api_say_the_call_did_not_run(
     page = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
     assert "Approved (the call did not run)" in page
     assert (
-        "The run was cancelled before the approved call ran; the call did not run."
-        in page
+        "The run was cancelled before it took the approved call up again; the call "
+        "did not run." in page
     )
     api = APIClient()
     api.force_authenticate(alice)
     for url in ("/api/approvals/", f"/api/approvals/{approval.pk}/"):
         body = api.get(url).json()
         shown = body["results"][0] if "results" in body else body
-        assert (shown["status"], shown["effective_status"], shown["call_ran"]) == (
+        assert (shown["status"], shown["effective_status"], shown["call_outcome"]) == (
             "approved",
             "approved",
-            False,
+            "not_run",
         )
+    admin = text_of(client.get("/admin/sessions_app/approvalrequest/"))
+    assert "Approved (the call did not run)" in admin
+    # a second approver is told what became of the call, not only "approved"
+    second = UserFactory.create(username="bob", is_superuser=True)
+    api.force_authenticate(second)
+    response = api.post(f"/api/approvals/{approval.pk}/approve/", {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        "This approval is already approved. The run was cancelled before it took "
+        "the approved call up again; the call did not run. (status: approved)"
+    )
 
 
 def test_an_approved_call_that_ran_reads_approved(
@@ -214,35 +227,79 @@ def test_an_approved_call_that_ran_reads_approved(
     assert "did not run" not in page and "Approved by alice" in page
     api = APIClient()
     api.force_authenticate(alice)
-    assert api.get(f"/api/approvals/{approval.pk}/").json()["call_ran"] is True
+    assert api.get(f"/api/approvals/{approval.pk}/").json()["call_outcome"] == "ran"
 
 
 @pytest.mark.parametrize(
-    ("kind", "run", "later_turn", "expected"),
+    ("kind", "run", "attempts", "later_turn", "denied", "expected"),
     [
-        # an MCP request is reached when the run asked the provider again
-        ("mcp", Status.CANCELLED, False, False),
-        ("mcp", Status.CANCELLED, True, True),
+        # an MCP request is answered when the run asked the provider again
+        ("mcp", Status.CANCELLED, 0, False, False, "not_run"),
+        ("mcp", Status.CANCELLED, 0, True, False, "ran"),
+        # cancelled while its provider request was out: the provider may
+        # have run it (the run had taken the call up: a claim)
+        ("mcp", Status.CANCELLED, 1, False, False, "unknown"),
         # a function call with nothing recorded, its run still going: not known
-        ("function", Status.QUEUED, False, None),
-        ("function", Status.FAILED, False, False),
+        ("function", Status.QUEUED, 0, False, False, None),
+        ("function", Status.FAILED, 0, False, False, "not_run"),
+        # crashed on the call, attempts used up: its handler may have run
+        ("function", Status.FAILED, 3, False, False, "unknown"),
+        # recorded, refused by another policy (a second approval denied)
+        ("function", Status.SUCCEEDED, 1, False, True, "refused"),
     ],
 )
-def test_call_ran_reads_the_record(
-    alice: Any, kind: str, run: str, later_turn: bool, expected: bool | None
+def test_the_outcome_reads_the_record(
+    alice: Any,
+    kind: str,
+    run: str,
+    attempts: int,
+    later_turn: bool,
+    denied: bool,
+    expected: str | None,
 ) -> None:
     approval = ApprovalRequestFactory.create(
-        kind=kind, status=Decision.APPROVED, session__status=run, turn=3
+        kind=kind,
+        status=Decision.APPROVED,
+        session__status=run,
+        session__attempts=attempts,
+        turn=3,
+        sequence=4,
     )
     ProviderCallFactory.create(session=approval.session, turn=3)
     if later_turn:
         ProviderCallFactory.create(session=approval.session, turn=4)
+    if denied:
+        ToolInvocationFactory.create(
+            session=approval.session,
+            call_id=approval.call_id,
+            turn=3,
+            sequence=4,
+            success=False,
+        )
+        PolicyDenialFactory.create(
+            session=approval.session, call_id=approval.call_id, turn=3, sequence=4
+        )
     api = APIClient()
     api.force_authenticate(alice)
     body = api.get(f"/api/approvals/{approval.pk}/").json()
-    assert body["call_ran"] is expected
+    assert body["call_outcome"] == expected
     pending = ApprovalRequestFactory.create()
-    assert api.get(f"/api/approvals/{pending.pk}/").json()["call_ran"] is None
+    assert api.get(f"/api/approvals/{pending.pk}/").json()["call_outcome"] is None
+
+
+def test_a_failed_run_is_said_to_have_failed_not_was_failed(
+    alice: Any, client: Client
+) -> None:
+    approval = ApprovalRequestFactory.create(
+        status=Decision.APPROVED, session__status=Status.FAILED, session__attempts=2
+    )
+    client.force_login(alice)
+    page = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
+    assert "Approved (the run ended; the call may have run)" in page
+    assert "The run failed after it took the approved call up, before it recorded" in (
+        page
+    )
+    assert "was failed" not in page
 
 
 def test_with_a_broker_a_cancel_between_commit_and_answer_is_a_409(

@@ -453,6 +453,33 @@ def test_a_hostile_reason_is_a_form_error(client, paused, alice, reason, error):
     assert pending(paused).status == Decision.PENDING
 
 
+def test_a_denial_whose_reason_is_refused_gets_that_error_alone(client, paused, alice):
+    approval = pending(paused)
+    response = page(client, alice).post(
+        f"/audit/approvals/{approval.pk}/",
+        {"decision": "deny", "confirm": "on", "reason": "a\x00b"},
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors["reason"] == [
+        "Null characters are not allowed."
+    ]
+
+
+def test_an_empty_inbox_says_why_it_is_empty(client, paused, alice):
+    client = page(client, alice)
+    assert "Nothing waits" not in text_of(client.get("/audit/approvals/"))
+    beyond = text_of(client.get("/audit/approvals/?page=3"))
+    assert "No requests on page 3: back to the first page" in beyond
+    assert "Nothing waits" not in beyond
+    filtered = text_of(client.get("/audit/approvals/?tool=nope&status="))
+    assert "No request matches these filters." in filtered
+    assert "Nothing waits" not in filtered
+    ApprovalRequest.objects.all().delete()
+    assert "Nothing waits for approval." in text_of(
+        client.get("/audit/approvals/?tool=")
+    )
+
+
 def test_an_unknown_decision_is_a_form_error(client, paused, alice):
     approval = pending(paused)
     response = page(client, alice).post(

@@ -23,7 +23,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from sessions_app import access, services
-from sessions_app.approvals import decisions
+from sessions_app.approvals import decisions, outcome
 from sessions_app.models import AgentSession, ApprovalRequest, ToolInvocation
 from sessions_app.runs.recording import record_approval_requested
 from tests.sessions_app.approval_setup import PROMPT, deploys
@@ -179,6 +179,13 @@ def test_a_denial_under_the_second_policy_denies_the_call(
     call = ToolInvocation.objects.get(session=session, call_id=second.call_id)
     assert not call.success
     assert call.model_output == "Denied by sec: no change ticket"
+    # the first policy's "yes" is not read as "it ran" (docs/approvals.md)
+    first = (
+        ApprovalRequest.objects.with_call_record()
+        .select_related("session")
+        .get(session=session, status=ApprovalRequest.Status.APPROVED)
+    )
+    assert outcome.of(first) is outcome.Outcome.REFUSED
 
 
 # -- item 2: four eyes --------------------------------------------------------------

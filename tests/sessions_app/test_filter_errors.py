@@ -53,7 +53,7 @@ pytestmark = pytest.mark.django_db
             {"status": "foo"},
             "status",
             "requests",
-            "Nothing waits for approval.",
+            "No request matches these filters.",
         ),
         (
             "sessions_app:approval-list",
@@ -61,7 +61,7 @@ pytestmark = pytest.mark.django_db
             {"session": "xyz"},
             "session",
             "requests",
-            "Nothing waits for approval.",
+            "No request matches these filters.",
         ),
     ],
     ids=str,
