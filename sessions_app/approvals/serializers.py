@@ -100,7 +100,7 @@ class ApprovalRequestEventSerializer(ApprovalRequestSerializer):
             name
             for name in ApprovalRequestSerializer.Meta.fields
             # (the session's own timeline: its status is beside it)
-            if name not in ("session", "prompt", "effective_status", "call_outcome")
+            if name not in ("session", "prompt", "effective_status")
         ]
         read_only_fields = fields
 

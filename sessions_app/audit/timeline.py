@@ -33,7 +33,6 @@ from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
 
 from sessions_app.models import (
     AgentSession,
-    ApprovalRequest,
     Citation,
     PolicyDenial,
     ProviderCall,
@@ -314,7 +313,9 @@ def _sources(session: AgentSession, native: bool | None = None) -> list[_Source]
         ),
         _ApprovalSource(
             "approval",
-            ApprovalRequest.objects.filter(session=session)
+            # (through the session: each row knows it without a query,
+            # which what became of an approved call reads: outcome.of)
+            session.approvals.with_call_record()
             .select_related("decided_by")
             # the events API reads every row's created_at
             .annotate(created_at=F("requested_at")),

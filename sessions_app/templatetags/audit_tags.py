@@ -16,6 +16,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from sessions_app.approvals import outcome
 from sessions_app.audit.filters import is_outside_allowed_domains
 from sessions_app.audit.timings import approval_span, humane_ms
 from sessions_app.models import Citation
@@ -192,3 +193,14 @@ def highlight_citations(output_text: Any, citations: Iterable[Citation]) -> Safe
     parts.append(conditional_escape(text[position:]))
     # Every part was escaped or built by format_html above.
     return mark_safe("".join(parts))
+
+
+@register.filter
+def call_outcome_note(approval: Any) -> str:
+    """What became of an approved call, when not a plain "it ran"
+    (``approvals.outcome``; the row annotated ``with_call_record``): empty
+    otherwise."""
+    result = outcome.of(approval)
+    if result is None or result is outcome.Outcome.RAN:
+        return ""
+    return outcome.note(approval, result)

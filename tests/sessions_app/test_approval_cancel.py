@@ -216,6 +216,28 @@ def test_afterwards_the_inbox_the_page_the_api_and_the_admin_say_the_call_did_no
     )
 
 
+def test_the_runs_timeline_and_events_say_the_call_did_not_run(
+    monkeypatch: Any, client: Client, paused: AgentSession, alice: Any
+) -> None:
+    approval = ApprovalRequest.objects.get(session=paused)
+    cancel_before_the_run(monkeypatch, paused)
+    with pytest.raises(RunNotResumed):
+        decisions.decide(approval_id=approval.pk, user=alice, approve=True, reason="")
+    viewer = UserFactory.create(username="viewer", is_superuser=True)
+    client.force_login(viewer)
+    timeline = text_of(client.get(paused.get_absolute_url()))
+    assert "Approved by alice" in timeline
+    assert (
+        "The run was cancelled before it took the approved call up again; the call "
+        "did not run." in timeline
+    )
+    api = APIClient()
+    api.force_authenticate(viewer)
+    events = api.get(f"/api/sessions/{paused.pk}/events/?kind=approval").json()
+    [row] = [event for event in events["results"] if event["kind"] == "approval"]
+    assert row["data"]["call_outcome"] == "not_run"
+
+
 def test_an_approved_call_that_ran_reads_approved(
     client: Client, paused: AgentSession, alice: Any
 ) -> None:
