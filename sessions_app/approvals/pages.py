@@ -133,7 +133,9 @@ class ApprovalListView(
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        rows = [described(approval) for approval in context["approvals"]]
+        page = list(context["approvals"])
+        inbox.attach_call_records(page)
+        rows = [described(approval) for approval in page]
         context.update(approvals=rows, object_list=rows)
         query = self.request.GET.copy()
         query.pop("page", None)
@@ -153,7 +155,7 @@ class ApprovalDetailView(LoginRequiredMixin, NeutraliseBidiMixin, View):
     GET)."""
 
     def _approval(self, request: HttpRequest, pk: Any) -> ApprovalRequest:
-        visible = inbox.with_context(inbox.visible_to(request.user))
+        visible = inbox.with_context(inbox.visible_to(request.user).with_call_record())
         approval = inbox.with_run_visible(visible, request.user).filter(pk=pk).first()
         if approval is None:
             raise Http404("No such approval.")

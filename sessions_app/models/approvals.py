@@ -56,9 +56,13 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
         ``call_recorded``, whether the run got to it (a function call is
         recorded; an MCP request was answered on the run's next provider
         request), and ``call_refused``, whether another policy refused it
-        (a function call's denial). ``approvals.outcome`` reads them. Two
-        indexed lookups a row (``tool_call_id``, ``unique_call_turn``,
-        ``denial_timeline``), only for approved rows."""
+        (a function call's denial). ``approvals.outcome`` reads them.
+
+        A run that succeeded got past the call (nothing is looked up for
+        it); otherwise an indexed lookup (``tool_call_id``,
+        ``unique_call_turn``), and one more for a function call's denial
+        (``denial_timeline``): the inbox's 50 rows, mostly of runs that
+        succeeded, cost one lookup each (docs/benchmarks.md)."""
         session = OuterRef("session")
         recorded = ToolInvocation.objects.filter(
             session=session, call_id=OuterRef("call_id")
@@ -73,6 +77,7 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
         return self.annotate(
             call_recorded=Case(
                 When(not_approved, then=Value(None)),
+                When(session__status="succeeded", then=Value(True)),
                 When(kind="mcp", then=Exists(answered)),
                 default=Exists(recorded),
                 output_field=models.BooleanField(null=True),

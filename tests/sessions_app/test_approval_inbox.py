@@ -19,7 +19,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core import mail
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -185,6 +187,26 @@ def test_inbox_page_costs_the_same_for_1_and_40_approvals(client, alice, url):
         ApprovalRequestFactory.create_batch(batch, decided_by=alice)
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1]
+
+
+def test_inbox_reads_what_became_of_approved_calls_in_one_query(client, alice):
+    client = page(client, alice)
+    assert client.get("/audit/approvals/").status_code == 200  # (warm)
+    counts = []
+    for batch in (1, 39):
+        ApprovalRequestFactory.create_batch(
+            batch,
+            status=Decision.APPROVED,
+            decided_by=alice,
+            session__status=AgentSession.Status.CANCELLED,
+        )
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/audit/approvals/")
+        assert text_of(response).count("Approved (the call did not run)") == (
+            1 if batch == 1 else 40
+        )
         counts.append(len(queries.captured_queries))
     assert counts[0] == counts[1]
 
