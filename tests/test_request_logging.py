@@ -26,9 +26,9 @@ def test_a_403_is_logged_as_a_line(client: Client, caplog: Any) -> None:
         )
     assert response.status_code == 403
     [record] = [r for r in caplog.records if r.name == "django.request"]
-    assert (
-        record.getMessage()
-        == f"Forbidden (Permission denied): /audit/approvals/{approval.pk}/"
+    assert record.getMessage() == (
+        f"Forbidden (Permission denied): /audit/approvals/{approval.pk}/ "
+        "(PermissionDenied: You may not decide this approval.)"
     )
     assert record.exc_info is None
     assert "Traceback" not in caplog.text
@@ -51,3 +51,4 @@ def test_a_server_error_keeps_its_traceback() -> None:
     assert ClientErrorsWithoutTraceback().filter(kept) is True
     assert ClientErrorsWithoutTraceback().filter(dropped) is True
     assert kept.exc_info is not None and dropped.exc_info is None
+    assert (kept.getMessage(), dropped.getMessage()) == ("x", "x (RuntimeError: boom)")

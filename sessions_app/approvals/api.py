@@ -4,8 +4,8 @@ Who may use it (``sessions_app.approvals.inbox``): authenticated users; each see
 approvals they may decide and those of the sessions they may see, anything
 else is a 404. Deciding needs ``access.may_decide`` (403 otherwise; under
 four eyes the run's author is told why); an approval already decided, expired
-or cancelled, or whose run no longer waits or was cancelled before the
-approved call ran, is a 409 that names its status and its run's
+or cancelled, or whose run no longer waits, or whose approved call did not
+run (or may have), is a 409 that names its status and its run's
 (``session_status``). Errors have one shape (``tooling.api.errors``), the 409
 with those two fields added.
 """
@@ -67,8 +67,9 @@ DECISION_RESPONSES = {
         ApprovalConflictSerializer,
         description="The approval is no longer pending (decided, expired or "
         "cancelled), its run no longer waits for it, or it was approved but "
-        "the run was cancelled before the call ran; `status` is the "
-        "approval's, `session_status` its run's.",
+        "the call did not run (the run was cancelled first, or another policy "
+        "refused it) or may have (the run ended before recording it); "
+        "`status` is the approval's, `session_status` its run's.",
     ),
 }
 

@@ -18,8 +18,9 @@ transaction). Here the request is decided, once:
 
 A decision is refused once the run no longer waits for it (cancelled: its
 request is ``cancelled`` too), and an approval that wins but whose run is
-cancelled (or ends otherwise) before the approved call runs is not answered
-as if the call ran: ``RunNotResumed`` names the run's state.
+cancelled (or ends otherwise) before the approved call is recorded, or whose
+call another policy refused, is not answered as if the call ran:
+``RunNotResumed`` says what became of it (``outcome``).
 
 The run resumes exactly once: only the winning update requeues the session,
 only a queued session can be claimed, and a claim is one conditional update
@@ -67,8 +68,9 @@ class ApprovalClosed(Exception):
 
 
 class RunNotResumed(ApprovalClosed):
-    """The approval was recorded, but its run was cancelled (or ended
-    otherwise) before the approved call ran: the call did not run."""
+    """The approval was recorded, but the call did not run (its run ended
+    before taking it up again, or another policy refused it) or may have
+    (its run ended after taking it up, before recording it): ``outcome``."""
 
 
 # Letters and symbols that show as nothing (Hangul fillers, the blank Braille
@@ -110,8 +112,8 @@ def decide(
     nor visible to ``user``), ``PermissionDenied`` (visible, not decidable;
     ``access.OWN_RUN`` for the author under four eyes), ``ApprovalClosed``
     (already decided, expired or cancelled, or its run no longer waits),
-    ``RunNotResumed`` (approved, but the run was cancelled or ended before
-    the call ran) and ``ValidationError`` (a deny without a reason, a reason
+    ``RunNotResumed`` (approved, but the call did not run, or may have:
+    ``outcome``) and ``ValidationError`` (a deny without a reason, a reason
     that is not text or too long).
     """
     if not isinstance(approve, bool):
@@ -166,16 +168,16 @@ def _session_label(status: str) -> str:
 
 
 def _check_resumed(approval: ApprovalRequest) -> None:
-    """``RunNotResumed`` if the run ended (cancelled, most likely) before it
-    recorded the approved call: the approver must not read "approved" as
-    "it ran" (``outcome``: whether it did not run, or may have)."""
+    """``RunNotResumed`` unless the approved call ran or the run is on its
+    way to it: the approver must not read "approved" as "it ran"
+    (``outcome``: refused, did not run, or may have)."""
     fresh = (
         ApprovalRequest.objects.with_call_record()
         .select_related("session")
         .get(pk=approval.pk)
     )
     result = outcome.of(fresh)
-    if result not in (outcome.Outcome.NOT_RUN, outcome.Outcome.UNKNOWN):
+    if result is None or result is outcome.Outcome.RAN:
         return
     raise RunNotResumed(
         outcome.answer(fresh, result),

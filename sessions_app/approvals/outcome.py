@@ -6,8 +6,9 @@ Read from the annotations of ``ApprovalRequestQuerySet.with_call_record``
 and the run's status and claims: a run that paused for the request has no
 claim (``attempts`` 0, ``store.pause``); the claim that resumes it counts one.
 So a run that ended with the call unrecorded and no claim since the pause
-never took the call up again (cancelled while queued): the call did not run.
-With a claim, it may have run (a handler whose worker died before recording
+never took the call up again (cancelled while queued, or paused on another
+policy's request and cancelled then): the call did not run. With a claim, it may
+have run (a handler whose worker died before recording
 it, an MCP call the provider was asked to make when the run was cancelled).
 """
 
@@ -40,11 +41,13 @@ def of(approval: ApprovalRequest) -> Outcome | None:
     """The outcome of ``approval``'s call (annotated ``with_call_record``)."""
     if approval.status != ApprovalRequest.Status.APPROVED:
         return None
+    session = approval.session
     if getattr(approval, "call_refused", None):
-        return Outcome.REFUSED
+        # refused on a second claim: the first may have run it before its
+        # worker died (a call limit counts it, then refuses the replay)
+        return Outcome.REFUSED if session.attempts <= 1 else Outcome.UNKNOWN
     if getattr(approval, "call_recorded", None):
         return Outcome.RAN
-    session = approval.session
     if session.status not in AgentSession.TERMINAL:
         return None
     return Outcome.NOT_RUN if session.attempts == 0 else Outcome.UNKNOWN
@@ -72,8 +75,8 @@ def note(approval: ApprovalRequest, outcome: Outcome) -> str:
         Outcome.RAN: "",
         Outcome.REFUSED: "Another policy refused the call (see the run's "
         "denials): it did not run.",
-        Outcome.NOT_RUN: f"The run {ended(approval)} before it took the approved "
-        "call up again; the call did not run.",
+        Outcome.NOT_RUN: f"The run {ended(approval)} before the approved call "
+        "ran; the call did not run.",
         Outcome.UNKNOWN: f"The run {ended(approval)} after it took the approved "
         "call up, before it recorded it: the call may have run (a handler's "
         "effects, or an MCP call the provider was asked to make).",
@@ -81,8 +84,13 @@ def note(approval: ApprovalRequest, outcome: Outcome) -> str:
 
 
 def answer(approval: ApprovalRequest, outcome: Outcome) -> str:
-    """What the approver is answered when the run ended before the call was
-    recorded (``decisions.RunNotResumed``)."""
+    """What the approver is answered when the call did not run, or may have
+    (``decisions.RunNotResumed``)."""
+    if outcome is Outcome.REFUSED:
+        return (
+            "Approved, but another policy refused the call (see the run's "
+            "denials); the call did not run."
+        )
     if outcome is Outcome.NOT_RUN:
         return (
             f"Approved, but the run {ended(approval)} before the approved call "

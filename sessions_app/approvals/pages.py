@@ -142,7 +142,10 @@ class ApprovalListView(
         context.update(
             filter=self.filterset,
             query_string=query.urlencode(),
-            filtered=any(str(value).strip() for value in query.values()),
+            filtered=any(
+                value not in (None, "", [])
+                for value in getattr(self.filterset.form, "cleaned_data", {}).values()
+            ),
             page_number=self.page_number,
             previous_page=self.page_number - 1 if self.page_number > 1 else None,
             next_page=self.page_number + 1 if self.has_next else None,

@@ -121,8 +121,10 @@ class AgentSessionViewSet(
             return ToolInvocation.objects.filter(
                 session__in=sessions, session_id=self.kwargs.get("pk")
             )
-        if self.action in ("provider_calls", "events"):
+        if self.action == "provider_calls":
             return sessions.only("id")
+        if self.action == "events":  # (what became of an approved call reads both)
+            return sessions.only("id", "status", "attempts")
         if self.action == "cancel":
             return sessions.only("id", "status", "created_by")
         return sessions.select_related("created_by", "cancelled_by")

@@ -56,22 +56,30 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
         ``call_recorded``, whether the run got to it (a function call is
         recorded; an MCP request was answered on the run's next provider
         request), and ``call_refused``, whether another policy refused it
-        (a function call's denial). ``approvals.outcome`` reads them.
+        (a function call's denial; an MCP request the run answered "no").
+        ``approvals.outcome`` reads them.
 
         A run that succeeded got past the call (nothing is looked up for
         it); otherwise an indexed lookup (``tool_call_id``,
-        ``unique_call_turn``), and one more for a function call's denial
-        (``denial_timeline``): the inbox's 50 rows, mostly of runs that
-        succeeded, cost one lookup each (docs/benchmarks.md)."""
+        ``unique_call_turn``), and one more for a denial
+        (``denial_timeline``). The inbox reads them for its page's approved
+        rows only (``inbox.attach_call_records``, docs/benchmarks.md)."""
         session = OuterRef("session")
         recorded = ToolInvocation.objects.filter(
             session=session, call_id=OuterRef("call_id")
         )
+        # (answered: a request after it that got a response; a failed one
+        # may or may not have reached the provider)
         answered = ProviderCall.objects.filter(
-            session=session, turn__gt=OuterRef("turn")
+            session=session, turn__gt=OuterRef("turn"), response__isnull=False
         )
         refused = PolicyDenial.objects.filter(
             session=session, turn=OuterRef("turn"), sequence=OuterRef("sequence")
+        )
+        # an MCP request the run answered "no" (``McpApprovals``: its id seen
+        # twice) is denied by its request's id
+        refused_mcp = PolicyDenial.objects.filter(
+            session=session, turn=OuterRef("turn"), call_id=OuterRef("call_id")
         )
         not_approved = ~Q(status="approved")
         return self.annotate(
@@ -83,7 +91,8 @@ class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
                 output_field=models.BooleanField(null=True),
             ),
             call_refused=Case(
-                When(not_approved | Q(kind="mcp"), then=Value(None)),
+                When(not_approved, then=Value(None)),
+                When(kind="mcp", then=Exists(refused_mcp)),
                 default=Exists(refused),
                 output_field=models.BooleanField(null=True),
             ),

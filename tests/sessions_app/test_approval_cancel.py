@@ -190,8 +190,8 @@ def test_afterwards_the_inbox_the_page_the_api_and_the_admin_say_the_call_did_no
     page = text_of(client.get(f"/audit/approvals/{approval.pk}/"))
     assert "Approved (the call did not run)" in page
     assert (
-        "The run was cancelled before it took the approved call up again; the call "
-        "did not run." in page
+        "The run was cancelled before the approved call ran; the call did not run."
+        in page
     )
     api = APIClient()
     api.force_authenticate(alice)
@@ -211,8 +211,8 @@ def test_afterwards_the_inbox_the_page_the_api_and_the_admin_say_the_call_did_no
     response = api.post(f"/api/approvals/{approval.pk}/approve/", {}, format="json")
     assert response.status_code == 409
     assert response.json()["detail"] == (
-        "This approval is already approved. The run was cancelled before it took "
-        "the approved call up again; the call did not run. (status: approved)"
+        "This approval is already approved. The run was cancelled before the "
+        "approved call ran; the call did not run. (status: approved)"
     )
 
 
@@ -228,8 +228,8 @@ def test_the_runs_timeline_and_events_say_the_call_did_not_run(
     timeline = text_of(client.get(paused.get_absolute_url()))
     assert "Approved by alice" in timeline
     assert (
-        "The run was cancelled before it took the approved call up again; the call "
-        "did not run." in timeline
+        "The run was cancelled before the approved call ran; the call did not run."
+        in timeline
     )
     api = APIClient()
     api.force_authenticate(viewer)
@@ -253,21 +253,28 @@ def test_an_approved_call_that_ran_reads_approved(
 
 
 @pytest.mark.parametrize(
-    ("kind", "run", "attempts", "later_turn", "denied", "expected"),
+    ("kind", "run", "attempts", "recorded", "expected"),
     [
         # an MCP request is answered when the run asked the provider again
-        ("mcp", Status.CANCELLED, 0, False, False, "not_run"),
-        ("mcp", Status.CANCELLED, 0, True, False, "ran"),
+        ("mcp", Status.CANCELLED, 0, "", "not_run"),
+        ("mcp", Status.CANCELLED, 0, "later turn", "ran"),
         # cancelled while its provider request was out: the provider may
         # have run it (the run had taken the call up: a claim)
-        ("mcp", Status.CANCELLED, 1, False, False, "unknown"),
+        ("mcp", Status.CANCELLED, 1, "", "unknown"),
+        # the next request failed (no response): it may have reached the
+        # provider
+        ("mcp", Status.FAILED, 1, "later turn failed", "unknown"),
+        # the run answered the provider "no" (its request id seen twice)
+        ("mcp", Status.SUCCEEDED, 1, "denied mcp", "refused"),
         # a function call with nothing recorded, its run still going: not known
-        ("function", Status.QUEUED, 0, False, False, None),
-        ("function", Status.FAILED, 0, False, False, "not_run"),
+        ("function", Status.QUEUED, 0, "", None),
+        ("function", Status.FAILED, 0, "", "not_run"),
         # crashed on the call, attempts used up: its handler may have run
-        ("function", Status.FAILED, 3, False, False, "unknown"),
+        ("function", Status.FAILED, 3, "", "unknown"),
         # recorded, refused by another policy (a second approval denied)
-        ("function", Status.SUCCEEDED, 1, False, True, "refused"),
+        ("function", Status.SUCCEEDED, 1, "denied", "refused"),
+        # refused on a second claim: the first may have run it
+        ("function", Status.SUCCEEDED, 2, "denied", "unknown"),
     ],
 )
 def test_the_outcome_reads_the_record(
@@ -275,8 +282,7 @@ def test_the_outcome_reads_the_record(
     kind: str,
     run: str,
     attempts: int,
-    later_turn: bool,
-    denied: bool,
+    recorded: str,
     expected: str | None,
 ) -> None:
     approval = ApprovalRequestFactory.create(
@@ -285,21 +291,24 @@ def test_the_outcome_reads_the_record(
         session__status=run,
         session__attempts=attempts,
         turn=3,
-        sequence=4,
+        sequence=None if kind == "mcp" else 4,
     )
-    ProviderCallFactory.create(session=approval.session, turn=3)
-    if later_turn:
-        ProviderCallFactory.create(session=approval.session, turn=4)
-    if denied:
+    session = approval.session
+    ProviderCallFactory.create(session=session, turn=3)
+    if recorded == "later turn":
+        ProviderCallFactory.create(session=session, turn=4)
+    if recorded == "later turn failed":
+        ProviderCallFactory.create(session=session, turn=4, response=None)
+    if recorded == "denied":
         ToolInvocationFactory.create(
-            session=approval.session,
-            call_id=approval.call_id,
-            turn=3,
-            sequence=4,
-            success=False,
+            session=session, call_id=approval.call_id, turn=3, sequence=4, success=False
         )
         PolicyDenialFactory.create(
-            session=approval.session, call_id=approval.call_id, turn=3, sequence=4
+            session=session, call_id=approval.call_id, turn=3, sequence=4
+        )
+    if recorded == "denied mcp":
+        PolicyDenialFactory.create(
+            session=session, call_id=approval.call_id, turn=3, sequence=0
         )
     api = APIClient()
     api.force_authenticate(alice)
@@ -307,6 +316,25 @@ def test_the_outcome_reads_the_record(
     assert body["call_outcome"] == expected
     pending = ApprovalRequestFactory.create()
     assert api.get(f"/api/approvals/{pending.pk}/").json()["call_outcome"] is None
+
+
+def test_an_approver_is_not_answered_approved_for_a_refused_call(alice: Any) -> None:
+    approval = ApprovalRequestFactory.create(
+        status=Decision.APPROVED,
+        session__status=Status.SUCCEEDED,
+        session__attempts=1,
+        turn=3,
+        sequence=4,
+    )
+    PolicyDenialFactory.create(
+        session=approval.session, call_id=approval.call_id, turn=3, sequence=4
+    )
+    with pytest.raises(RunNotResumed) as raised:
+        decisions._check_resumed(approval)
+    assert raised.value.message == (
+        "Approved, but another policy refused the call (see the run's denials); "
+        "the call did not run."
+    )
 
 
 def test_a_failed_run_is_said_to_have_failed_not_was_failed(

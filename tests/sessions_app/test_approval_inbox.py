@@ -495,13 +495,15 @@ def test_an_empty_inbox_says_why_it_is_empty(client, paused, alice):
     beyond = text_of(client.get("/audit/approvals/?page=3"))
     assert "No requests on page 3: back to the first page" in beyond
     assert "Nothing waits" not in beyond
+    # a parameter that filters nothing is no filter
+    assert "No request matches" not in text_of(client.get("/audit/approvals/?utm=x"))
     filtered = text_of(client.get("/audit/approvals/?tool=nope&status="))
     assert "No request matches these filters." in filtered
     assert "Nothing waits" not in filtered
     ApprovalRequest.objects.all().delete()
-    assert "Nothing waits for approval." in text_of(
-        client.get("/audit/approvals/?tool=")
-    )
+    for query in ("?tool=", "?utm=x"):
+        shown = text_of(client.get(f"/audit/approvals/{query}"))
+        assert "Nothing waits for approval." in shown
 
 
 def test_an_unknown_decision_is_a_form_error(client, paused, alice):

@@ -4,7 +4,7 @@ prompt's cost budget and hosted tool limits, the price list and user budgets."""
 import django.core.validators
 import django.db.models.deletion
 import django.utils.timezone
-import tooling.models.catalog
+import tooling.models.tools
 import tooling.storable_json
 from decimal import Decimal
 from django.conf import settings
@@ -79,7 +79,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
-                ('kind', models.CharField(choices=tooling.models.catalog.hosted_kind_choices, max_length=32)),
+                ('kind', models.CharField(choices=tooling.models.tools.hosted_kind_choices, max_length=32)),
                 ('unit', models.CharField(choices=[('call', 'per call'), ('container', 'per container'), ('image', 'per image')], max_length=16)),
                 ('variant', models.CharField(blank=True, help_text='Empty: the kind\'s default. Containers: memory ("1g", "4g", "16g", "64g"). Images: "<quality>:<size>", e.g. "medium:1024x1024".', max_length=64)),
                 ('price', models.DecimalField(decimal_places=6, help_text='USD per unit.', max_digits=12, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),

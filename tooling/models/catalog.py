@@ -25,13 +25,9 @@ from tooling.models.tools import (
     PolicyDefinition,
     TimestampedModel,
     ToolDefinition,
-    hosted_kind_choices,
 )
 from tooling.runtime.choices import PLANNING_STRATEGY_CHOICES
 from tooling.storable_json import StorableJSONField
-
-# (migration 0010 names the hosted kinds' choices by this module)
-__all__ = ["hosted_kind_choices"]
 
 
 class SectionDefinition(TimestampedModel):
