@@ -39,6 +39,7 @@ from django.conf import settings
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from sessions_app.approvals import outcome
 from sessions_app.audit.timings import Span as Timing
 from sessions_app.audit.timings import approval_span, provider_span, tool_span
 from sessions_app.models import (
@@ -121,6 +122,13 @@ def _span_id(session_id: uuid.UUID, *parts: object) -> int:
 
 def _usd(value: Decimal | None) -> float | None:
     return float(value) if value is not None else None
+
+
+def _call_outcome(approval: ApprovalRequest) -> str | None:
+    """What became of an approved call (``approvals.outcome``; ``None``
+    for a request decided otherwise)."""
+    found = outcome.of(approval)
+    return None if found is None else found.value
 
 
 def _attributes(pairs: Mapping[str, Any]) -> dict[str, Any]:
@@ -360,6 +368,8 @@ class _Trace:
         pairs: dict[str, Any] = {
             "wink.approval.id": str(approval.pk),
             "wink.approval.status": approval.status,
+            # ran, refused, not_run or unknown (an approved request only)
+            "wink.approval.call_outcome": _call_outcome(approval),
             "wink.approval.policy": approval.policy_name,
             "wink.approval.four_eyes": approval.four_eyes,
             "wink.approval.decided_by": (

@@ -162,8 +162,11 @@ class _Reader:
         )
 
     def approvals(self) -> list[ApprovalRequest]:
-        return self._bounded(
+        """With what became of each approved call (``with_call_record``,
+        read by ``approvals.outcome``), in the same query."""
+        listed: list[ApprovalRequest] = self._bounded(
             ApprovalRequest.objects.filter(session=self.session)
+            .with_call_record()
             .select_related("decided_by")
             .only(
                 "id",
@@ -181,3 +184,6 @@ class _Reader:
             )
             .order_by("requested_at", "id")
         )
+        for approval in listed:
+            approval.session = self.session  # its status and claims, read once
+        return listed

@@ -27,6 +27,8 @@ from sessions_app.telemetry import exporting, rows
 from tests.sessions_app.approval_setup import PROMPT as APPROVAL_PROMPT
 from tests.sessions_app.factories import (
     AgentSessionFactory,
+    ApprovalRequestFactory,
+    PolicyDenialFactory,
     ToolInvocationFactory,
 )
 from tests.sessions_app.otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -220,6 +222,7 @@ def test_a_paused_run_is_exported_once_when_it_ends_with_its_approval(
     waited = _one(spans, "approval deploy")
     assert waited.parent_span_id == root.span_id
     assert waited.attributes["wink.approval.status"] == "approved"
+    assert waited.attributes["wink.approval.call_outcome"] == "ran"
     assert waited.attributes["wink.approval.decided_by"] == "alice"
     assert waited.attributes["wink.approval.policy"] == "release-approval"
     assert waited.attributes["gen_ai.tool.call.id"] == approval.call_id
@@ -230,6 +233,7 @@ def test_a_paused_run_is_exported_once_when_it_ends_with_its_approval(
         if span.attributes["gen_ai.tool.call.id"] == approval.call_id
     ]
     assert deploy.attributes["wink.approval.status"] == "approved"
+    assert deploy.attributes["wink.approval.call_outcome"] == "ran"
     assert deploy.attributes["wink.approval.decided_by"] == "alice"
     # the resumed run's calls, each once: the calls before the pause are
     # not exported twice, nor the replayed turn
@@ -439,6 +443,7 @@ def test_an_approvers_denial_is_an_event_whose_words_are_content(
     spans = _trace(receiver, paused)
     waited = _one(spans, "approval deploy")
     assert waited.attributes["wink.approval.status"] == "denied"
+    assert "wink.approval.call_outcome" not in waited.attributes  # approved only
     (deploy,) = [
         span
         for span in _named(spans, "execute_tool deploy")
@@ -450,6 +455,38 @@ def test_an_approvers_denial_is_an_event_whose_words_are_content(
     assert event["wink.policy.decision"] == "deny"
     assert "wink.policy.reason" not in event  # the approver's words: opt-in
     assert not any(b"not today" in body for body in receiver.bodies)
+
+
+@pytest.mark.parametrize(
+    ("attempts", "denied", "expected"),
+    [
+        (0, False, "not_run"),  # cancelled while queued, after the approval
+        (1, False, "unknown"),  # cancelled after it took the call up again
+        (1, True, "refused"),  # another policy refused the approved call
+    ],
+)
+def test_an_approved_call_that_did_not_run_says_so(
+    receiver, attempts, denied, expected
+):
+    session = AgentSessionFactory.create(
+        status=AgentSession.Status.CANCELLED,
+        attempts=attempts,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+    )
+    approval = ApprovalRequestFactory.create(
+        session=session, status=ApprovalRequest.Status.APPROVED, turn=3, sequence=4
+    )
+    if denied:
+        PolicyDenialFactory.create(
+            session=session, call_id=approval.call_id, turn=3, sequence=4
+        )
+
+    assert telemetry.export_session(session.pk)
+    waited = _one(_trace(receiver, session), "approval deploy")
+
+    assert waited.attributes["wink.approval.status"] == "approved"
+    assert waited.attributes["wink.approval.call_outcome"] == expected
 
 
 def test_the_endpoint_is_logged_without_its_credentials(settings, caplog):
