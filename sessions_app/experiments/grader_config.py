@@ -17,7 +17,10 @@ from django.core.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
 from sessions_app.models import Citation, Grader
+from tooling import assembly
+from tooling.assembly.parameters import ANY, SCALAR
 from tooling.models import PromptTemplate
+from tooling.runtime import PromptError
 from tooling.runtime.number_text import PLAIN_DECIMAL, plain_decimal
 from tooling.runtime.text import BIDI_CONTROLS
 
@@ -110,13 +113,18 @@ def check_entered_config(kind: str, config: Any) -> None:
                     {"config": f'"domains": {shown[:200]} is not a domain.'}
                 )
     elif kind == Kind.MODEL_GRADED:
-        # (grading starts it by this name: a misspelt one fails every grade)
+        # (grading starts it by this name: a misspelt one, or one that does
+        # not take what a grader gives it, could grade nothing)
         namespace, _, key = config["prompt"].partition("/")
-        if not PromptTemplate.objects.filter(namespace=namespace, key=key).exists():
-            shown = json.dumps(config["prompt"], ensure_ascii=True)
+        template = PromptTemplate.objects.filter(namespace=namespace, key=key).first()
+        shown = json.dumps(config["prompt"], ensure_ascii=True)[:200]
+        if template is None:
             raise ValidationError(
-                {"config": f'"prompt": no prompt template is named {shown[:200]}.'}
+                {"config": f'"prompt": no prompt template is named {shown}.'}
             )
+        problem = _grader_prompt_problem(template)
+        if problem:
+            raise ValidationError({"config": f'"prompt": {shown} {problem}'})
     keys = KEYS.get(kind, set())  # type: ignore[call-overload]
     unknown = sorted(str(key) for key in config if key not in keys)
     if unknown:
@@ -128,6 +136,54 @@ def check_entered_config(kind: str, config: Any) -> None:
                 f"takes {takes}. Remove it (or correct its spelling)."
             }
         )
+
+
+#: the parameters a model grader's prompt is run with (``grading``)
+GRADER_PARAMS = ("output", "expected", "params")
+
+
+def _grader_prompt_problem(template: PromptTemplate) -> str:
+    """Why ``template`` cannot run as a grader's prompt (empty: it can): it
+    must take ``GRADER_PARAMS``, each as text, and need nothing else."""
+    try:
+        specs = assembly.prompt_parameters(assembly.freeze_template(template))
+    except PromptError as error:
+        return f"cannot be built: {error}"
+    by_name = {spec.name: spec for spec in specs}
+    takes = ", ".join(f'"{name}"' for name in sorted(by_name)[:20]) or "none"
+    missing = [name for name in GRADER_PARAMS if name not in by_name]
+    if missing:
+        named = ", ".join(f'"{name}"' for name in missing)
+        return (
+            f"does not take {named} (it takes: {takes}). A grader's prompt "
+            'declares the parameters "output", "expected" and "params", which '
+            "a grade fills in with the session's output, the case's expected "
+            "output and the session's parameters as JSON."
+        )
+    needed = sorted(
+        name
+        for name, spec in by_name.items()
+        if spec.required and name not in GRADER_PARAMS
+    )
+    if needed:
+        named = ", ".join(f'"{name}"' for name in needed[:20])
+        return (
+            f"requires {named}, which a grade does not give: a grader's prompt "
+            'takes only "output", "expected" and "params" (give the others a '
+            "default)."
+        )
+    not_text = [
+        name
+        for name in GRADER_PARAMS
+        if by_name[name].type not in (ANY, SCALAR, "string")
+    ]
+    if not_text:
+        named = ", ".join(f'"{name}"' for name in not_text)
+        return (
+            f"takes {named} as {by_name[not_text[0]].type}: a grade gives each "
+            "as text (declare its default as text)."
+        )
+    return ""
 
 
 def check_config(kind: str, config: Any) -> None:

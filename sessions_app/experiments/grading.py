@@ -6,8 +6,9 @@ its grader prompt on the session's output (``{"output", "expected",
 "params"}`` as parameters) as a session of its own, recorded like any other;
 it passes when that session's structured output says ``{"passed": true}`` or
 its text starts with ``PASS``. A start refused for the grading user's spent
-daily budget leaves the grade undecided (pending), for a later *Grade now* to
-start.
+daily budget, or because the grader's prompt does not take those parameters
+(changed since the grader was entered), leaves the grade undecided (pending),
+for a later *Grade now* to start.
 """
 
 from __future__ import annotations
@@ -313,8 +314,13 @@ def _model_graded(
             user=user,
         )
     except ValidationError as error:
+        # the grader's fault, not the graded run's: undecided (not counted
+        # as a fail), and the next Grade now starts it again
         return Grade(
-            False, "The grader prompt could not run: " + " ".join(error.messages)
+            None,
+            "The grader's prompt could not run: "
+            + " ".join(error.messages)
+            + " Correct the grader or its prompt, then Grade now.",
         )
     except DailyBudgetExceeded as error:
         # refused before anything was recorded: undecided, and the next

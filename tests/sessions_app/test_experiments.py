@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 from datetime import timedelta
 from decimal import Decimal
@@ -241,7 +242,8 @@ def test_a_grader_config_entered_names_a_prompt_that_exists_and_real_domains():
     """What would fail every grade is refused where it is entered (a stored
     grader's grades still say why they failed)."""
     seed_demo_catalog()
-    grader_config.check_entered_config(Kind.MODEL_GRADED, {"prompt": "demo/research"})
+    judge_prompt()
+    grader_config.check_entered_config(Kind.MODEL_GRADED, {"prompt": "graders/judge"})
     for ref in ("no/such", " demo/research", "demo/research\u202e"):
         with pytest.raises(ValidationError, match="no prompt template is named"):
             grader_config.check_entered_config(Kind.MODEL_GRADED, {"prompt": ref})
@@ -308,6 +310,77 @@ def test_a_cost_grader_takes_an_amount_written_plainly_only(usd):
         assert api.post("/api/graders/", body, format="json").status_code == 201
     assert grade(Kind.COST_AT_MOST, {"usd": ".05"}, session) is True
     assert grade(Kind.COST_AT_MOST, {"usd": 1e-7}, session) is False
+
+
+def judge_prompt(key: str = "judge", **params: Any) -> PromptTemplate:
+    """A grader's prompt (``graders/<key>``) taking what a grade gives it, and
+    ``params`` besides (or instead)."""
+    section = SectionDefinitionFactory.create(
+        template="Does this answer: $output\nmatch: $expected\n($params)",
+        default_params={"output": "", "expected": "", "params": "", **params},
+    )
+    prompt = PromptTemplateFactory.create(namespace="graders", key=key)
+    add_sections(prompt, section)
+    return prompt
+
+
+GIVEN = {"output": "", "expected": "", "params": ""}
+
+
+@pytest.mark.parametrize(
+    ("declared", "error"),
+    [
+        (GIVEN, None),
+        (GIVEN | {"output": None}, None),  # required: a grade gives it
+        (GIVEN | {"tone": "strict"}, None),  # one more, with a default
+        (
+            {"output": "", "params": ""},
+            'does not take "expected" (it takes: "output", "params")',
+        ),
+        (GIVEN | {"tone": None}, 'requires "tone", which a grade does not give'),
+        (GIVEN | {"output": 0}, 'takes "output" as integer: a grade gives each as'),
+    ],
+)
+def test_a_model_graders_prompt_must_take_what_a_grade_gives_it(
+    declared: dict[str, Any], error: str | None
+) -> None:
+    section = SectionDefinitionFactory.create(
+        template="Judge $output", default_params=declared
+    )
+    prompt = PromptTemplateFactory.create(namespace="graders", key="judge")
+    add_sections(prompt, section)
+    config = {"prompt": prompt.ref}
+    if error is None:
+        grader_config.check_entered_config(Kind.MODEL_GRADED, config)
+        return
+    with pytest.raises(ValidationError, match=re.escape(error)):
+        grader_config.check_entered_config(Kind.MODEL_GRADED, config)
+    api = api_of_datasets_and_graders()
+    body = {"name": "g", "kind": "model_graded", "config": config}
+    response = api.post("/api/graders/", body, format="json")
+    assert response.status_code == 400
+    assert error in str(response.json())
+
+
+def test_a_grader_whose_prompt_cannot_run_leaves_the_grade_pending_not_failed():
+    """A grader entered before its prompt changed: the grade is the
+    grader's problem, not a fail of the run it grades."""
+    seed_demo_catalog()
+    grader = Grader(
+        name="judge", kind=Kind.MODEL_GRADED, config={"prompt": "demo/research"}
+    )
+    graded = session_with(output_text="Django 5.2")
+
+    verdict = grading.grade(grader, graded, DatasetCase(expected_output="5.2"), None)
+
+    assert verdict.passed is None and verdict.session is None
+    assert verdict.detail.startswith("The grader's prompt could not run: Unknown")
+    assert verdict.detail.endswith("Correct the grader or its prompt, then Grade now.")
+    assert (
+        not AgentSession.objects.filter(prompt_ref="demo/research")
+        .exclude(pk=graded.pk)
+        .exists()
+    )
 
 
 def test_a_model_graded_grader_records_its_own_session():
